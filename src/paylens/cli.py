@@ -1,0 +1,108 @@
+"""The `paylens` command: each subcommand is a thin call of a public function.
+
+    paylens sandbox serve --port 8765 --seed 0 --transactions 100000
+    paylens demo
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+
+from paylens._version import __version__
+
+
+def _sandbox_serve(args: argparse.Namespace) -> int:
+    from paylens.sandbox import Sandbox
+
+    started = time.perf_counter()
+    sandbox = Sandbox(seed=args.seed, transactions=args.transactions)
+    server = sandbox.serve(port=args.port, host=args.host)
+    for name, value in sandbox.env(server).items():
+        print(f"{name}={value}")
+    print(
+        f"# paylens sandbox (SANDBOX DATA): {args.transactions:,} transactions, seed {args.seed}, "
+        f"generated in {time.perf_counter() - started:.1f}s; serving until interrupted",
+        file=sys.stderr,
+        flush=True,
+    )
+    sys.stdout.flush()
+    server.wait()
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    """The main job against the embedded sandbox: serve it on loopback, pull every transaction
+    through the typed client, and print headline figures per currency."""
+    from paylens import Client
+    from paylens.sandbox import Sandbox
+
+    started = time.perf_counter()
+    sandbox = Sandbox(seed=args.seed, transactions=args.transactions)
+    with sandbox.serve() as server, Client(server.base_url, sandbox.client_id, sandbox.client_secret) as client:
+        print(f"paylens {__version__} — SANDBOX DATA from {server.base_url}")
+        by_type: Counter[str] = Counter()
+        by_status: Counter[str] = Counter()
+        sent: defaultdict[str, int] = defaultdict(int)
+        decimals: dict[str, int] = {}
+        pages = 0
+        for page in client.transactions.list(sort_order="asc").pages():
+            pages += 1
+            for tx in page.data:
+                by_type[str(tx.type)] += 1
+                by_status[str(tx.status)] += 1
+                amount = getattr(tx, "sent_amount", None)
+                if tx.type == "OUTGOING" and amount is not None and str(tx.status) == "COMPLETED":
+                    sent[amount.currency.code] += amount.amount
+                    decimals[amount.currency.code] = amount.currency.decimals or 0
+        elapsed = time.perf_counter() - started
+        print(f"pulled {sum(by_type.values()):,} transactions in {pages:,} pages, {elapsed:.1f}s")
+        print("by type:   " + ", ".join(f"{k} {v:,}" for k, v in sorted(by_type.items())))
+        print("by status: " + ", ".join(f"{k} {v:,}" for k, v in by_status.most_common()))
+        print("completed outgoing volume sent, per currency (top 8):")
+        for code, minor in sorted(sent.items(), key=lambda kv: -kv[1])[:8]:
+            d = decimals[code]
+            major = f"{minor // 10**d:,}" + (f".{minor % 10**d:0{d}d}" if d else "")
+            print(f"  {code} {major}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="paylens", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"paylens {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug lines to stderr")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    sandbox = commands.add_parser("sandbox", help="the embedded simulator of the service")
+    sandbox_commands = sandbox.add_subparsers(dest="sandbox_command", required=True)
+    serve = sandbox_commands.add_parser(
+        "serve", help="serve a sandbox over HTTP on loopback and print the PAYLENS_* lines to export"
+    )
+    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--seed", type=int, default=0)
+    serve.add_argument("--transactions", type=int, default=100_000)
+    serve.set_defaults(run=_sandbox_serve)
+
+    demo = commands.add_parser("demo", help="the main job against the embedded sandbox")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--transactions", type=int, default=20_000)
+    demo.set_defaults(run=_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr)
+    try:
+        return int(args.run(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,20 @@
+"""The typed client of the service: `Client`, `AsyncClient`, their policy and pagination."""
+
+from ._clients import AsyncClient, Client
+from ._config import API_VERSION, ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET
+from ._pagination import Paginator, RawPage
+from ._policy import Call, RequestStats, RetryPolicy
+
+__all__ = [
+    "API_VERSION",
+    "ENV_BASE_URL",
+    "ENV_CLIENT_ID",
+    "ENV_CLIENT_SECRET",
+    "AsyncClient",
+    "Call",
+    "Client",
+    "Paginator",
+    "RawPage",
+    "RequestStats",
+    "RetryPolicy",
+]

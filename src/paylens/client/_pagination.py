@@ -1,0 +1,162 @@
+"""Cursor pagination: `{data, hasMore, nextCursor, totalCount}` pages walked until `hasMore` is
+false, with the loops a misbehaving service could cause turned into a clear error."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import httpx
+import orjson
+from pydantic import TypeAdapter, ValidationError
+
+from paylens.errors import PaginationError, ResponseValidationError
+from paylens.models import Page
+
+from ._policy import Call
+
+if TYPE_CHECKING:
+    from ._clients import AsyncClient, Client
+
+T = TypeVar("T")
+
+#: Consecutive empty pages that still claim `hasMore` before giving up.
+MAX_EMPTY_PAGES = 3
+
+
+@dataclass(frozen=True)
+class RawPage:
+    """A page as JSON values, for callers that validate record by record (the warehouse)."""
+
+    data: list[dict[str, Any]]
+    has_more: bool
+    next_cursor: str | None
+    total_count: int | None
+
+
+@functools.cache
+def page_adapter(item_type: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(Page[item_type])
+
+
+def parse_with(adapter: TypeAdapter[T]) -> Callable[[httpx.Response], T]:
+    """A response reader that validates the JSON body with a pydantic adapter."""
+
+    def parse(response: httpx.Response) -> T:
+        try:
+            return adapter.validate_json(response.content)
+        except ValidationError as exc:
+            raise ResponseValidationError(
+                f"{response.request.method} {response.request.url.path} answered a body "
+                f"that does not match the interface: {exc}"
+            ) from exc
+
+    return parse
+
+
+def parse_raw_page(response: httpx.Response) -> RawPage:
+    try:
+        body = orjson.loads(response.content)
+        data = body["data"]
+        if not isinstance(data, list):
+            raise TypeError("data is not a list")
+        return RawPage(
+            data=data,
+            has_more=bool(body.get("hasMore", False)),
+            next_cursor=body.get("nextCursor"),
+            total_count=body.get("totalCount"),
+        )
+    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ResponseValidationError(f"list page is not a page: {exc}") from exc
+
+
+class _Walk:
+    """The stopping rule, shared by the sync and async walks."""
+
+    def __init__(self, path: str, params: dict[str, str]) -> None:
+        self.path = path
+        self.params = params
+        self.seen: set[str] = set()
+        self.empty_run = 0
+
+    def call(self, parse: Callable[[httpx.Response], Any], cursor: str | None) -> Call[Any]:
+        params = dict(self.params) if cursor is None else {**self.params, "cursor": cursor}
+        return Call("GET", self.path, parse, params=params)
+
+    def next_cursor(self, page: RawPage | Page[Any]) -> str | None:
+        """The cursor of the next page, None at the end; raises when the service loops."""
+        if not page.has_more:
+            return None
+        cursor = page.next_cursor
+        if not cursor:
+            raise PaginationError(f"GET {self.path}: a page says hasMore but gives no nextCursor")
+        if cursor in self.seen:
+            raise PaginationError(
+                f"GET {self.path}: the service returned cursor {cursor[:40]!r} a second time; "
+                "stopping instead of looping"
+            )
+        self.seen.add(cursor)
+        self.empty_run = self.empty_run + 1 if not page.data else 0
+        if self.empty_run >= MAX_EMPTY_PAGES:
+            raise PaginationError(
+                f"GET {self.path}: {self.empty_run} empty pages in a row still claim hasMore; "
+                "stopping instead of looping"
+            )
+        return cursor
+
+
+class Paginator(Generic[T]):
+    """Every item of a list endpoint, typed, across all pages.
+
+    Iterate it (`for tx in client.transactions.list(status="PENDING")`), or walk `.pages()` for
+    the pages with their `total_count`. With an `AsyncClient`, use `async for` and `.apages()`.
+    """
+
+    def __init__(
+        self, client: Client | AsyncClient, path: str, params: dict[str, str], item_type: Any
+    ) -> None:
+        self._client = client
+        self._path = path
+        self._params = params
+        self._item_type = item_type
+
+    def __repr__(self) -> str:
+        return f"Paginator(GET {self._path}, {self._params})"
+
+    def _parser(self, raw: bool) -> Callable[[httpx.Response], Any]:
+        return parse_raw_page if raw else parse_with(page_adapter(self._item_type))
+
+    def pages(self, *, raw: bool = False) -> Iterator[Any]:
+        """Each page in turn (`Page[T]`, or `RawPage` of JSON values with `raw=True`)."""
+        walk, parse, cursor = _Walk(self._path, self._params), self._parser(raw), None
+        while True:
+            page = self._client.request(walk.call(parse, cursor))
+            yield page
+            cursor = walk.next_cursor(page)
+            if cursor is None:
+                return
+
+    def __iter__(self) -> Iterator[T]:
+        for page in self.pages():
+            yield from page.data
+
+    async def apages(self, *, raw: bool = False) -> AsyncIterator[Any]:
+        """`pages()` for an `AsyncClient`."""
+        walk, parse, cursor = _Walk(self._path, self._params), self._parser(raw), None
+        while True:
+            page = await self._client.request(walk.call(parse, cursor))  # type: ignore[misc]
+            yield page
+            cursor = walk.next_cursor(page)
+            if cursor is None:
+                return
+
+    async def __aiter__(self) -> AsyncIterator[T]:
+        async for page in self.apages():
+            for item in page.data:
+                yield item
+
+    def to_list(self) -> list[T]:
+        """All items in a list (sync clients)."""
+        return list(self)

@@ -1,0 +1,195 @@
+"""The one policy core shared by the sync and async clients: what to retry, how long to wait,
+and which typed error a failed answer becomes. The clients only send and sleep."""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Generic, TypeVar
+
+import httpx
+import orjson
+
+from paylens.errors import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    FailedRequest,
+    error_class_for_status,
+)
+
+logger = logging.getLogger("paylens.client")
+
+T = TypeVar("T")
+
+#: Codes that say waiting will not help, even on a retryable status.
+HOPELESS_CODES = frozenset({"DAILY_VOLUME_LIMIT_EXCEEDED"})
+RETRYABLE_STATUSES = frozenset({408, 429}) | frozenset(range(500, 600))
+_SNIPPET = 300
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How the client retries: connection errors, 408, 429 and 5xx, with capped exponential
+    backoff and full jitter, honouring `Retry-After` up to `retry_after_cap` seconds, and never
+    past `deadline` seconds for one call. `max_retries=0` turns retries off."""
+
+    max_retries: int = 5
+    backoff_base: float = 0.25
+    backoff_cap: float = 8.0
+    retry_after_cap: float = 120.0
+    deadline: float | None = 600.0
+
+    def backoff(self, retry_number: int, rng: random.Random) -> float:
+        """Seconds before retry number `retry_number` (1-based) when the service named no time."""
+        ceiling = min(self.backoff_cap, self.backoff_base * (2 ** (retry_number - 1)))
+        return ceiling * (0.5 + rng.random() / 2)
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One request of the interface and how to read its answer."""
+
+    method: str
+    path: str
+    parse: Callable[[httpx.Response], T]
+    params: Mapping[str, str] | Sequence[tuple[str, str]] | None = None
+    json: Any = None
+    headers: dict[str, str] | None = None
+
+    def build(self, http: httpx.Client | httpx.AsyncClient) -> httpx.Request:
+        content = None if self.json is None else orjson.dumps(self.json)
+        headers = dict(self.headers or {})
+        if content is not None:
+            headers["Content-Type"] = "application/json"
+        return http.build_request(
+            self.method, self.path.lstrip("/"), params=self.params, content=content, headers=headers
+        )
+
+
+@dataclass
+class RequestStats:
+    """Counters of what a client sent, safe to share between threads."""
+
+    requests: int = 0
+    retries: int = 0
+    waited_seconds: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def count(self, *, retry: bool = False, waited: float = 0.0) -> None:
+        with self._lock:
+            self.requests += 1
+            if retry:
+                self.retries += 1
+            self.waited_seconds += waited
+
+    def snapshot(self) -> dict[str, float]:
+        with self._lock:
+            return {
+                "requests": self.requests,
+                "retries": self.retries,
+                "waited_seconds": self.waited_seconds,
+            }
+
+
+class Attempts:
+    """The retry state of one call. After each attempt the client reports the outcome and gets
+    back the seconds to wait before trying again; a final failure is raised from here."""
+
+    def __init__(self, policy: RetryPolicy, request: httpx.Request, rng: random.Random) -> None:
+        self.policy = policy
+        self.info = FailedRequest(request.method, _public_url(request.url))
+        self.rng = rng
+        self.number = 0
+        self.started = time.monotonic()
+
+    def begin(self) -> None:
+        self.number += 1
+
+    def on_response(self, response: httpx.Response) -> float | None:
+        """None when the response is the answer; else seconds to wait (or raise the error)."""
+        if response.status_code < 400:
+            return None
+        error = build_api_error(response, self.info, self.number)
+        retryable = response.status_code in RETRYABLE_STATUSES and error.code not in HOPELESS_CODES
+        if not retryable:
+            raise error
+        return self._wait_or_raise(error, error.retry_after)
+
+    def on_transport_error(self, exc: httpx.TransportError) -> float:
+        kind = APITimeoutError if isinstance(exc, httpx.TimeoutException) else APIConnectionError
+        error = kind(f"{type(exc).__name__}: {exc}", request=self.info, attempts=self.number)
+        return self._wait_or_raise(error, None)
+
+    def _wait_or_raise(self, error: Exception, retry_after: float | None) -> float:
+        if self.number > self.policy.max_retries:
+            raise error
+        if retry_after is not None and retry_after > self.policy.retry_after_cap:
+            raise error
+        wait = retry_after if retry_after is not None else self.policy.backoff(self.number, self.rng)
+        if self.policy.deadline is not None:
+            if time.monotonic() - self.started + wait > self.policy.deadline:
+                raise error
+        logger.info("retrying %s after %s in %.2fs (attempt %d)", self.info, error, wait, self.number)
+        return wait
+
+
+def _public_url(url: httpx.URL) -> str:
+    return str(url.copy_with(username=None, password=None))
+
+
+def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds from a Retry-After header: delay-seconds or an HTTP date; None when absent or bad."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+def build_api_error(response: httpx.Response, request: FailedRequest, attempts: int) -> APIError:
+    """The typed error for an error response; a body that is not the error shape still gives a
+    clear error with the status and a snippet of the body."""
+    status = response.status_code
+    cls = error_class_for_status(status)
+    retry_after = parse_retry_after(response.headers.get("Retry-After"))
+    try:
+        body = orjson.loads(response.content) if response.content else None
+    except orjson.JSONDecodeError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("code"), str):
+        details = body.get("details")
+        return cls(
+            status=status,
+            code=body["code"],
+            message=str(body.get("message") or ""),
+            details=details if isinstance(details, dict) else None,
+            retry_after=retry_after,
+            request=request,
+            attempts=attempts,
+        )
+    snippet = response.content[:_SNIPPET].decode("utf-8", errors="replace")
+    return cls(
+        status=status,
+        code=f"HTTP_{status}",
+        message=f"the service answered {status} {response.reason_phrase} without an error body",
+        retry_after=retry_after,
+        request=request,
+        attempts=attempts,
+        body_snippet=snippet,
+    )

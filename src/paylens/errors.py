@@ -1,0 +1,260 @@
+"""Every error paylens raises, in one tree, so you can see at a glance what to catch.
+
+    PaylensError                      everything paylens raises derives from this
+    ├── ConfigurationError            missing PAYLENS_* variables, a base URL that is not https, ...
+    ├── InvalidArgumentError          a bad argument, caught before any request is sent (also a ValueError)
+    ├── PaginationError               the service's cursors loop or claim more pages that never come
+    ├── ResponseValidationError       a 2xx body that does not have the interface's shape
+    ├── APIConnectionError            the service could not be reached (after the retries)
+    │   └── APITimeoutError           ... because it did not answer in time
+    └── APIError                      the service answered with an error status
+        ├── BadRequestError           400  (INVALID_INPUT, TRANSACTION_SIZE_LIMIT_EXCEEDED, ...)
+        ├── AuthenticationError       401  (UNAUTHORIZED, WALLET_SIGNATURE_*, REQUEST_ID_MISSING, ...)
+        ├── NotFoundError             404  (TRANSACTION_NOT_FOUND, QUOTE_NOT_FOUND, ...)
+        ├── ConflictError             409  (TRANSACTION_NOT_CANCELLABLE, CARD_ALREADY_CLOSED, ...)
+        ├── LockedError               423  (ACCOUNT_LOCKED)
+        ├── RateLimitError            429  (RATE_LIMITED, DAILY_VOLUME_LIMIT_EXCEEDED, ...)
+        ├── InternalServerError       500  (SERVICE_SWITCH_ERROR, INTERNAL_ERROR)
+        └── UnexpectedStatusError     any other status (403, 405, 412, 502, 503, ...)
+
+Every `APIError` carries `status`, `code`, `message`, `details`, `field_errors` (the entries of
+`details.errors`, spec §7), `retry_after` (seconds, when the service said), `request` (method and
+URL of the request that failed; never its credentials) and `attempts`. `code` is the service's
+string; `code_is_known` tells whether it is one the specification lists.
+
+No error message, repr or attribute ever holds the client secret or a session key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APITimeoutError",
+    "AuthenticationError",
+    "BadRequestError",
+    "ConfigurationError",
+    "ConflictError",
+    "FailedRequest",
+    "FieldErrorInfo",
+    "InternalServerError",
+    "InvalidArgumentError",
+    "LockedError",
+    "NotFoundError",
+    "PaginationError",
+    "PaylensError",
+    "RateLimitError",
+    "ResponseValidationError",
+    "UnexpectedStatusError",
+    "error_class_for_status",
+]
+
+
+class PaylensError(Exception):
+    """Base class of every error paylens raises."""
+
+
+class ConfigurationError(PaylensError):
+    """paylens is not configured to reach a service (environment, base URL, credentials)."""
+
+
+class InvalidArgumentError(PaylensError, ValueError):
+    """An argument was refused before any request was sent; the message names it and what it accepts."""
+
+    def __init__(self, argument: str, message: str) -> None:
+        self.argument = argument
+        super().__init__(f"{argument}: {message}")
+
+
+class PaginationError(PaylensError):
+    """The service's pagination misbehaved (a repeated cursor, or empty pages that claim more)."""
+
+
+@dataclass(frozen=True)
+class FailedRequest:
+    """What was asked, for error messages: the method and URL, never headers or credentials."""
+
+    method: str
+    url: str
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.url}"
+
+
+class ResponseValidationError(PaylensError):
+    """A successful response whose body does not have the shape the interface promises."""
+
+    def __init__(self, message: str, *, request: FailedRequest | None = None) -> None:
+        self.request = request
+        super().__init__(f"{message}" + (f" (from {request})" if request else ""))
+
+
+class APIConnectionError(PaylensError):
+    """The service could not be reached, even after retrying."""
+
+    def __init__(
+        self, message: str, *, request: FailedRequest | None = None, attempts: int = 1
+    ) -> None:
+        self.request = request
+        self.attempts = attempts
+        where = f" ({request}, {attempts} attempt{'s' if attempts != 1 else ''})" if request else ""
+        super().__init__(message + where)
+
+
+class APITimeoutError(APIConnectionError):
+    """The service did not answer in time."""
+
+
+@dataclass(frozen=True)
+class FieldErrorInfo:
+    """One invalid field of a request (an entry of `details.errors`, spec §7)."""
+
+    field: str
+    constraint: str | None = None
+    message: str | None = None
+
+    def __str__(self) -> str:
+        extra = ", ".join(x for x in (self.constraint, self.message) if x)
+        return f"{self.field}: {extra}" if extra else self.field
+
+
+class APIError(PaylensError):
+    """The service answered with an error status. Subclasses name the status."""
+
+    status_code: int | None = None
+
+    def __init__(
+        self,
+        *,
+        status: int,
+        code: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        retry_after: float | None = None,
+        request: FailedRequest | None = None,
+        attempts: int = 1,
+        body_snippet: str | None = None,
+    ) -> None:
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details: dict[str, Any] = dict(details or {})
+        self.retry_after = retry_after
+        self.request = request
+        self.attempts = attempts
+        self.body_snippet = body_snippet
+        self.field_errors: list[FieldErrorInfo] = _field_errors(self.details)
+        super().__init__(self._describe())
+
+    @property
+    def code_is_known(self) -> bool:
+        """Whether the specification lists this code for this status."""
+        from paylens.models import ERROR_CODES
+
+        return self.code in ERROR_CODES.get(self.status, frozenset())
+
+    def _describe(self) -> str:
+        text = f"{self.status} {self.code}: {self.message}"
+        if self.field_errors:
+            text += " [" + "; ".join(str(e) for e in self.field_errors) + "]"
+        if self.retry_after is not None:
+            text += f" (retry after {self.retry_after:g}s)"
+        if self.request is not None:
+            text += f" (from {self.request}"
+            text += f", {self.attempts} attempts)" if self.attempts > 1 else ")"
+        if self.body_snippet is not None:
+            text += f"; body: {self.body_snippet!r}"
+        return text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(status={self.status}, code={self.code!r}, message={self.message!r})"
+
+
+def _field_errors(details: dict[str, Any]) -> list[FieldErrorInfo]:
+    raw = details.get("errors")
+    if not isinstance(raw, list):
+        return []
+    out = []
+    for item in raw:
+        if isinstance(item, dict) and isinstance(item.get("field"), str):
+            out.append(
+                FieldErrorInfo(
+                    field=item["field"],
+                    constraint=_opt_str(item.get("constraint")),
+                    message=_opt_str(item.get("message")),
+                )
+            )
+    return out
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+class BadRequestError(APIError):
+    """400: the request was refused as invalid."""
+
+    status_code = 400
+
+
+class AuthenticationError(APIError):
+    """401: platform credentials rejected (UNAUTHORIZED) or a wallet signature problem."""
+
+    status_code = 401
+
+
+class NotFoundError(APIError):
+    """404: the record does not exist."""
+
+    status_code = 404
+
+
+class ConflictError(APIError):
+    """409: the record is not in a state that allows the action."""
+
+    status_code = 409
+
+
+class LockedError(APIError):
+    """423: the account is locked (ACCOUNT_LOCKED)."""
+
+    status_code = 423
+
+
+class RateLimitError(APIError):
+    """429: too many requests, or a limit (daily volume) reached."""
+
+    status_code = 429
+
+
+class InternalServerError(APIError):
+    """500: the service failed internally."""
+
+    status_code = 500
+
+
+class UnexpectedStatusError(APIError):
+    """Any error status without a class of its own."""
+
+
+_BY_STATUS: dict[int, type[APIError]] = {
+    cls.status_code: cls
+    for cls in (
+        BadRequestError,
+        AuthenticationError,
+        NotFoundError,
+        ConflictError,
+        LockedError,
+        RateLimitError,
+        InternalServerError,
+    )
+    if cls.status_code is not None
+}
+
+
+def error_class_for_status(status: int) -> type[APIError]:
+    """The `APIError` subclass raised for an HTTP status."""
+    return _BY_STATUS.get(status, UnexpectedStatusError)

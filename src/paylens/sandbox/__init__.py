@@ -1,0 +1,133 @@
+"""`paylens.Sandbox`: an embedded simulator of the service, deterministic from a seed.
+
+    sandbox = paylens.Sandbox(seed=0, transactions=10_000)
+    client = sandbox.client()                 # in-process, no sockets
+    with sandbox.serve(port=8765) as server:  # or real HTTP on loopback
+        print(server.env_lines())
+    sandbox.advance(timedelta(days=1))        # settle, fail, expire what is due; new activity
+    sandbox.faults.configure(latency=0.05, rate_429=0.1)
+
+Everything it serves is sandbox data and says so: its URLs carry "sandbox", its answers carry
+an `X-Paylens-Sandbox` header, and paylens labels what it stores from it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from ._app import RequestLog, SandboxApp
+from ._faults import Faults
+from ._server import SandboxServer
+from ._transport import AsyncSandboxTransport, SandboxTransport
+from ._world import ServiceError, World
+
+if TYPE_CHECKING:
+    from paylens.client import AsyncClient, Client
+
+API_VERSION = "2025-10-13"
+#: Base URL of the in-process sandbox (no socket is ever opened to it).
+IN_PROCESS_BASE_URL = f"https://sandbox.paylens.invalid/{API_VERSION}"
+SANDBOX_CLIENT_ID = "sandbox-platform"
+
+__all__ = [
+    "IN_PROCESS_BASE_URL",
+    "Faults",
+    "RequestLog",
+    "Sandbox",
+    "SandboxServer",
+    "ServiceError",
+    "is_sandbox_url",
+]
+
+
+def is_sandbox_url(base_url: str) -> bool:
+    """True when a base URL points at a sandbox (paylens' own, in-process or served, or any
+    service URL that names itself one): its data must be labelled sandbox data."""
+    parts = urlsplit(base_url)
+    return "sandbox" in (parts.hostname or "") or "/sandbox" in parts.path
+
+
+class Sandbox:
+    """A simulated service with generated customers, accounts, cards and transactions.
+
+    `seed` and the generation options (`transactions`, `start`, `end`, ... passed on to the
+    world) fix the data. Credentials are `client_id` and a random `client_secret` (or yours).
+    """
+
+    def __init__(
+        self,
+        seed: int = 0,
+        transactions: int = 10_000,
+        *,
+        client_id: str = SANDBOX_CLIENT_ID,
+        client_secret: str | None = None,
+        **world_options: Any,
+    ) -> None:
+        self.seed = seed
+        self.world = World(seed=seed, transactions=transactions, **world_options)
+        self.faults = Faults(seed=seed)
+        self.client_id = client_id
+        self._client_secret = client_secret or "sk_sandbox_" + secrets.token_urlsafe(24)
+        self.app = SandboxApp(self.world, self.faults, client_id, self._client_secret, API_VERSION)
+
+    def __repr__(self) -> str:
+        return f"Sandbox(seed={self.seed}, transactions={self.world.transaction_count()}, now={self.now.isoformat()})"
+
+    @property
+    def client_secret(self) -> str:
+        """The secret a client must present (kept out of the repr)."""
+        return self._client_secret
+
+    @property
+    def requests(self) -> RequestLog:
+        """Every request received: `sandbox.requests.count("POST", suffix="/cancel")`."""
+        return self.app.log
+
+    @property
+    def now(self) -> datetime:
+        """The sandbox clock (tz-aware UTC); it moves only with `advance`."""
+        return self.world.now
+
+    def advance(self, delta: timedelta) -> dict[str, int]:
+        """Move the clock: settle, fail and expire what is due and create new activity."""
+        with self.app.lock:
+            return self.world.advance(delta)
+
+    def client(self, **options: Any) -> Client:
+        """A `paylens.Client` wired to this sandbox in-process (no sockets)."""
+        from paylens.client import Client
+
+        return Client(
+            IN_PROCESS_BASE_URL,
+            self.client_id,
+            self._client_secret,
+            transport=SandboxTransport(self.app),
+            **options,
+        )
+
+    def async_client(self, **options: Any) -> AsyncClient:
+        """A `paylens.AsyncClient` wired to this sandbox in-process."""
+        from paylens.client import AsyncClient
+
+        return AsyncClient(
+            IN_PROCESS_BASE_URL,
+            self.client_id,
+            self._client_secret,
+            transport=AsyncSandboxTransport(self.app),
+            **options,
+        )
+
+    def serve(self, port: int = 0, host: str = "127.0.0.1") -> SandboxServer:
+        """Serve this sandbox over HTTP on a loopback address (port 0 picks a free one)."""
+        return SandboxServer(self.app, host=host, port=port)
+
+    def env(self, server: SandboxServer) -> dict[str, str]:
+        """The PAYLENS_* variables that point a client at a served sandbox."""
+        return {
+            "PAYLENS_BASE_URL": server.base_url,
+            "PAYLENS_CLIENT_ID": self.client_id,
+            "PAYLENS_CLIENT_SECRET": self._client_secret,
+        }

@@ -1,0 +1,158 @@
+"""The sandbox's one request core, behind both ways in (in-process transport and loopback
+server): faults, HTTP Basic auth, the version prefix, JSON in and out, error bodies (§7), and a
+log of what was asked, so tests can count the requests the service received."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import threading
+from collections import Counter, deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, unquote
+
+import orjson
+
+from ._faults import Faults
+from ._routes import dispatch
+from ._world import ServiceError, World
+
+_JSON = [("content-type", "application/json")]
+_SANDBOX_HEADER = ("x-paylens-sandbox", "true")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What to answer: status, headers, body, and the faults' delay or dropped connection."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    delay: float = 0.0
+    drop: bool = False
+
+
+@dataclass
+class RequestLog:
+    """Every request the sandbox received: `count(...)` answers "how many reached the service"."""
+
+    entries: deque[tuple[str, str, int]] = field(default_factory=lambda: deque(maxlen=200_000))
+    by_route: Counter[tuple[str, str]] = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(self, method: str, path: str, status: int) -> None:
+        with self._lock:
+            self.entries.append((method, path, status))
+            self.by_route[(method, path)] += 1
+
+    def count(self, method: str | None = None, path: str | None = None, *, prefix: str | None = None, suffix: str | None = None) -> int:
+        """Requests received (answered or not), narrowed by method, exact path, or path
+        prefix/suffix; paths are relative to the version root, e.g. "/transactions"."""
+        with self._lock:
+            return sum(
+                n
+                for (m, p), n in self.by_route.items()
+                if (method is None or m == method)
+                and (path is None or p == path)
+                and (prefix is None or p.startswith(prefix))
+                and (suffix is None or p.endswith(suffix))
+            )
+
+    def reset(self) -> None:
+        with self._lock:
+            self.entries.clear()
+            self.by_route.clear()
+
+
+def error_body(status: int, code: str, message: str, details: dict[str, Any] | None = None) -> bytes:
+    body: dict[str, Any] = {"status": status, "code": code, "message": message}
+    if details:
+        body["details"] = details
+    return orjson.dumps(body)
+
+
+class SandboxApp:
+    """Answers one HTTP request of the interface from a `World`."""
+
+    def __init__(self, world: World, faults: Faults, client_id: str, client_secret: str, version: str) -> None:
+        self.world = world
+        self.faults = faults
+        self.log = RequestLog()
+        self.version = version
+        self._expected_auth = "Basic " + base64.b64encode(f"{client_id}:{client_secret}".encode()).decode()
+        self._lock = threading.RLock()
+
+    @property
+    def lock(self) -> threading.RLock:
+        """Held while the world serves a request; hold it to change the world from outside."""
+        return self._lock
+
+    def handle(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        """`target` is the request's path and query as sent; `headers` have lower-case names."""
+        raw_path, _, query = target.partition("?")
+        path = self._route_path(unquote(raw_path))
+        fault = self.faults.decide()
+        if fault.drop:
+            self.log.record(method, path or raw_path, 0)
+            return Reply(0, [], b"", delay=fault.delay, drop=True)
+        reply = self._answer(method, path, query, headers, body, fault.status, fault.code, fault.retry_after)
+        self.log.record(method, path or raw_path, reply.status)
+        return Reply(reply.status, reply.headers, reply.body, delay=fault.delay)
+
+    def _route_path(self, path: str) -> str | None:
+        marker = f"/{self.version}"
+        at = path.find(marker + "/")
+        if at < 0:
+            return "/" if path.endswith(marker) else None
+        return path[at + len(marker) :]
+
+    def _answer(
+        self,
+        method: str,
+        path: str | None,
+        query: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        fault_status: int | None,
+        fault_code: str | None,
+        retry_after: float | None,
+    ) -> Reply:
+        if fault_status is not None:
+            return self._fault_reply(fault_status, fault_code, retry_after)
+        if not hmac.compare_digest(headers.get("authorization", ""), self._expected_auth):
+            return _error(401, "UNAUTHORIZED", "missing or invalid platform credentials (HTTP Basic)")
+        if path is None:
+            return _error(404, "NOT_FOUND", f"no such path; paths start with /{self.version}/")
+        try:
+            payload = orjson.loads(body) if body.strip() else None
+        except orjson.JSONDecodeError as exc:
+            return _error(400, "INVALID_REQUEST_FORMAT", f"request body is not valid JSON: {exc}")
+        params = parse_qs(query, keep_blank_values=True)
+        try:
+            with self._lock:
+                status, value = dispatch(self.world, method, path, params, payload, headers)
+        except ServiceError as exc:
+            reply = _error(exc.status, exc.code, exc.message, exc.details)
+            reply.headers.extend((k.lower(), v) for k, v in (exc.headers or {}).items())
+            return reply
+        if value is None:
+            return Reply(status, [_SANDBOX_HEADER], b"")
+        content = value if isinstance(value, bytes) else orjson.dumps(value)
+        return Reply(status, [*_JSON, _SANDBOX_HEADER], content)
+
+    @staticmethod
+    def _fault_reply(status: int, code: str | None, retry_after: float | None) -> Reply:
+        if code is None:  # what a gateway in front of the service answers: not the error shape
+            html = f"<html><body><h1>{status} Service Unavailable</h1></body></html>".encode()
+            return Reply(status, [("content-type", "text/html"), _SANDBOX_HEADER], html)
+        reply = _error(status, code, "sandbox fault injection: " + ("slow down" if status == 429 else "internal error"))
+        if retry_after is not None:
+            reply.headers.append(("retry-after", f"{retry_after:g}"))
+        return reply
+
+
+def _error(status: int, code: str, message: str, details: dict[str, Any] | None = None) -> Reply:
+    return Reply(status, [*_JSON, _SANDBOX_HEADER], error_body(status, code, message, details))

@@ -1,0 +1,115 @@
+"""Fault injection: latency, 429 storms, 5xx bursts, dropped connections and a rate limit.
+
+Random draws come from a generator seeded by the sandbox seed, so a faulty run repeats; the rate
+limit alone follows the real clock, since it is about how fast requests really arrive.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class FaultDecision:
+    """What the faults make of one request, decided before the service sees it."""
+
+    delay: float = 0.0
+    drop: bool = False
+    status: int | None = None  # answer this error status instead of serving
+    code: str | None = None
+    retry_after: float | None = None
+
+
+@dataclass
+class Faults:
+    """Fault settings of a sandbox. Change them any time (`sandbox.faults.latency = 0.1`) or
+    with `configure(...)`; `clear()` turns every fault off.
+
+    - `latency`: seconds added to every request (plus up to `latency_jitter` more).
+    - `rate_429`: fraction of requests answered 429 `RATE_LIMITED` with `Retry-After: retry_after`.
+    - `burst_5xx(n)`: the next n requests answer 500 `INTERNAL_ERROR`, 502, 503 in turn (the
+      gateway statuses with a non-JSON body, as a proxy in front of a service would).
+    - `inject(status, code, count)`: the next requests answer that error (any status and code).
+    - `drop_rate` / `drop_next(n)`: connections closed without an answer.
+    - `rate_limit`: requests per second (token bucket, burst of one second's worth); past it,
+      429 `RATE_LIMITED` with the `Retry-After` until the next token.
+    """
+
+    latency: float = 0.0
+    latency_jitter: float = 0.0
+    rate_429: float = 0.0
+    retry_after: float = 1.0
+    drop_rate: float = 0.0
+    rate_limit: float | None = None
+    seed: int = 0
+    _script: deque[FaultDecision] = field(default_factory=deque, repr=False)
+    _rng: random.Random = field(init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _tokens: float = field(default=float("inf"), repr=False)
+    _refilled: float = field(default_factory=time.monotonic, repr=False)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    def configure(self, **settings: float | None) -> Faults:
+        for name, value in settings.items():
+            if name.startswith("_") or not hasattr(self, name):
+                raise TypeError(f"unknown fault setting {name!r}")
+            setattr(self, name, value)
+        return self
+
+    def clear(self) -> None:
+        self.latency = self.latency_jitter = self.rate_429 = self.drop_rate = 0.0
+        self.rate_limit = None
+        with self._lock:
+            self._script.clear()
+
+    def inject(self, status: int, code: str | None, count: int = 1, *, retry_after: float | None = None) -> None:
+        """Answer the next `count` requests with this error (code None: a non-JSON body)."""
+        with self._lock:
+            self._script.extend([FaultDecision(status=status, code=code, retry_after=retry_after)] * count)
+
+    def burst_5xx(self, count: int) -> None:
+        with self._lock:
+            for i in range(count):
+                status = (500, 502, 503)[i % 3]
+                self._script.append(FaultDecision(status=status, code="INTERNAL_ERROR" if status == 500 else None))
+
+    def drop_next(self, count: int) -> None:
+        with self._lock:
+            self._script.extend([FaultDecision(drop=True)] * count)
+
+    def decide(self) -> FaultDecision:
+        with self._lock:
+            delay = self.latency + (self._rng.random() * self.latency_jitter if self.latency_jitter else 0.0)
+            if self._script:
+                scripted = self._script.popleft()
+                return FaultDecision(delay, scripted.drop, scripted.status, scripted.code, scripted.retry_after)
+            if self.drop_rate and self._rng.random() < self.drop_rate:
+                return FaultDecision(delay=delay, drop=True)
+            wait = self._take_token()
+            if wait is not None:
+                return FaultDecision(delay=delay, status=429, code="RATE_LIMITED", retry_after=wait)
+            if self.rate_429 and self._rng.random() < self.rate_429:
+                return FaultDecision(
+                    delay=delay, status=429, code="RATE_LIMITED", retry_after=self.retry_after
+                )
+            return FaultDecision(delay=delay)
+
+    def _take_token(self) -> float | None:
+        """None when a token was taken; else seconds until the next one."""
+        if not self.rate_limit:
+            return None
+        now = time.monotonic()
+        capacity = max(1.0, self.rate_limit)
+        self._tokens = min(capacity, self._tokens + (now - self._refilled) * self.rate_limit)
+        self._refilled = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return None
+        return math.ceil((1.0 - self._tokens) / self.rate_limit * 1000) / 1000

@@ -1,0 +1,49 @@
+"""Shared fixtures: sandboxes built once per session (generation is the slow part) and clients."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from paylens import Client, Sandbox
+from paylens.sandbox import SandboxServer
+
+SMALL = 3_000
+
+
+@pytest.fixture(scope="session")
+def shared_sandbox() -> Sandbox:
+    """A read-only sandbox for tests that only read (never advance or mutate it)."""
+    return Sandbox(seed=7, transactions=SMALL)
+
+
+@pytest.fixture
+def sandbox() -> Sandbox:
+    """A fresh sandbox a test may change (advance the clock, cancel, inject faults)."""
+    return Sandbox(seed=11, transactions=1_500)
+
+
+@pytest.fixture
+def recorded_sleeps() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def client(sandbox: Sandbox, recorded_sleeps: list[float]) -> Iterator[Client]:
+    """In-process client of `sandbox` whose retry waits are recorded instead of slept."""
+    with sandbox.client(sleep=recorded_sleeps.append) as c:
+        yield c
+
+
+@pytest.fixture
+def server(sandbox: Sandbox) -> Iterator[SandboxServer]:
+    with sandbox.serve() as s:
+        yield s
+
+
+@pytest.fixture
+def http_client(sandbox: Sandbox, server: SandboxServer) -> Iterator[Client]:
+    """A client of `sandbox` over real HTTP on loopback."""
+    with Client(server.base_url, sandbox.client_id, sandbox.client_secret, timeout=10) as c:
+        yield c
