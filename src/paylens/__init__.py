@@ -1,11 +1,13 @@
 """paylens: the analyst's toolkit for the payments and wallet account service.
 
-    import paylens
-    sandbox = paylens.Sandbox()                 # the embedded simulator
-    client = sandbox.client()                   # or paylens.Client.from_env()
-    for tx in client.transactions.list(type="OUTGOING", status="PENDING"):
-        print(tx.id, tx.sent_amount)
+import paylens
+sandbox = paylens.Sandbox()                 # the embedded simulator
+client = sandbox.client()                   # or paylens.Client.from_env()
+for tx in client.transactions.list(type="OUTGOING", status="PENDING"):
+    print(tx.id, tx.sent_amount)
 """
+
+from typing import TYPE_CHECKING, Any
 
 from paylens import errors, models
 from paylens._version import __version__
@@ -28,7 +30,19 @@ from paylens.errors import (
     ResponseValidationError,
     UnexpectedStatusError,
 )
-from paylens.sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from paylens.sandbox import Sandbox
+
+
+def __getattr__(name: str) -> Any:
+    # the simulator (and numpy behind it) loads only when first asked for
+    if name == "Sandbox":
+        from paylens.sandbox import Sandbox
+
+        return Sandbox
+    raise AttributeError(f"module 'paylens' has no attribute {name!r}")
+
 
 __all__ = [
     "APIConnectionError",
@@ -44,8 +58,8 @@ __all__ = [
     "InvalidArgumentError",
     "LockedError",
     "NotFoundError",
-    "Paginator",
     "PaginationError",
+    "Paginator",
     "PaylensError",
     "RateLimitError",
     "RawPage",

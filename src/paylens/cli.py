@@ -1,7 +1,7 @@
 """The `paylens` command: each subcommand is a thin call of a public function.
 
-    paylens sandbox serve --port 8765 --seed 0 --transactions 100000
-    paylens demo
+paylens sandbox serve --port 8765 --seed 0 --transactions 100000
+paylens demo
 """
 
 from __future__ import annotations
@@ -43,7 +43,10 @@ def _demo(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     sandbox = Sandbox(seed=args.seed, transactions=args.transactions)
-    with sandbox.serve() as server, Client(server.base_url, sandbox.client_id, sandbox.client_secret) as client:
+    with (
+        sandbox.serve() as server,
+        Client(server.base_url, sandbox.client_id, sandbox.client_secret) as client,
+    ):
         print(f"paylens {__version__} — SANDBOX DATA from {server.base_url}")
         by_type: Counter[str] = Counter()
         by_status: Counter[str] = Counter()
@@ -80,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     sandbox = commands.add_parser("sandbox", help="the embedded simulator of the service")
     sandbox_commands = sandbox.add_subparsers(dest="sandbox_command", required=True)
     serve = sandbox_commands.add_parser(
-        "serve", help="serve a sandbox over HTTP on loopback and print the PAYLENS_* lines to export"
+        "serve",
+        help="serve a sandbox over HTTP on loopback and print the PAYLENS_* lines to export",
     )
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument("--host", default="127.0.0.1")

@@ -30,7 +30,9 @@ def record_id(argument: str, value: object, *types: str) -> str:
 def page_size(value: object) -> int:
     """A page size: an int from 1 to 100."""
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PAGE_SIZE:
-        raise InvalidArgumentError("limit", f"must be an integer from 1 to {MAX_PAGE_SIZE}, got {value!r}")
+        raise InvalidArgumentError(
+            "limit", f"must be an integer from 1 to {MAX_PAGE_SIZE}, got {value!r}"
+        )
     return value
 
 

@@ -148,7 +148,11 @@ class Transactions(_Resource):
         self, transaction_id: str, *, receiver_customer_info: dict[str, Any] | None = None
     ) -> m.Transaction:
         """Platform approval of a transaction pending it (409 otherwise)."""
-        body = {} if receiver_customer_info is None else {"receiverCustomerInfo": receiver_customer_info}
+        body = (
+            {}
+            if receiver_customer_info is None
+            else {"receiverCustomerInfo": receiver_customer_info}
+        )
         return self._run(
             Call("POST", self._path(transaction_id, "approve"), _parse(m.Transaction), json=body)
         )
@@ -198,7 +202,9 @@ class Cards(_Resource):
         return self._list("cards", params, m.Card)
 
     def get(self, card_id: str) -> m.Card:
-        return self._run(Call("GET", f"cards/{p.record_id('card_id', card_id, 'Card')}", _parse(m.Card)))
+        return self._run(
+            Call("GET", f"cards/{p.record_id('card_id', card_id, 'Card')}", _parse(m.Card))
+        )
 
     def update(
         self,
@@ -217,7 +223,10 @@ class Cards(_Resource):
         if max_spend_per_transaction is not None:
             body["maxSpendPerTransaction"] = max_spend_per_transaction
         if not body:
-            raise InvalidArgumentError("update", "nothing to change: pass state, funding_sources or max_spend_per_transaction")
+            raise InvalidArgumentError(
+                "update",
+                "nothing to change: pass state, funding_sources or max_spend_per_transaction",
+            )
         path = f"cards/{p.record_id('card_id', card_id, 'Card')}"
         return self._run(Call("PATCH", path, _parse(m.Card), json=body))
 
@@ -244,17 +253,23 @@ class Customers(_Resource):
             customerType=None
             if customer_type is None
             else p.one_of("customer_type", customer_type, ("INDIVIDUAL", "BUSINESS")),
-            createdAfter=None if created_after is None else p.timestamp("created_after", created_after),
+            createdAfter=None
+            if created_after is None
+            else p.timestamp("created_after", created_after),
             createdBefore=None
             if created_before is None
             else p.timestamp("created_before", created_before, end_of_day=True),
-            updatedAfter=None if updated_after is None else p.timestamp("updated_after", updated_after),
+            updatedAfter=None
+            if updated_after is None
+            else p.timestamp("updated_after", updated_after),
             updatedBefore=None
             if updated_before is None
             else p.timestamp("updated_before", updated_before, end_of_day=True),
             region=region,
             currency=currency,
-            isIncludingDeleted=None if include_deleted is None else str(bool(include_deleted)).lower(),
+            isIncludingDeleted=None
+            if include_deleted is None
+            else str(bool(include_deleted)).lower(),
             limit=_limit(limit),
         )
         return self._list("customers", params, m.Customer)
@@ -291,7 +306,12 @@ class InternalAccounts(_Resource):
             type=None if type is None else p.one_of("type", type, m.InternalAccountType),
         )
         return self._run(
-            Call("GET", "platform/internal-accounts", _parse_data_list(m.InternalAccount), params=params)
+            Call(
+                "GET",
+                "platform/internal-accounts",
+                _parse_data_list(m.InternalAccount),
+                params=params,
+            )
         )
 
 
@@ -299,7 +319,11 @@ class ExternalAccounts(_Resource):
     """External accounts of customers and of the platform (both paginated)."""
 
     def list(
-        self, *, customer_id: str | None = None, currency: str | None = None, limit: int | None = None
+        self,
+        *,
+        customer_id: str | None = None,
+        currency: str | None = None,
+        limit: int | None = None,
     ) -> Paginator[m.ExternalAccount]:
         params = p.query(customerId=customer_id, currency=currency, limit=_limit(limit))
         return self._list("customers/external-accounts", params, m.ExternalAccount)
@@ -331,14 +355,21 @@ class Quotes(_Resource):
     ) -> m.Quote:
         """Create a quote. `source`/`destination` are wire objects (e.g. `{"sourceType":
         "ACCOUNT", "accountId": ...}`); extra wire fields go in `fields` under their wire names."""
-        if isinstance(locked_currency_amount, bool) or not isinstance(locked_currency_amount, int) or locked_currency_amount <= 0:
+        if (
+            isinstance(locked_currency_amount, bool)
+            or not isinstance(locked_currency_amount, int)
+            or locked_currency_amount <= 0
+        ):
             raise InvalidArgumentError(
-                "locked_currency_amount", f"must be a positive integer in minor units, got {locked_currency_amount!r}"
+                "locked_currency_amount",
+                f"must be a positive integer in minor units, got {locked_currency_amount!r}",
             )
         body = {
             "source": source,
             "destination": destination,
-            "lockedCurrencySide": p.one_of("locked_currency_side", locked_currency_side, ("SENDING", "RECEIVING")),
+            "lockedCurrencySide": p.one_of(
+                "locked_currency_side", locked_currency_side, ("SENDING", "RECEIVING")
+            ),
             "lockedCurrencyAmount": locked_currency_amount,
             **fields,
         }
@@ -380,14 +411,18 @@ class _Credentials(_Resource):
     def list(self, account_id: str) -> list[m.AuthMethod]:
         """The wallet credentials of an account (not paginated)."""
         params = {"accountId": p.text("account_id", account_id)}
-        return self._run(Call("GET", "auth/credentials", _parse_data_list(m.AuthMethod), params=params))
+        return self._run(
+            Call("GET", "auth/credentials", _parse_data_list(m.AuthMethod), params=params)
+        )
 
 
 class _Sessions(_Resource):
     def list(self, account_id: str) -> list[m.AuthSession]:
         """The wallet sessions of an account (not paginated)."""
         params = {"accountId": p.text("account_id", account_id)}
-        return self._run(Call("GET", "auth/sessions", _parse_data_list(m.AuthSession), params=params))
+        return self._run(
+            Call("GET", "auth/sessions", _parse_data_list(m.AuthSession), params=params)
+        )
 
 
 class Auth(_Resource):

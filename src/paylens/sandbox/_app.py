@@ -5,7 +5,6 @@ log of what was asked, so tests can count the requests the service received."""
 from __future__ import annotations
 
 import base64
-import binascii
 import hmac
 import threading
 from collections import Counter, deque
@@ -48,7 +47,14 @@ class RequestLog:
             self.entries.append((method, path, status))
             self.by_route[(method, path)] += 1
 
-    def count(self, method: str | None = None, path: str | None = None, *, prefix: str | None = None, suffix: str | None = None) -> int:
+    def count(
+        self,
+        method: str | None = None,
+        path: str | None = None,
+        *,
+        prefix: str | None = None,
+        suffix: str | None = None,
+    ) -> int:
         """Requests received (answered or not), narrowed by method, exact path, or path
         prefix/suffix; paths are relative to the version root, e.g. "/transactions"."""
         with self._lock:
@@ -67,7 +73,9 @@ class RequestLog:
             self.by_route.clear()
 
 
-def error_body(status: int, code: str, message: str, details: dict[str, Any] | None = None) -> bytes:
+def error_body(
+    status: int, code: str, message: str, details: dict[str, Any] | None = None
+) -> bytes:
     body: dict[str, Any] = {"status": status, "code": code, "message": message}
     if details:
         body["details"] = details
@@ -77,12 +85,16 @@ def error_body(status: int, code: str, message: str, details: dict[str, Any] | N
 class SandboxApp:
     """Answers one HTTP request of the interface from a `World`."""
 
-    def __init__(self, world: World, faults: Faults, client_id: str, client_secret: str, version: str) -> None:
+    def __init__(
+        self, world: World, faults: Faults, client_id: str, client_secret: str, version: str
+    ) -> None:
         self.world = world
         self.faults = faults
         self.log = RequestLog()
         self.version = version
-        self._expected_auth = "Basic " + base64.b64encode(f"{client_id}:{client_secret}".encode()).decode()
+        self._expected_auth = (
+            "Basic " + base64.b64encode(f"{client_id}:{client_secret}".encode()).decode()
+        )
         self._lock = threading.RLock()
 
     @property
@@ -98,7 +110,9 @@ class SandboxApp:
         if fault.drop:
             self.log.record(method, path or raw_path, 0)
             return Reply(0, [], b"", delay=fault.delay, drop=True)
-        reply = self._answer(method, path, query, headers, body, fault.status, fault.code, fault.retry_after)
+        reply = self._answer(
+            method, path, query, headers, body, fault.status, fault.code, fault.retry_after
+        )
         self.log.record(method, path or raw_path, reply.status)
         return Reply(reply.status, reply.headers, reply.body, delay=fault.delay)
 
@@ -123,7 +137,9 @@ class SandboxApp:
         if fault_status is not None:
             return self._fault_reply(fault_status, fault_code, retry_after)
         if not hmac.compare_digest(headers.get("authorization", ""), self._expected_auth):
-            return _error(401, "UNAUTHORIZED", "missing or invalid platform credentials (HTTP Basic)")
+            return _error(
+                401, "UNAUTHORIZED", "missing or invalid platform credentials (HTTP Basic)"
+            )
         if path is None:
             return _error(404, "NOT_FOUND", f"no such path; paths start with /{self.version}/")
         try:
@@ -148,7 +164,11 @@ class SandboxApp:
         if code is None:  # what a gateway in front of the service answers: not the error shape
             html = f"<html><body><h1>{status} Service Unavailable</h1></body></html>".encode()
             return Reply(status, [("content-type", "text/html"), _SANDBOX_HEADER], html)
-        reply = _error(status, code, "sandbox fault injection: " + ("slow down" if status == 429 else "internal error"))
+        reply = _error(
+            status,
+            code,
+            "sandbox fault injection: " + ("slow down" if status == 429 else "internal error"),
+        )
         if retry_after is not None:
             reply.headers.append(("retry-after", f"{retry_after:g}"))
         return reply

@@ -69,16 +69,22 @@ class Faults:
         with self._lock:
             self._script.clear()
 
-    def inject(self, status: int, code: str | None, count: int = 1, *, retry_after: float | None = None) -> None:
+    def inject(
+        self, status: int, code: str | None, count: int = 1, *, retry_after: float | None = None
+    ) -> None:
         """Answer the next `count` requests with this error (code None: a non-JSON body)."""
         with self._lock:
-            self._script.extend([FaultDecision(status=status, code=code, retry_after=retry_after)] * count)
+            self._script.extend(
+                [FaultDecision(status=status, code=code, retry_after=retry_after)] * count
+            )
 
     def burst_5xx(self, count: int) -> None:
         with self._lock:
             for i in range(count):
                 status = (500, 502, 503)[i % 3]
-                self._script.append(FaultDecision(status=status, code="INTERNAL_ERROR" if status == 500 else None))
+                self._script.append(
+                    FaultDecision(status=status, code="INTERNAL_ERROR" if status == 500 else None)
+                )
 
     def drop_next(self, count: int) -> None:
         with self._lock:
@@ -86,10 +92,14 @@ class Faults:
 
     def decide(self) -> FaultDecision:
         with self._lock:
-            delay = self.latency + (self._rng.random() * self.latency_jitter if self.latency_jitter else 0.0)
+            delay = self.latency + (
+                self._rng.random() * self.latency_jitter if self.latency_jitter else 0.0
+            )
             if self._script:
                 scripted = self._script.popleft()
-                return FaultDecision(delay, scripted.drop, scripted.status, scripted.code, scripted.retry_after)
+                return FaultDecision(
+                    delay, scripted.drop, scripted.status, scripted.code, scripted.retry_after
+                )
             if self.drop_rate and self._rng.random() < self.drop_rate:
                 return FaultDecision(delay=delay, drop=True)
             wait = self._take_token()

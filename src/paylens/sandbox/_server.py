@@ -66,7 +66,9 @@ class SandboxServer:
         self._server = _Server((host, port), app)
         self.host, self.port = self._server.server_address[:2]
         self.base_url = f"http://{self.host}:{self.port}{BASE_PATH}/{app.version}"
-        self._thread = threading.Thread(target=self._server.serve_forever, name="paylens-sandbox", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="paylens-sandbox", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:

@@ -18,7 +18,9 @@ def _target(request: httpx.Request) -> str:
 
 def _response(reply: Reply, request: httpx.Request) -> httpx.Response:
     if reply.drop:
-        raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+        raise httpx.RemoteProtocolError(
+            "Server disconnected without sending a response.", request=request
+        )
     return httpx.Response(reply.status, headers=reply.headers, content=reply.body, request=request)
 
 

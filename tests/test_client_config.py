@@ -1,0 +1,90 @@
+"""Client configuration: environment, base URL rules, and secrets kept out of sight."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from paylens import Client, ConfigurationError, Sandbox
+from paylens.client import AsyncClient
+
+
+def test_from_env_names_every_missing_variable() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        Client.from_env({})
+    message = str(info.value)
+    for name in ("PAYLENS_BASE_URL", "PAYLENS_CLIENT_ID", "PAYLENS_CLIENT_SECRET"):
+        assert name in message
+
+
+def test_from_env_names_only_the_missing_one() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        Client.from_env(
+            {"PAYLENS_BASE_URL": "https://api.example.com/2025-10-13", "PAYLENS_CLIENT_ID": "id"}
+        )
+    assert "PAYLENS_CLIENT_SECRET" in str(info.value)
+    assert "PAYLENS_CLIENT_ID," not in str(info.value)
+
+
+def test_from_env_builds_a_working_client(sandbox: Sandbox) -> None:
+    with sandbox.serve() as server:
+        env = sandbox.env(server)
+        with Client.from_env(env) as client:
+            assert client.base_url == server.base_url
+            assert client.api_version == "2025-10-13"
+            assert client.is_sandbox
+            assert client.config.get() is not None
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://api.example.com/2025-10-13",  # plain http off loopback
+        "https://api.example.com",  # no version segment
+        "https://api.example.com/v1",
+        "ftp://api.example.com/2025-10-13",
+        "https://user:pw@api.example.com/2025-10-13",
+    ],
+)
+def test_bad_base_urls_are_refused(url: str) -> None:
+    with pytest.raises(ConfigurationError):
+        Client(url, "id", "secret")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://api.example.com/2025-10-13",
+        "https://api.example.com/2025-10-13/",
+        "http://127.0.0.1:8765/sandbox/2025-10-13",
+        "http://localhost:9000/2025-10-13",
+        "http://[::1]:9000/2025-10-13",
+    ],
+)
+def test_good_base_urls_are_accepted(url: str) -> None:
+    client = Client(url, "id", "secret")
+    assert client.base_url == url.rstrip("/")
+    assert not client.base_url.endswith("/")
+    client.close()
+
+
+def test_secret_never_shows(caplog: pytest.LogCaptureFixture, sandbox: Sandbox) -> None:
+    secret = sandbox.client_secret
+    caplog.set_level(logging.DEBUG)
+    client = sandbox.client()
+    assert secret not in repr(client) and secret not in str(client)
+    assert secret not in repr(sandbox)
+    assert secret not in repr(client._credentials)
+    list(client.transactions.list(limit=5).pages())
+    assert secret not in caplog.text
+    bad = Client(
+        client.base_url, sandbox.client_id, "wrong-secret-value", transport=client._http._transport
+    )
+    with pytest.raises(Exception) as info:
+        bad.config.get()
+    assert "wrong-secret-value" not in str(info.value) and "wrong-secret-value" not in repr(
+        info.value
+    )
+    async_client = AsyncClient("https://api.example.com/2025-10-13", "id", "topsecret-123")
+    assert "topsecret-123" not in repr(async_client)

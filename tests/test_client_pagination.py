@@ -1,0 +1,65 @@
+"""Pagination safety against a misbehaving service (which the faithful sandbox cannot be, so a
+small scripted transport plays it), and a pagination that survives new records arriving."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import httpx
+import orjson
+import pytest
+
+from paylens import Client, PaginationError, Sandbox
+
+
+def _scripted(pages: list[dict]) -> Client:
+    served = iter(pages)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=orjson.dumps(next(served)))
+
+    return Client(
+        "https://api.example.com/2025-10-13", "id", "secret", transport=httpx.MockTransport(answer)
+    )
+
+
+def test_a_repeated_cursor_is_an_error_not_a_loop() -> None:
+    page = {"data": [], "hasMore": True, "nextCursor": "abc", "totalCount": 0}
+    loop = {**page, "data": [{"unused": 1}]}
+    client = _scripted([{**loop, "data": []}, page, page])
+    with pytest.raises(PaginationError, match="second time"):
+        list(client.transactions.list().pages(raw=True))
+
+
+def test_empty_pages_that_claim_more_end_with_an_error() -> None:
+    pages = [
+        {"data": [], "hasMore": True, "nextCursor": f"c{i}", "totalCount": 5} for i in range(10)
+    ]
+    client = _scripted(pages)
+    with pytest.raises(PaginationError, match="empty pages"):
+        list(client.transactions.list().pages(raw=True))
+
+
+def test_has_more_without_a_cursor_is_an_error() -> None:
+    client = _scripted([{"data": [], "hasMore": True, "totalCount": 5}])
+    with pytest.raises(PaginationError, match="nextCursor"):
+        list(client.transactions.list().pages(raw=True))
+
+
+def test_raw_pages_give_json_values(shared_sandbox: Sandbox) -> None:
+    client = shared_sandbox.client()
+    pages = list(client.transactions.list(sort_order="asc").pages(raw=True))
+    records = [r for p in pages for r in p.data]
+    assert records == list(shared_sandbox.world.all_transactions())
+
+
+def test_new_records_between_pages_do_not_break_a_listing(sandbox: Sandbox, client: Client) -> None:
+    before = {t["id"] for t in sandbox.world.all_transactions()}
+    seen: list[str] = []
+    for n, page in enumerate(client.transactions.list(limit=50).pages()):
+        seen += [t.id for t in page.data]
+        if n == 2:
+            created = sandbox.advance(timedelta(hours=12))
+            assert created
+    assert len(seen) == len(set(seen))
+    assert set(seen) == before  # descending order: newer records sit before the walk's position

@@ -1,0 +1,243 @@
+"""Retries and typed errors, against the sandbox's fault injection (in-process and loopback)."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import httpx
+import pytest
+
+import paylens
+from paylens import Client, Sandbox
+from paylens.client import RetryPolicy
+from paylens.client._policy import parse_retry_after
+from paylens.errors import (
+    APIConnectionError,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    InternalServerError,
+    LockedError,
+    NotFoundError,
+    RateLimitError,
+    UnexpectedStatusError,
+)
+
+MISSING_TX = "Transaction:00000000-0000-4000-8000-000000000000"
+
+
+def test_429_with_retry_after_is_waited_out(
+    sandbox: Sandbox, client: Client, recorded_sleeps: list[float]
+) -> None:
+    sandbox.faults.inject(429, "RATE_LIMITED", count=2, retry_after=3)
+    config = client.config.get()
+    assert config is not None
+    assert recorded_sleeps == [3.0, 3.0]
+    assert sandbox.requests.count("GET", "/config") == 3
+    assert client.stats.snapshot() == {"requests": 3, "retries": 2, "waited_seconds": 6.0}
+
+
+@pytest.mark.http
+def test_429_waited_out_over_loopback(sandbox: Sandbox, http_client: Client) -> None:
+    sandbox.faults.inject(429, "RATE_LIMITED", count=1, retry_after=1)
+    started = time.monotonic()
+    http_client.config.get()
+    assert time.monotonic() - started >= 1.0
+    assert sandbox.requests.count("GET", "/config") == 2
+
+
+def test_5xx_burst_is_retried_with_backoff(
+    sandbox: Sandbox, client: Client, recorded_sleeps: list[float]
+) -> None:
+    sandbox.faults.burst_5xx(3)  # 500 INTERNAL_ERROR, 502 and 503 with an HTML body
+    tx = next(iter(client.transactions.list(limit=1)))
+    assert tx.id
+    assert sandbox.requests.count("GET", "/transactions") == 4
+    policy = client.retry_policy
+    assert len(recorded_sleeps) == 3
+    for n, wait in enumerate(recorded_sleeps, start=1):
+        ceiling = min(policy.backoff_cap, policy.backoff_base * 2 ** (n - 1))
+        assert ceiling / 2 <= wait <= ceiling
+
+
+def test_too_many_failures_give_up_with_the_last_error(sandbox: Sandbox, client: Client) -> None:
+    sandbox.faults.inject(500, "SERVICE_SWITCH_ERROR", count=10)
+    short = sandbox.client(max_retries=2, sleep=lambda s: None)
+    with pytest.raises(InternalServerError) as info:
+        short.config.get()
+    assert info.value.code == "SERVICE_SWITCH_ERROR"
+    assert info.value.attempts == 3
+    assert sandbox.requests.count("GET", "/config") == 3
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [
+        (400, "INVALID_INPUT"),
+        (409, "CONFLICT"),
+        (429, "DAILY_VOLUME_LIMIT_EXCEEDED"),
+        (404, "QUOTE_NOT_FOUND"),
+    ],
+)
+def test_hopeless_errors_are_not_retried(
+    sandbox: Sandbox, client: Client, status: int, code: str
+) -> None:
+    sandbox.faults.inject(status, code, count=5, retry_after=1)
+    with pytest.raises(paylens.APIError) as info:
+        client.config.get()
+    assert (info.value.status, info.value.code) == (status, code)
+    assert sandbox.requests.count("GET", "/config") == 1
+
+
+def test_dropped_connections_are_retried_in_process(sandbox: Sandbox, client: Client) -> None:
+    sandbox.faults.drop_next(2)
+    assert client.config.get() is not None
+    assert sandbox.requests.count("GET", "/config") == 3
+
+
+@pytest.mark.http
+def test_dropped_connections_are_retried_over_loopback(
+    sandbox: Sandbox, http_client: Client
+) -> None:
+    sandbox.faults.drop_next(2)
+    assert http_client.config.get() is not None
+    assert sandbox.requests.count("GET", "/config") == 3
+
+
+def test_connection_refused_is_a_connection_error() -> None:
+    client = Client(
+        "http://127.0.0.1:9/2025-10-13", "id", "secret", max_retries=1, sleep=lambda s: None
+    )
+    with pytest.raises(APIConnectionError) as info:
+        client.config.get()
+    assert info.value.attempts == 2
+    assert "GET http://127.0.0.1:9/2025-10-13/config" in str(info.value)
+
+
+def test_retry_after_beyond_the_cap_is_raised_not_waited(sandbox: Sandbox) -> None:
+    sleeps: list[float] = []
+    client = sandbox.client(retry=RetryPolicy(retry_after_cap=10), sleep=sleeps.append)
+    sandbox.faults.inject(429, "RATE_LIMITED", count=1, retry_after=3600)
+    with pytest.raises(RateLimitError) as info:
+        client.config.get()
+    assert info.value.retry_after == 3600
+    assert sleeps == []
+
+
+def test_the_deadline_bounds_the_total_wait(sandbox: Sandbox) -> None:
+    sleeps: list[float] = []
+    client = sandbox.client(retry=RetryPolicy(deadline=5), sleep=sleeps.append)
+    sandbox.faults.inject(429, "RATE_LIMITED", count=5, retry_after=4)
+    with pytest.raises(RateLimitError):
+        client.config.get()
+    assert sleeps == [4.0]  # a second 4 s wait would pass the 5 s deadline
+
+
+def test_parse_retry_after_reads_seconds_and_http_dates() -> None:
+    now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    assert parse_retry_after("7", now) == 7.0
+    assert parse_retry_after(format_datetime(now + timedelta(seconds=30), usegmt=True), now) == 30.0
+    assert parse_retry_after(format_datetime(now - timedelta(seconds=30), usegmt=True), now) == 0.0
+    assert parse_retry_after("soon", now) is None
+    assert parse_retry_after(None, now) is None
+
+
+def test_every_error_class_carries_its_code(sandbox: Sandbox, client: Client) -> None:
+    cases = [
+        (400, "INVALID_INPUT", BadRequestError),
+        (401, "WALLET_SIGNATURE_INVALID", AuthenticationError),
+        (404, "TRANSACTION_NOT_FOUND", NotFoundError),
+        (409, "TRANSACTION_NOT_CANCELLABLE", ConflictError),
+        (423, "ACCOUNT_LOCKED", LockedError),
+        (429, "DAILY_VOLUME_LIMIT_EXCEEDED", RateLimitError),
+        (500, "SERVICE_SWITCH_ERROR", InternalServerError),
+        (403, "FORBIDDEN", UnexpectedStatusError),
+    ]
+    quick = sandbox.client(max_retries=0)
+    for status, code, cls in cases:
+        sandbox.faults.inject(status, code)
+        with pytest.raises(cls) as info:
+            quick.config.get()
+        error = info.value
+        assert (error.status, error.code) == (status, code)
+        assert error.message
+        assert error.request is not None and error.request.method == "GET"
+        assert error.request.url.endswith("/2025-10-13/config")
+        assert error.code_is_known is (code != "FORBIDDEN")
+
+
+def test_real_service_errors_are_typed(shared_sandbox: Sandbox) -> None:
+    client = shared_sandbox.client()
+    with pytest.raises(NotFoundError) as info:
+        client.transactions.get(MISSING_TX)
+    assert info.value.code == "TRANSACTION_NOT_FOUND"
+    bad = Client(
+        client.base_url,
+        shared_sandbox.client_id,
+        "not-the-secret",
+        transport=client._http._transport,
+    )
+    with pytest.raises(AuthenticationError) as auth:
+        bad.config.get()
+    assert auth.value.code == "UNAUTHORIZED"
+    assert auth.value.attempts == 1
+
+
+def test_field_errors_come_with_a_400(shared_sandbox: Sandbox) -> None:
+    # the client checks arguments itself, so send the raw call to see the service's answer
+    from paylens.client import Call
+
+    client = shared_sandbox.client()
+    call = Call(
+        "GET", "transactions", lambda r: r, params={"limit": "500", "sortOrder": "sideways"}
+    )
+    with pytest.raises(BadRequestError) as info:
+        client.request(call)
+    fields = {e.field for e in info.value.field_errors}
+    assert {"limit", "sortOrder"} <= fields
+    assert "limit" in str(info.value)
+
+
+def test_a_body_that_is_not_the_error_shape_still_gives_a_clear_error(sandbox: Sandbox) -> None:
+    sandbox.faults.inject(502, None, count=1)
+    with pytest.raises(UnexpectedStatusError) as info:
+        sandbox.client(max_retries=0).config.get()
+    assert info.value.status == 502
+    assert info.value.code == "HTTP_502"
+    assert "<html>" in (info.value.body_snippet or "")
+    assert "502" in str(info.value)
+
+
+def test_async_client_retries_with_the_same_policy(sandbox: Sandbox) -> None:
+    import asyncio
+
+    sleeps: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    async def run() -> int:
+        async with sandbox.async_client(sleep=fake_sleep) as client:
+            sandbox.faults.inject(429, "RATE_LIMITED", count=1, retry_after=2)
+            count = 0
+            async for _ in client.transactions.list(limit=50, start_date="2025-09-01"):
+                count += 1
+            return count
+
+    count = asyncio.run(run())
+    assert sleeps == [2.0]
+    truth = [t for t in sandbox.world.all_transactions() if t["createdAt"] >= "2025-09-01"]
+    assert count == len(truth)
+
+
+def test_transport_errors_other_than_http_are_not_swallowed() -> None:
+    def broken(request: httpx.Request) -> httpx.Response:
+        raise RuntimeError("a bug, not a network failure")
+
+    client = Client(
+        "https://api.example.com/2025-10-13", "id", "secret", transport=httpx.MockTransport(broken)
+    )
+    with pytest.raises(RuntimeError):
+        client.config.get()
