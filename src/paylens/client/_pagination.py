@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 import orjson
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from paylens.errors import PaginationError, ResponseValidationError
-from paylens.models import Page
+from paylens.models import Page, parse_page
 
 from ._policy import Call
 
@@ -36,17 +36,12 @@ class RawPage:
     total_count: int | None
 
 
-@functools.cache
-def page_adapter(item_type: Any) -> TypeAdapter[Any]:
-    return TypeAdapter(Page[item_type])
-
-
-def parse_with(adapter: TypeAdapter[T]) -> Callable[[httpx.Response], T]:
-    """A response reader that validates the JSON body with a pydantic adapter."""
+def parse_with(validate: Callable[[bytes], T]) -> Callable[[httpx.Response], T]:
+    """A response reader that validates the JSON body (raw bytes) into a typed value."""
 
     def parse(response: httpx.Response) -> T:
         try:
-            return adapter.validate_json(response.content)
+            return validate(response.content)
         except ValidationError as exc:
             raise ResponseValidationError(
                 f"{response.request.method} {response.request.url.path} answered a body "
@@ -126,7 +121,9 @@ class Paginator(Generic[T]):
         return f"Paginator(GET {self._path}, {self._params})"
 
     def _parser(self, raw: bool) -> Callable[[httpx.Response], Any]:
-        return parse_raw_page if raw else parse_with(page_adapter(self._item_type))
+        if raw:
+            return parse_raw_page
+        return parse_with(functools.partial(parse_page, item_type=self._item_type))
 
     def pages(self, *, raw: bool = False) -> Iterator[Any]:
         """Each page in turn (`Page[T]`, or `RawPage` of JSON values with `raw=True`)."""

@@ -7,8 +7,8 @@ value stays a plain `str`), unknown fields are kept, and unions have a catch-all
 `UnknownCustomer`). Money is an exact `int` in minor units beside its currency; a float amount is
 a `pydantic.ValidationError`. Timestamps are tz-aware UTC `datetime`s.
 
-    from paylens.models import parse_page, Transaction
-    page = parse_page(response_bytes, Transaction)   # Page[Transaction]
+    from paylens.models import GRANULAR_PAYOUT_FAILURE_REASONS, OutgoingTransaction, parse_page
+    page = parse_page(response_bytes)   # a Page of transactions; parse_page(body, Card) for cards
     for tx in page.data:
         if isinstance(tx, OutgoingTransaction) and tx.failure_reason in GRANULAR_PAYOUT_FAILURE_REASONS:
             ...

@@ -8,12 +8,13 @@
 - `CryptoWalletInfo`: on-chain wallets (`SPARK_WALLET`, `SOLANA_WALLET`, ..., `BITCOIN_L1`).
 - `LightningInfo`: `LIGHTNING` (an invoice, BOLT12 offer or lightning address).
 - `EmbeddedWalletInfo`: `EMBEDDED_WALLET` (a payload to sign).
-- `UnknownAccountInfo`: any `accountType` this version does not know, kept whole.
+- `UnknownAccountInfo`: any other `accountType` this version does not know, kept whole. (A new
+  `*_ACCOUNT` type reads as a `BankAccountInfo`.)
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any
 
 from pydantic import Tag
 
@@ -45,9 +46,7 @@ _CRYPTO_WALLET_TYPES = frozenset(
 
 
 class _AccountInfoBase(WireModel):
-    """Common base: the `accountType` discriminator, sent even when it took its default."""
-
-    _always_sent: ClassVar[frozenset[str]] = frozenset({"account_type"})
+    """What every account or wallet info has: its `accountType`."""
 
     account_type: OpenEnum[AccountType]
 
@@ -101,12 +100,18 @@ class UnknownAccountInfo(_AccountInfoBase):
     account_type: str
 
 
-_ACCOUNT_INFO_TAGS = {
-    **{kind.value: "bank" for kind in AccountType if kind.value.endswith("_ACCOUNT")},
+_WALLET_TAGS = {
     **{kind.value: "crypto_wallet" for kind in _CRYPTO_WALLET_TYPES},
     AccountType.LIGHTNING.value: "lightning",
     AccountType.EMBEDDED_WALLET.value: "embedded_wallet",
 }
+
+
+def _tag_of_other_account_type(account_type: str) -> str:
+    # Every `*_ACCOUNT` type of the interface is a bank-style account; so is a new currency's
+    # one, read as a `BankAccountInfo` (all of whose fields are optional).
+    return "bank" if account_type.endswith("_ACCOUNT") else FALLBACK_TAG
+
 
 AccountOrWalletInfo = Annotated[
     Annotated[BankAccountInfo, Tag("bank")]
@@ -114,7 +119,7 @@ AccountOrWalletInfo = Annotated[
     | Annotated[LightningInfo, Tag("lightning")]
     | Annotated[EmbeddedWalletInfo, Tag("embedded_wallet")]
     | Annotated[UnknownAccountInfo, Tag(FALLBACK_TAG)],
-    tag_by("accountType", _ACCOUNT_INFO_TAGS),
+    tag_by("accountType", _WALLET_TAGS, _tag_of_other_account_type),
 ]
 """Account or wallet details, the variant chosen by `accountType` (see the module docstring)."""
 

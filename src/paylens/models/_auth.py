@@ -1,16 +1,16 @@
 """Wallet credentials and sessions, and the bodies of the signed-retry protocol.
 
-    AuthMethod                  a credential of a wallet account (passkey, OAuth, email/SMS OTP)
-    └── Session                 a session created by verifying a credential (`expires_at`)
-        └── AuthSession         ... with its `encrypted_session_signing_key` (kept out of repr)
-    SignedRetryChallenge        202 body: sign `payload_to_sign` and retry with `request_id`
-    PasskeyAuthChallenge        200 body of a passkey `/challenge`
-    WalletOperationProcessing   200 body while a signed operation is still settling
+AuthMethod                  a credential of a wallet account (passkey, OAuth, email/SMS OTP)
+└── Session                 a session created by verifying a credential (`expires_at`)
+    └── AuthSession         ... with its `encrypted_session_signing_key` (kept out of repr)
+SignedRetryChallenge        202 body: sign `payload_to_sign` and retry with `request_id`
+PasskeyAuthChallenge        200 body of a passkey `/challenge`
+WalletOperationProcessing   200 body while a signed operation is still settling
 """
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -77,8 +77,6 @@ class PasskeyAuthChallenge(_ExpiringChallenge):
 
 class WalletOperationProcessing(WireModel):
     """The signed operation is still settling: resend the identical signed request later."""
-
-    _always_sent: ClassVar[frozenset[str]] = frozenset({"status"})
 
     status: Literal["PROCESSING"] = "PROCESSING"
     message: str | None = None

@@ -11,8 +11,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import (
@@ -51,14 +51,27 @@ class WireModel(BaseModel):
         extra="allow",
     )
 
-    # Fields whose defaults are sent even when the caller did not pass them: the discriminators,
-    # so that a variant built in Python still says on the wire which variant it is.
+    # Fields with a default other than None: the discriminators (`type`, `sourceType`, ...).
+    # `to_wire()` sends them even when not passed, so a variant built in Python says which it is.
     _always_sent: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls._always_sent = frozenset(
+            name
+            for name, field in cls.model_fields.items()
+            if not field.is_required() and field.default is not None
+        )
 
     def __init__(self, /, **data: Any) -> None:
         super().__init__(**data)
         if self._always_sent:
             self.__pydantic_fields_set__.update(self._always_sent)
+
+    # Only Python construction needs the hook above; this marker (the one pydantic's own
+    # RootModel uses) keeps parsing in Rust instead of calling `__init__` for every nested model.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     def to_wire(self) -> dict[str, Any]:
         """Return the JSON-ready wire form: camelCase names, unset fields left out, times in UTC."""
@@ -80,11 +93,17 @@ Count = Annotated[int, Strict()]
 """A whole number that is not money: counts, seconds, decimals, HTTP statuses."""
 
 
+_NO_OFFSET = timedelta(0)
+
+
 def _as_utc(value: datetime) -> datetime:
-    if value.tzinfo is UTC:
-        return value
-    if value.tzinfo is None:  # the interface always sends an offset; a bare time is read as UTC
+    # A `Z` or `+00:00` time is kept with the parser's own UTC tzinfo (equal to `datetime.UTC`,
+    # read as UTC by pandas): replacing it would cost more than the rest of the timestamp.
+    zone = value.tzinfo
+    if zone is None:  # the interface always sends an offset; a bare time is read as UTC
         return value.replace(tzinfo=UTC)
+    if zone is UTC or zone.utcoffset(None) == _NO_OFFSET:
+        return value
     return value.astimezone(UTC)
 
 
@@ -111,12 +130,24 @@ FALLBACK_TAG = "unknown"
 """Tag of the catch-all variant of an open union (a kind this version does not know)."""
 
 
-def tag_by(wire_field: str, tags: Mapping[str, str] | Iterable[str]) -> Discriminator:
-    """Discriminator choosing a union variant by `wire_field`, or `FALLBACK_TAG` for new kinds.
+def _fallback(kind: str) -> str:
+    return FALLBACK_TAG
 
-    `tags` maps wire values to variant tags; an iterable means each value is its own tag.
+
+def tag_by(
+    wire_field: str,
+    tags: Mapping[str, str] | Iterable[str],
+    tag_of_new_kind: Callable[[str], str] = _fallback,
+) -> Discriminator:
+    """Discriminator choosing a union variant by `wire_field`.
+
+    `tags` maps wire values to variant tags (an iterable: each value is its own tag). A value not
+    in `tags` gets `tag_of_new_kind(value)`, by default `FALLBACK_TAG`; a missing one, always.
     """
-    tag_of_value = dict(tags) if isinstance(tags, Mapping) else {value: value for value in tags}
+    tag_of_value = {
+        str(k): str(v)
+        for k, v in (tags.items() if isinstance(tags, Mapping) else zip(tags, tags, strict=True))
+    }
     attribute = to_snake(wire_field)
 
     def tag(value: Any) -> str:
@@ -124,6 +155,9 @@ def tag_by(wire_field: str, tags: Mapping[str, str] | Iterable[str]) -> Discrimi
             kind = value.get(wire_field, value.get(attribute))
         else:
             kind = getattr(value, attribute, None)
-        return tag_of_value.get(kind, FALLBACK_TAG) if isinstance(kind, str) else FALLBACK_TAG
+        if not isinstance(kind, str):
+            return FALLBACK_TAG
+        known = tag_of_value.get(kind)
+        return known if known is not None else tag_of_new_kind(kind)
 
     return Discriminator(tag)

@@ -7,7 +7,7 @@ funds, beneficial owners' details, ...) stays readable in `model_extra` and roun
 from __future__ import annotations
 
 from datetime import date
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any
 
 from pydantic import Tag
 
@@ -35,8 +35,6 @@ class Address(WireModel):
 
 class CustomerBase(WireModel):
     """Fields of every customer; `platform_customer_id` is the platform's own id for it."""
-
-    _always_sent: ClassVar[frozenset[str]] = frozenset({"customer_type"})
 
     id: str | None = None
     platform_customer_id: str

@@ -7,7 +7,7 @@ a kind this version does not know becomes `UnknownSource` / `UnknownDestination`
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated
 
 from pydantic import Tag
 
@@ -35,13 +35,13 @@ class OnChainTransaction(WireModel):
     network: OpenEnum[CryptoNetwork]
 
 
-class _SourceBase(WireModel):
-    _always_sent: ClassVar[frozenset[str]] = frozenset({"source_type"})
+class _Endpoint(WireModel):
+    """What sources and destinations share: the currency (a code) of that side."""
 
     currency: str | None = None
 
 
-class AccountSource(_SourceBase):
+class AccountSource(_Endpoint):
     """Funds taken from an internal or external account."""
 
     source_type: OpenEnum[SourceType] = SourceType.ACCOUNT
@@ -50,12 +50,12 @@ class AccountSource(_SourceBase):
     on_chain_transaction: OnChainTransaction | None = None
 
 
-class UmaAddressSource(_SourceBase):
+class UmaAddressSource(_Endpoint):
     source_type: OpenEnum[SourceType] = SourceType.UMA_ADDRESS
     uma_address: str
 
 
-class RealtimeFundingSource(_SourceBase):
+class RealtimeFundingSource(_Endpoint):
     """Funds pushed in real time from outside (a bank transfer or a crypto deposit)."""
 
     source_type: OpenEnum[SourceType] = SourceType.REALTIME_FUNDING
@@ -72,19 +72,13 @@ class RealtimeFundingSource(_SourceBase):
     on_chain_transaction: OnChainTransaction | None = None
 
 
-class UnknownSource(_SourceBase):
+class UnknownSource(_Endpoint):
     """A `sourceType` this version does not know; its other fields are in `model_extra`."""
 
     source_type: str
 
 
-class _DestinationBase(WireModel):
-    _always_sent: ClassVar[frozenset[str]] = frozenset({"destination_type"})
-
-    currency: str | None = None
-
-
-class AccountDestination(_DestinationBase):
+class AccountDestination(_Endpoint):
     """An internal or external account; `payment_rail` is set when the platform chose the rail."""
 
     destination_type: OpenEnum[DestinationType] = DestinationType.ACCOUNT
@@ -93,12 +87,12 @@ class AccountDestination(_DestinationBase):
     on_chain_transaction: OnChainTransaction | None = None
 
 
-class UmaAddressDestination(_DestinationBase):
+class UmaAddressDestination(_Endpoint):
     destination_type: OpenEnum[DestinationType] = DestinationType.UMA_ADDRESS
     uma_address: str
 
 
-class UnknownDestination(_DestinationBase):
+class UnknownDestination(_Endpoint):
     """A `destinationType` this version does not know; its other fields are in `model_extra`."""
 
     destination_type: str

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Tag
 
@@ -86,8 +86,6 @@ class OutgoingRateDetails(WireModel):
 
 class TransactionBase(WireModel):
     """Fields every kind of transaction carries."""
-
-    _always_sent: ClassVar[frozenset[str]] = frozenset({"type"})
 
     id: str
     type: str
