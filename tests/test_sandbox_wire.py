@@ -80,7 +80,7 @@ def test_rate_limit_answers_429_past_the_budget(sandbox: Sandbox) -> None:
 
 
 def test_rate_limited_client_still_gets_everything(sandbox: Sandbox) -> None:
-    sandbox.faults.configure(rate_limit=200)
+    sandbox.faults.configure(rate_limit=20)  # a burst of 20, then 20 per second
     client = sandbox.client()
     ids = [t.id for t in client.transactions.list(limit=20)]
     assert len(ids) == sandbox.world.transaction_count()

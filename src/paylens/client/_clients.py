@@ -12,7 +12,7 @@ from typing import Any, Self, TypeVar
 import httpx
 
 from ._config import Credentials, check_base_url, settings_from_env
-from ._policy import Attempts, Call, RequestStats, RetryPolicy, logger
+from ._policy import Attempts, Call, RateBudget, RequestStats, RetryPolicy, logger
 from ._resources import (
     Auth,
     Cards,
@@ -43,6 +43,7 @@ class _ClientBase:
         max_retries: int | None = None,
         retry: RetryPolicy | None = None,
         max_connections: int = 64,
+        rate_limit: float | None = None,
         allow_insecure: bool = False,
         seed: int | None = None,
     ) -> None:
@@ -59,6 +60,7 @@ class _ClientBase:
             )
         self.retry_policy = policy
         self.stats = RequestStats()
+        self.rate_budget = RateBudget(rate_limit) if rate_limit else None
         self._rng = random.Random(seed)
         self._http_options: dict[str, Any] = {
             "base_url": self.base_url + "/",
@@ -143,6 +145,8 @@ class Client(_ClientBase):
         request, attempts = self._start(call)
         waited = 0.0
         while True:
+            if self.rate_budget and (pause := self.rate_budget.reserve()):
+                self._sleep(pause)
             attempts.begin()
             self.stats.count(retry=attempts.number > 1, waited=waited)
             try:
@@ -189,6 +193,8 @@ class AsyncClient(_ClientBase):
         request, attempts = self._start(call)
         waited = 0.0
         while True:
+            if self.rate_budget and (pause := self.rate_budget.reserve()):
+                await self._sleep(pause)
             attempts.begin()
             self.stats.count(retry=attempts.number > 1, waited=waited)
             try:

@@ -34,6 +34,7 @@ class RawPage:
     has_more: bool
     next_cursor: str | None
     total_count: int | None
+    content: bytes = b""  # the page as received, for validating it in one pass
 
 
 def parse_with(validate: Callable[[bytes], T]) -> Callable[[httpx.Response], T]:
@@ -62,6 +63,7 @@ def parse_raw_page(response: httpx.Response) -> RawPage:
             has_more=bool(body.get("hasMore", False)),
             next_cursor=body.get("nextCursor"),
             total_count=body.get("totalCount"),
+            content=response.content,
         )
     except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
         raise ResponseValidationError(f"list page is not a page: {exc}") from exc

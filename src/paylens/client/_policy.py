@@ -98,6 +98,28 @@ class RequestStats:
             }
 
 
+class RateBudget:
+    """At most `rate` requests per second across every thread using the client (a token
+    bucket holding one second's worth); `reserve()` says how long the caller must wait."""
+
+    def __init__(self, rate: float) -> None:
+        if rate <= 0:
+            raise ValueError("rate must be positive")
+        self.rate = rate
+        self._capacity = max(1.0, rate)
+        self._tokens = self._capacity
+        self._at = time.monotonic()
+        self._lock = threading.Lock()
+
+    def reserve(self) -> float:
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self._capacity, self._tokens + (now - self._at) * self.rate)
+            self._at = now
+            self._tokens -= 1.0
+            return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
+
+
 class Attempts:
     """The retry state of one call. After each attempt the client reports the outcome and gets
     back the seconds to wait before trying again; a final failure is raised from here."""

@@ -73,6 +73,8 @@ from typing import Any
 import numpy as np
 
 from ._currencies import (
+    BTC_USD,
+    USD_PRICE,
     CANCEL_WINDOW_S,
     CH,
     CHANNELS,
@@ -265,13 +267,11 @@ def platform_fee(sent: np.ndarray, cross_currency: np.ndarray, bps: int, fixed: 
     return np.where(cross_currency, (sent * bps + 5_000) // 10_000 + fixed, 0)
 
 
-def multipliers(send_cur: int, recv_cur: int, fx: float, var_rate: float) -> tuple[float, float]:
-    """(gridApiMultiplier, counterpartyMultiplier) of one transaction."""
-    from ._currencies import BTC_USD, USD_PRICE
-
-    d_s, d_r = int(DECIMALS[send_cur]), int(DECIMALS[recv_cur])
-    msats_per_minor = 1e11 / (BTC_USD / float(USD_PRICE[send_cur]) * 10.0**d_s)
-    return (1.0 - var_rate) * msats_per_minor, 10.0 ** (d_r - d_s) / (fx * msats_per_minor)
+def multipliers(send_cur: np.ndarray, recv_cur: np.ndarray, fx: np.ndarray, var_rate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(gridApiMultiplier, counterpartyMultiplier) of the module's formula, elementwise."""
+    d_s, d_r = DECIMALS[send_cur], DECIMALS[recv_cur]
+    msats_per_minor = 1e11 / (BTC_USD / USD_PRICE[send_cur] * pow10(d_s))
+    return (1.0 - var_rate) * msats_per_minor, pow10(d_r - d_s) / (fx * msats_per_minor)
 
 
 # --- lifecycle ------------------------------------------------------------------------------------

@@ -1,0 +1,575 @@
+"""Request routing of the simulated service: paths, query and body checks, and pagination.
+
+`dispatch` maps a request (path relative to the version root, parsed query, parsed JSON body) to
+the world and returns `(status, JSON value)`, or raises `ServiceError`. Every bad field of a
+request is reported at once: 400 INVALID_INPUT with one FieldError per field in
+`details.errors`. Paths of the interface the sandbox does not serve answer 501 NOT_IMPLEMENTED,
+unknown paths 404, known paths with another method 405.
+
+Cursors are opaque (base64url of a small JSON): the position of the last row served and a
+fingerprint of the filters and sort order they were issued for. Rows never move, so a cursor
+stays valid while the world changes; reusing it with other filters answers 400. Lists without a
+`sortOrder` parameter (customers, accounts) are in ascending (createdAt, id) order.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import orjson
+
+from ._currencies import CODES, CUR, RECEIVE_OPTIONS
+from ._currencies import REGIONS
+from ._gen_entities import CARD_STATES, CUSTOMER_TYPES, INTERNAL_TYPES, NO_ROW
+from ._generate import CARD_STATUSES, KINDS, ST, STATUSES
+from ._world import QuoteRequest, ServiceError, World, invalid, to_us
+from ._world_store import RowSet
+
+MAX_LIMIT = 100
+DEFAULT_LIMIT = 20
+_UNKNOWN = -2  # an id that matches nothing (NO_ROW would match "no account")
+_TX_STATUSES = tuple(s for s in STATUSES if s not in CARD_STATUSES) + tuple(sorted(CARD_STATUSES))
+
+
+@dataclass
+class Request:
+    world: World
+    args: list[str]
+    params: dict[str, list[str]]
+    body: Any
+    headers: Mapping[str, str]
+
+
+Handler = Callable[[Request], tuple[int, Any]]
+
+
+class Query:
+    """Reads query parameters, collecting one FieldError per bad parameter."""
+
+    def __init__(self, params: dict[str, list[str]]) -> None:
+        self.params = params
+        self.errors: list[dict[str, str]] = []
+
+    def fail(self, name: str, message: str) -> None:
+        self.errors.append({"field": name, "message": message})
+
+    def text(self, name: str) -> str | None:
+        values = self.params.get(name)
+        return values[0] if values else None
+
+    def choice(self, name: str, allowed: tuple[str, ...]) -> str | None:
+        value = self.text(name)
+        if value is not None and value not in allowed:
+            self.fail(name, f"must be one of {', '.join(allowed)}")
+            return None
+        return value
+
+    def time(self, name: str) -> int | None:
+        value = self.text(name)
+        if value is None:
+            return None
+        at = parse_time(value)
+        if at is None:
+            self.fail(name, "must be an ISO 8601 date-time with a time zone, e.g. 2025-10-01T00:00:00Z")
+        return at
+
+    def integer(self, name: str, default: int, low: int, high: int | None = None) -> int:
+        value = self.text(name)
+        if value is None:
+            return default
+        try:
+            number = int(value)
+        except ValueError:
+            number = None
+        if number is None or number < low or (high is not None and number > high):
+            self.fail(name, f"must be an integer from {low}" + (f" to {high}" if high is not None else ""))
+            return default
+        return number
+
+    def boolean(self, name: str) -> bool | None:
+        value = self.choice(name, ("true", "false"))
+        return None if value is None else value == "true"
+
+    def check(self) -> None:
+        if self.errors:
+            raise invalid(self.errors)
+
+
+def parse_time(value: str) -> int | None:
+    """Microseconds since the epoch of an ISO 8601 date-time with a zone (a '+' that arrived as
+    a space in an unencoded query is read as '+')."""
+    text = value.strip().replace(" ", "+")
+    if "T" not in text and "t" not in text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return None if moment.tzinfo is None else to_us(moment)
+
+
+# --- pagination -----------------------------------------------------------------------------------
+
+
+def _fingerprint(resource: str, params: dict[str, list[str]], ascending: bool) -> str:
+    items = sorted((k, tuple(v)) for k, v in params.items() if k not in ("cursor", "limit", "sortOrder"))
+    raw = orjson.dumps([resource, ascending, items])
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def _encode_cursor(fingerprint: str, after: int) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps({"v": 1, "f": fingerprint, "a": after})).rstrip(b"=").decode()
+
+
+def _decode_cursor(q: Query, fingerprint: str) -> int | None:
+    cursor = q.text("cursor")
+    if cursor is None:
+        return None
+    try:
+        data = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        after = data["a"]
+        if data.get("v") != 1 or not isinstance(after, int) or isinstance(after, bool) or after < 0:
+            raise ValueError(cursor)
+    except (ValueError, KeyError, TypeError, binascii.Error, orjson.JSONDecodeError):
+        q.fail("cursor", "is not a cursor this service issued")
+        return None
+    if data.get("f") != fingerprint:
+        q.fail("cursor", "was issued for other filters or another sort order; start again without a cursor")
+        return None
+    return after
+
+
+def paginate(q: Query, resource: str, select: Callable[[], RowSet], render: Callable[[np.ndarray], list[Any]], *, sortable: bool) -> dict[str, Any]:
+    """A page `{data, hasMore, nextCursor?, totalCount}` of the rows `select` finds."""
+    limit = q.integer("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+    ascending = not sortable or q.choice("sortOrder", ("asc", "desc")) == "asc"
+    fingerprint = _fingerprint(resource, q.params, ascending)
+    after = _decode_cursor(q, fingerprint)
+    q.check()
+    rows = select()
+    page, more = rows.page(after, ascending, limit)
+    body: dict[str, Any] = {"data": render(page), "hasMore": more}
+    if more:
+        body["nextCursor"] = _encode_cursor(fingerprint, int(page[-1]))
+    body["totalCount"] = len(rows)
+    return body
+
+
+def _ordered(mask: np.ndarray) -> RowSet:
+    return RowSet.of(np.flatnonzero(mask))
+
+
+# --- transactions ---------------------------------------------------------------------------------
+
+
+def list_transactions(r: Request) -> tuple[int, Any]:
+    w, q = r.world, Query(r.params)
+    e = w.entities
+    customers = []
+    if (cid := q.text("customerId")) is not None:
+        customers.append(e.customer_index.get(cid, NO_ROW))
+    if (pid := q.text("platformCustomerId")) is not None:
+        customers.append(e.platform_customer_index.get(pid, NO_ROW))
+
+    def account(name: str) -> int | None:
+        value = q.text(name)
+        return None if value is None else e.account_index.get(value, _UNKNOWN)
+
+    status = q.choice("status", _TX_STATUSES)
+    kind = q.choice("type", KINDS)
+    start, end = q.time("startDate"), q.time("endDate")
+
+    def select() -> RowSet:
+        return w.select_transactions(
+            customers=customers,
+            account=account("accountIdentifier"),
+            sender=account("senderAccountIdentifier"),
+            receiver=account("receiverAccountIdentifier"),
+            status=None if status is None else ST[status],
+            kind=None if kind is None else KINDS.index(kind),
+            reference=q.text("reference"),
+            start=start,
+            end=end,
+        )
+
+    return 200, paginate(q, "transactions", select, w.render_transactions, sortable=True)
+
+
+def get_transaction(r: Request) -> tuple[int, Any]:
+    return 200, r.world.get_transaction_wire(r.args[0])
+
+
+def _body(r: Request) -> dict[str, Any]:
+    if r.body is None:
+        return {}
+    if not isinstance(r.body, dict):
+        raise invalid([{"field": "body", "message": "must be a JSON object"}])
+    return r.body
+
+
+def _optional_text(body: dict[str, Any], name: str, errors: list[dict[str, str]]) -> str | None:
+    value = body.get(name)
+    if value is not None and not isinstance(value, str):
+        errors.append({"field": name, "message": "must be a string"})
+        return None
+    return value
+
+
+def cancel_transaction(r: Request) -> tuple[int, Any]:
+    body, errors = _body(r), []
+    reason = _optional_text(body, "reason", errors)
+    if errors:
+        raise invalid(errors)
+    return 200, r.world.cancel(r.args[0], reason)
+
+
+def approve_transaction(r: Request) -> tuple[int, Any]:
+    body = _body(r)
+    info = body.get("receiverCustomerInfo")
+    if info is not None and not isinstance(info, dict):
+        raise invalid([{"field": "receiverCustomerInfo", "message": "must be an object"}])
+    return 200, r.world.approve(r.args[0])
+
+
+def reject_transaction(r: Request) -> tuple[int, Any]:
+    body, errors = _body(r), []
+    reason = _optional_text(body, "reason", errors)
+    if errors:
+        raise invalid(errors)
+    return 200, r.world.reject(r.args[0], reason)
+
+
+def confirm_transaction(r: Request) -> tuple[int, Any]:
+    body = _body(r)
+    value = body.get("receiptDeliveryConfirmedAt")
+    at = None
+    if value is not None:
+        at = parse_time(value) if isinstance(value, str) else None
+        if at is None:
+            raise invalid([{"field": "receiptDeliveryConfirmedAt", "message": "must be an ISO 8601 date-time with a time zone"}])
+    return 200, r.world.confirm_receipt(r.args[0], at)
+
+
+# --- cards ----------------------------------------------------------------------------------------
+
+
+def list_cards(r: Request) -> tuple[int, Any]:
+    w, q = r.world, Query(r.params)
+    cards = w.entities.cards
+    holder, account, platform_id = q.text("cardholderId"), q.text("accountId"), q.text("platformCardId")
+    state = q.choice("state", CARD_STATES)
+
+    def select() -> RowSet:
+        mask = np.ones(len(cards), dtype=bool)
+        if holder is not None:
+            mask &= cards.holder == w.entities.customer_index.get(holder, _UNKNOWN)
+        if state is not None:
+            mask &= cards.state == CARD_STATES.index(state)
+        if account is not None:
+            a = w.entities.account_index.get(account, _UNKNOWN)
+            mask &= np.array([a in f for f in cards.funding], dtype=bool)
+        if platform_id is not None:
+            mask &= np.array([w.views.card(i)["platformCardId"] == platform_id if m else False for i, m in enumerate(mask.tolist())], dtype=bool)
+        return _ordered(mask)
+
+    return 200, paginate(q, "cards", select, lambda rows: [w.views.card(i) for i in rows.tolist()], sortable=True)
+
+
+def get_card(r: Request) -> tuple[int, Any]:
+    return 200, r.world.views.card(r.world.card_row(r.args[0]))
+
+
+def patch_card(r: Request) -> tuple[int, Any]:
+    w = r.world
+    w.card_row(r.args[0])  # 404 before checking the body
+    body = r.body if isinstance(r.body, dict) else None
+    if body is None:
+        raise invalid([{"field": "body", "message": "must be a JSON object"}])
+    errors: list[dict[str, str]] = []
+    state = body.get("state")
+    if state is not None and state not in ("ACTIVE", "FROZEN", "CLOSED"):
+        errors.append({"field": "state", "message": "must be one of ACTIVE, FROZEN, CLOSED"})
+    funding = body.get("fundingSources")
+    if funding is not None and (not isinstance(funding, list) or not funding or not all(isinstance(f, str) for f in funding)):
+        errors.append({"field": "fundingSources", "message": "must be a non-empty array of internal account ids"})
+    has_max = "maxSpendPerTransaction" in body
+    max_spend = body.get("maxSpendPerTransaction")
+    if max_spend is not None and (not isinstance(max_spend, int) or isinstance(max_spend, bool) or max_spend < 1):
+        errors.append({"field": "maxSpendPerTransaction", "message": "must be a positive integer or null"})
+    if state is None and funding is None and not has_max:
+        errors.append({"field": "body", "message": "supply at least one of state, fundingSources, maxSpendPerTransaction"})
+    if state == "CLOSED" and (funding is not None or has_max):
+        errors.append({"field": "state", "message": "CLOSED cannot be combined with fundingSources or maxSpendPerTransaction"})
+    if errors:
+        raise invalid(errors)
+    return 200, w.update_card(r.args[0], state, funding, max_spend, has_max)
+
+
+# --- customers and accounts -----------------------------------------------------------------------
+
+
+def list_customers(r: Request) -> tuple[int, Any]:
+    w, q = r.world, Query(r.params)
+    c = w.entities.customers
+    platform_id = q.text("platformCustomerId")
+    kind = q.choice("customerType", CUSTOMER_TYPES)
+    bounds = [(q.time(name), column, upper) for name, column, upper in (("createdAfter", c.created, False), ("createdBefore", c.created, True), ("updatedAfter", c.updated, False), ("updatedBefore", c.updated, True))]
+    region, currency, uma = q.text("region"), q.text("currency"), q.text("umaAddress")
+    deleted = q.boolean("isIncludingDeleted")
+
+    def select() -> RowSet:
+        mask = np.ones(len(c), dtype=bool) if deleted else ~c.deleted
+        if platform_id is not None:
+            mask &= np.arange(len(c)) == w.entities.platform_customer_index.get(platform_id, _UNKNOWN)
+        if kind is not None:
+            mask &= c.kind == CUSTOMER_TYPES.index(kind)
+        for at, column, upper in bounds:
+            if at is not None:
+                mask &= (column <= at) if upper else (column >= at)
+        if region is not None:
+            mask &= np.array([REGIONS[k][0] == region for k in c.region.tolist()], dtype=bool)
+        if currency is not None:
+            code = CUR.get(currency, _UNKNOWN)
+            mask &= np.array([code in cs for cs in c.currencies], dtype=bool)
+        if uma is not None:
+            mask &= np.array([f"${w.views.customer_handle(i)}@" in uma and uma.startswith("$") and m for i, m in enumerate(mask.tolist())], dtype=bool)
+            mask &= np.array([w.views.customer(i)["umaAddress"] == uma if m else False for i, m in enumerate(mask.tolist())], dtype=bool)
+        return _ordered(mask)
+
+    return 200, paginate(q, "customers", select, lambda rows: [w.views.customer(i) for i in rows.tolist()], sortable=False)
+
+
+def get_customer(r: Request) -> tuple[int, Any]:
+    return 200, r.world.views.customer(r.world.customer_row(r.args[0]))
+
+
+def _account_rows(r: Request, q: Query, *, external: bool, platform: bool) -> Callable[[], RowSet]:
+    w = r.world
+    a = w.entities.accounts
+    currency = q.text("currency")
+    customer = None if platform else q.text("customerId")
+    kind = None if external else q.choice("type", INTERNAL_TYPES)
+
+    def select() -> RowSet:
+        mask = (a.external == external) & ((a.owner == NO_ROW) if platform else (a.owner != NO_ROW))
+        if currency is not None:
+            mask &= a.currency == CUR.get(currency, _UNKNOWN)
+        if customer is not None:
+            mask &= a.owner == w.entities.customer_index.get(customer, _UNKNOWN)
+        if kind is not None:
+            mask &= a.kind == INTERNAL_TYPES.index(kind)
+        return _ordered(mask)
+
+    return select
+
+
+def _render_accounts(r: Request, external: bool) -> Callable[[np.ndarray], list[Any]]:
+    views = r.world.views
+    render = views.external_account if external else views.internal_account
+    return lambda rows: [render(i) for i in rows.tolist()]
+
+
+def list_internal_accounts(r: Request) -> tuple[int, Any]:
+    q = Query(r.params)
+    return 200, paginate(q, "internal-accounts", _account_rows(r, q, external=False, platform=False), _render_accounts(r, False), sortable=False)
+
+
+def list_platform_internal_accounts(r: Request) -> tuple[int, Any]:
+    q = Query(r.params)
+    select = _account_rows(r, q, external=False, platform=True)
+    q.check()
+    rows = select().page(None, True, 1_000)[0]
+    return 200, {"data": _render_accounts(r, False)(rows)}
+
+
+def list_external_accounts(r: Request) -> tuple[int, Any]:
+    q = Query(r.params)
+    return 200, paginate(q, "external-accounts", _account_rows(r, q, external=True, platform=False), _render_accounts(r, True), sortable=False)
+
+
+def list_platform_external_accounts(r: Request) -> tuple[int, Any]:
+    q = Query(r.params)
+    return 200, paginate(q, "platform-external-accounts", _account_rows(r, q, external=True, platform=True), _render_accounts(r, True), sortable=False)
+
+
+# --- quotes, rates, config, wallet auth -----------------------------------------------------------
+
+
+def get_quote(r: Request) -> tuple[int, Any]:
+    return 200, r.world.get_quote(r.args[0])
+
+
+def execute_quote(r: Request) -> tuple[int, Any]:
+    return 200, r.world.execute_quote(r.args[0])
+
+
+def create_quote(r: Request) -> tuple[int, Any]:
+    w = r.world
+    body = r.body if isinstance(r.body, dict) else {}
+    errors: list[dict[str, str]] = []
+    acc = w.entities.accounts
+
+    def account(part: str, kind_field: str, kind_value: str) -> int | None:
+        obj = body.get(part)
+        if not isinstance(obj, dict):
+            errors.append({"field": part, "message": "is required and must be an object"})
+            return None
+        if obj.get(kind_field) != kind_value:
+            errors.append({"field": f"{part}.{kind_field}", "message": f"the sandbox quotes between accounts: must be {kind_value}"})
+            return None
+        row = w.entities.account_index.get(obj.get("accountId")) if isinstance(obj.get("accountId"), str) else None
+        if row is None:
+            errors.append({"field": f"{part}.accountId", "message": "must be the id of an existing account"})
+        return row
+
+    src = account("source", "sourceType", "ACCOUNT")
+    dst = account("destination", "destinationType", "ACCOUNT")
+    if src is not None and (acc.external[src] or acc.owner[src] == NO_ROW):
+        errors.append({"field": "source.accountId", "message": "must be an internal account of a customer"})
+    if src is not None and src == dst:
+        errors.append({"field": "destination.accountId", "message": "must differ from the source account"})
+    rail = body["destination"].get("paymentRail") if isinstance(body.get("destination"), dict) else None
+    if rail is not None and dst is not None:
+        rails = [name for name, _ in RECEIVE_OPTIONS[acc.kind[dst]].rails] if acc.external[dst] else []
+        if rail not in rails:
+            errors.append({"field": "destination.paymentRail", "message": f"must be one of the account's rails: {', '.join(rails) or 'none'}"})
+    side = body.get("lockedCurrencySide")
+    if side not in ("SENDING", "RECEIVING"):
+        errors.append({"field": "lockedCurrencySide", "message": "must be SENDING or RECEIVING"})
+    amount = body.get("lockedCurrencyAmount")
+    if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
+        errors.append({"field": "lockedCurrencyAmount", "message": "must be a positive integer in minor units"})
+    execute = body.get("immediatelyExecute", False)
+    if not isinstance(execute, bool):
+        errors.append({"field": "immediatelyExecute", "message": "must be a boolean"})
+    description = _optional_text(body, "description", errors)
+    override = _fee_override(body.get("platformFeeOverride"), None if src is None else CODES[acc.currency[src]], errors)
+    if errors:
+        raise invalid(errors)
+    assert src is not None and dst is not None
+    request = QuoteRequest(src, dst, side, amount, rail=rail, execute=execute, description=description, fee_override=override)
+    return 201, w.create_quote(request)
+
+
+def _fee_override(value: Any, sending: str | None, errors: list[dict[str, str]]) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    fixed = value.get("platformFixedFee") if isinstance(value, dict) else None
+    bps = value.get("platformVariableFeeBps") if isinstance(value, dict) else None
+    ok_fixed = isinstance(fixed, dict) and isinstance(fixed.get("amount"), int) and fixed["amount"] >= 0 and fixed.get("currency") == sending
+    if not ok_fixed or not isinstance(bps, int) or isinstance(bps, bool) or bps < 0:
+        errors.append({"field": "platformFeeOverride", "message": "needs platformFixedFee {amount >= 0, currency: the sending currency} and platformVariableFeeBps >= 0"})
+        return None
+    return bps, fixed["amount"]
+
+
+def list_exchange_rates(r: Request) -> tuple[int, Any]:
+    q = Query(r.params)
+    source = q.text("sourceCurrency")
+    destinations = r.params.get("destinationCurrency", [])
+    amount = q.integer("sendingAmount", 10_000, 0)
+    q.check()
+    return 200, {"data": r.world.exchange_rates(source, destinations, amount)}
+
+
+def get_config(r: Request) -> tuple[int, Any]:
+    return 200, r.world.platform_config()
+
+
+def _wallet_account(r: Request) -> int:
+    q = Query(r.params)
+    account_id = q.text("accountId")
+    if account_id is None:
+        q.fail("accountId", "is required")
+    q.check()
+    assert account_id is not None
+    row = r.world.account_row(account_id)
+    if not r.world.wallets.is_wallet(row):
+        raise invalid([{"field": "accountId", "message": "must be an Embedded Wallet internal account"}])
+    return row
+
+
+def list_credentials(r: Request) -> tuple[int, Any]:
+    return 200, {"data": r.world.wallets.list_credentials(_wallet_account(r))}
+
+
+def list_sessions(r: Request) -> tuple[int, Any]:
+    return 200, {"data": r.world.wallets.list_sessions(_wallet_account(r), r.world.now_us)}
+
+
+# --- routing --------------------------------------------------------------------------------------
+
+ROUTES: dict[str, dict[str, Handler]] = {
+    "/transactions": {"GET": list_transactions},
+    "/transactions/{id}": {"GET": get_transaction},
+    "/transactions/{id}/cancel": {"POST": cancel_transaction},
+    "/transactions/{id}/approve": {"POST": approve_transaction},
+    "/transactions/{id}/reject": {"POST": reject_transaction},
+    "/transactions/{id}/confirm": {"POST": confirm_transaction},
+    "/cards": {"GET": list_cards},
+    "/cards/{id}": {"GET": get_card, "PATCH": patch_card},
+    "/customers": {"GET": list_customers},
+    "/customers/{id}": {"GET": get_customer},
+    "/customers/internal-accounts": {"GET": list_internal_accounts},
+    "/platform/internal-accounts": {"GET": list_platform_internal_accounts},
+    "/customers/external-accounts": {"GET": list_external_accounts},
+    "/platform/external-accounts": {"GET": list_platform_external_accounts},
+    "/quotes": {"POST": create_quote},
+    "/quotes/{id}": {"GET": get_quote},
+    "/quotes/{id}/execute": {"POST": execute_quote},
+    "/exchange-rates": {"GET": list_exchange_rates},
+    "/config": {"GET": get_config},
+    "/auth/credentials": {"GET": list_credentials},
+    "/auth/sessions": {"GET": list_sessions},
+}
+#: Methods the interface defines on paths the sandbox serves only in part (501 for these).
+INTERFACE_ONLY: dict[str, frozenset[str]] = {
+    "/cards": frozenset({"POST"}),
+    "/customers": frozenset({"POST"}),
+    "/customers/{id}": frozenset({"PATCH", "DELETE"}),
+    "/customers/external-accounts": frozenset({"POST"}),
+    "/platform/external-accounts": frozenset({"POST"}),
+    "/config": frozenset({"PATCH"}),
+    "/auth/credentials": frozenset({"POST"}),
+}
+_TEMPLATES = sorted(ROUTES, key=lambda t: t.count("{"))  # literal segments win over {id}
+
+
+def _match(path: str) -> tuple[str, list[str]] | None:
+    parts = path.rstrip("/").split("/") if path != "/" else [""]
+    for template in _TEMPLATES:
+        pattern = template.split("/")
+        if len(pattern) != len(parts):
+            continue
+        args = []
+        for want, got in zip(pattern, parts, strict=True):
+            if want.startswith("{"):
+                if not got:
+                    break
+                args.append(got)
+            elif want != got:
+                break
+        else:
+            return template, args
+    return None
+
+
+def dispatch(world: World, method: str, path: str, params: dict[str, list[str]], body: Any | None, headers: Mapping[str, str]) -> tuple[int, Any]:
+    """Answer one request: `(status, JSON value)` (None for 204), or raise ServiceError."""
+    matched = _match(path)
+    if matched is None:
+        raise ServiceError(404, "NOT_FOUND", f"no route {path}")
+    template, args = matched
+    handler = ROUTES[template].get(method.upper())
+    if handler is None:
+        if method.upper() in INTERFACE_ONLY.get(template, ()):
+            raise ServiceError(501, "NOT_IMPLEMENTED", f"{method} {template} is not served by the sandbox")
+        raise ServiceError(405, "METHOD_NOT_ALLOWED", f"{method} is not allowed on {template}", headers={"Allow": ", ".join(sorted(ROUTES[template]))})
+    return handler(Request(world, args, params, body, headers))

@@ -1,0 +1,446 @@
+"""The warehouse: the service's data as typed tables in one DuckDB file, kept exactly in step.
+
+    wh = paylens.Warehouse("data/paylens.duckdb")
+    report = wh.sync(client)                   # full the first time, incremental after
+    wh.transactions(status="FAILED")           # typed, Arrow-backed pandas DataFrames
+    wh.sql("SELECT currency, sum(amount_minor) FROM transactions GROUP BY 1")
+
+Tables: transactions, outgoing_fees, card_transactions, payment_instructions, cards, customers,
+internal_accounts, external_accounts, status_history, rejected_records, sync_runs, sync_slices.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any, Self
+
+import duckdb
+import pandas as pd
+
+from paylens.client import Client
+from paylens.client._params import timestamp
+from paylens.frames import to_pandas
+
+from . import _store
+from ._store import SCHEMA_VERSION, WarehouseError, WarehouseLockedError
+from ._sync import SMALL_RESOURCES, SyncOptions, TransactionSync, sync_small_resource, utcnow
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "SyncOptions",
+    "SyncReport",
+    "Warehouse",
+    "WarehouseError",
+    "WarehouseLockedError",
+    "sync_file",
+]
+
+logger = logging.getLogger("paylens.warehouse")
+
+DEFAULT_PATH = Path("data/paylens.duckdb")
+SANDBOX_LABEL = "SANDBOX DATA"
+
+
+@dataclass
+class SyncReport:
+    """What one sync did. `source` is where the data came from; sandbox data says so."""
+
+    run_id: int
+    mode: str
+    source: str
+    is_sandbox: bool
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    rejected: int = 0
+    requests: int = 0
+    retries: int = 0
+    duration_seconds: float = 0.0
+    resources: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return SANDBOX_LABEL if self.is_sandbox else "service data"
+
+    def __str__(self) -> str:
+        return (
+            f"sync #{self.run_id} ({self.mode}, {self.label} from {self.source}): "
+            f"{self.new:,} new, {self.changed:,} changed, {self.unchanged:,} unchanged, "
+            f"{self.rejected:,} rejected; {self.requests:,} requests ({self.retries:,} retries) "
+            f"in {self.duration_seconds:.1f}s"
+        )
+
+    def _repr_html_(self) -> str:
+        banner = f"<b style='color:#b00'>{SANDBOX_LABEL}</b> — " if self.is_sandbox else ""
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>"
+            for k, v in asdict(self).items()
+            if k != "resources"
+        )
+        return f"<div>{banner}sync report<table>{rows}</table></div>"
+
+
+class Warehouse:
+    """A DuckDB file holding the service's data. Open it read-write to sync into it, or
+    `read_only=True` to query it (many readers at once; a scheduled `paylens sync` does not
+    block them, as it writes a staged copy and swaps it in)."""
+
+    def __init__(
+        self, path: str | os.PathLike[str] = DEFAULT_PATH, *, read_only: bool = False
+    ) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        self._con = _store.connect(self.path, read_only=read_only)
+        self._lock = threading.Lock()
+        if not read_only:
+            _store.ensure_schema(self._con)
+        elif "paylens_meta" not in {r[0] for r in self._con.execute("SHOW TABLES").fetchall()}:
+            raise WarehouseError(f"{self.path} is not a paylens warehouse")
+
+    def __repr__(self) -> str:
+        mode = "read-only" if self.read_only else "read-write"
+        return f"Warehouse({str(self.path)!r}, {mode}, source={self.source or 'none yet'})"
+
+    # -- provenance ------------------------------------------------------------------------
+
+    @property
+    def source(self) -> str | None:
+        """The service base URL the data came from (None before the first sync)."""
+        return self._meta().get("source_url")
+
+    @property
+    def is_sandbox(self) -> bool:
+        return self._meta().get("is_sandbox") == "true"
+
+    def _meta(self) -> dict[str, str]:
+        with self._lock:
+            return _store.meta(self._con)
+
+    # -- sync ------------------------------------------------------------------------------
+
+    def sync(
+        self,
+        client: Client,
+        *,
+        since: date | datetime | str | None = None,
+        full: bool = False,
+        concurrency: int = 16,
+        rate_limit: float | None = None,
+        progress: bool = True,
+        resources: Sequence[str] | None = None,
+        options: SyncOptions | None = None,
+    ) -> SyncReport:
+        """Bring the warehouse exactly in step with the service and say what changed.
+
+        The first sync reads everything (from `since`, if given); later ones read what is new
+        or changed (see `paylens.warehouse._sync` for how). `concurrency` time slices are paged
+        at once, under `rate_limit` requests per second when given. Works in scripts, cron and
+        inside a running Jupyter kernel (threads, no event loop). `resources` limits the sync
+        to some of: transactions, customers, cards, internal_accounts, external_accounts.
+        """
+        if self.read_only:
+            raise WarehouseError(f"{self.path} is open read-only; open it read-write to sync")
+        opts = options or SyncOptions(
+            concurrency=concurrency,
+            rate_limit=rate_limit,
+            since=_since(since),
+            full=full,
+            progress=progress,
+        )
+        wanted = list(resources or ["transactions", *SMALL_RESOURCES])
+        self._check_source(client)
+        started_clock = time.perf_counter()
+        started = utcnow()
+        stats_before = client.stats.snapshot()
+        budget_before = client.rate_budget
+        if opts.rate_limit:
+            from paylens.client._policy import RateBudget
+
+            client.rate_budget = RateBudget(opts.rate_limit)
+        with self._lock:
+            run_id = _store.next_run_id(self._con)
+            self._con.execute(
+                "INSERT INTO sync_runs (run_id, started_at, status, source_url, is_sandbox) VALUES (?, ?, 'running', ?, ?)",
+                [run_id, started, client.base_url, client.is_sandbox],
+            )
+        report = SyncReport(run_id, "incremental", client.base_url, client.is_sandbox)
+        bar = _progress_bar(opts.progress, client.is_sandbox)
+        try:
+            if "transactions" in wanted:
+                engine = TransactionSync(
+                    self._con, self._lock, client, run_id, started, opts, bar.update
+                )
+                report.mode = engine.run()
+                report.rejected += engine.tally.rejected
+                report.resources["transactions"] = self._run_counts("transactions", run_id)
+            for resource in wanted:
+                if resource != "transactions":
+                    counts = sync_small_resource(
+                        self._con, self._lock, client, resource, run_id, started
+                    )
+                    report.rejected += counts.pop("rejected")
+                    report.resources[resource] = self._run_counts(resource, run_id)
+        except BaseException as exc:
+            self._finish(
+                run_id,
+                report,
+                started_clock,
+                client,
+                stats_before,
+                status="failed",
+                error=repr(exc)[:2000],
+            )
+            raise
+        finally:
+            bar.close()
+            client.rate_budget = budget_before
+        self._finish(run_id, report, started_clock, client, stats_before, status="succeeded")
+        logger.info("%s", report)
+        return report
+
+    def _check_source(self, client: Client) -> None:
+        with self._lock:
+            known = _store.meta(self._con).get("source_url")
+            if known is not None and known != client.base_url:
+                raise WarehouseError(
+                    f"{self.path} holds data from {known}; refusing to mix in {client.base_url}. "
+                    "Use another database file for another service."
+                )
+            _store.set_meta(
+                self._con, source_url=client.base_url, is_sandbox=str(client.is_sandbox).lower()
+            )
+
+    def _run_counts(self, table: str, run_id: int) -> dict[str, int]:
+        with self._lock:
+            row = self._con.execute(
+                f"""SELECT count(*) FILTER (WHERE first_run_id = $run),
+                           count(*) FILTER (WHERE last_changed_run_id = $run AND first_run_id <> $run),
+                           count(*) FILTER (WHERE sync_run_id = $run AND last_changed_run_id <> $run)
+                    FROM {table}""",
+                {"run": run_id},
+            ).fetchone()
+        assert row is not None
+        return {"new": row[0], "changed": row[1], "unchanged": row[2]}
+
+    def _finish(
+        self,
+        run_id: int,
+        report: SyncReport,
+        started: float,
+        client: Client,
+        before: dict[str, float],
+        *,
+        status: str,
+        error: str | None = None,
+    ) -> None:
+        after = client.stats.snapshot()
+        report.requests = int(after["requests"] - before["requests"])
+        report.retries = int(after["retries"] - before["retries"])
+        report.duration_seconds = time.perf_counter() - started
+        for counts in report.resources.values():
+            report.new += counts["new"]
+            report.changed += counts["changed"]
+            report.unchanged += counts["unchanged"]
+        with self._lock:
+            self._con.execute(
+                """UPDATE sync_runs SET finished_at = ?, status = ?, mode = ?, new_records = ?,
+                       changed_records = ?, unchanged_records = ?, rejected_records = ?,
+                       requests = ?, duration_seconds = ?, error = ? WHERE run_id = ?""",
+                [
+                    utcnow(),
+                    status,
+                    report.mode,
+                    report.new,
+                    report.changed,
+                    report.unchanged,
+                    report.rejected,
+                    report.requests,
+                    report.duration_seconds,
+                    error,
+                    run_id,
+                ],
+            )
+            self._con.execute("CHECKPOINT")
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def sql(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None) -> pd.DataFrame:
+        """Run parameterised SQL (`?` or `$name`) and return an Arrow-backed DataFrame."""
+        with self._lock:
+            table = (
+                self._con.execute(query, params).to_arrow_table()
+                if params is not None
+                else self._con.execute(query).to_arrow_table()
+            )
+        frame = to_pandas(table)
+        frame.attrs["source"] = self._label()
+        return frame
+
+    def _label(self) -> str:
+        meta = self._meta()
+        source = meta.get("source_url", "nowhere yet")
+        return f"{SANDBOX_LABEL} from {source}" if meta.get("is_sandbox") == "true" else source
+
+    def _select(
+        self, table: str, filters: dict[str, Any], order: str = "created_at"
+    ) -> pd.DataFrame:
+        clauses, params = [], []
+        for column, value in filters.items():
+            if value is None:
+                continue
+            if column in ("start", "end"):
+                op = ">=" if column == "start" else "<="
+                clauses.append(f"created_at {op} ?::TIMESTAMPTZ")
+                params.append(timestamp(column, value, end_of_day=column == "end"))
+            elif isinstance(value, (list, tuple, set, frozenset)):
+                clauses.append(f"{column} IN ({', '.join('?' * len(value))})")
+                params.extend(value)
+            else:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        where = " AND ".join(clauses) or "TRUE"
+        return self.sql(f"SELECT * FROM {table} WHERE {where} ORDER BY {order}", params)
+
+    def transactions(
+        self,
+        *,
+        type: str | None = None,
+        status: str | Sequence[str] | None = None,
+        customer_id: str | None = None,
+        currency: str | None = None,
+        payment_rail: str | None = None,
+        start: date | datetime | str | None = None,
+        end: date | datetime | str | None = None,
+    ) -> pd.DataFrame:
+        """Transactions of every kind (common fields), oldest first; `start`/`end` bound
+        `created_at` inclusively (a date is a whole UTC day)."""
+        return self._select(
+            "transactions",
+            {
+                "type": type,
+                "status": status,
+                "customer_id": customer_id,
+                "currency": currency,
+                "payment_rail": payment_rail,
+                "start": start,
+                "end": end,
+            },
+        )
+
+    def fees(
+        self,
+        *,
+        status: str | Sequence[str] | None = None,
+        payment_rail: str | None = None,
+        start: date | datetime | str | None = None,
+        end: date | datetime | str | None = None,
+    ) -> pd.DataFrame:
+        """One row per outgoing transaction with its fees and every rate detail."""
+        return self._select(
+            "outgoing_fees",
+            {"status": status, "payment_rail": payment_rail, "start": start, "end": end},
+        )
+
+    def card_transactions(
+        self,
+        *,
+        status: str | Sequence[str] | None = None,
+        card_id: str | None = None,
+        start: date | datetime | str | None = None,
+        end: date | datetime | str | None = None,
+    ) -> pd.DataFrame:
+        """Card transactions with their pull, settlement and refund summaries and merchant."""
+        return self._select(
+            "card_transactions", {"status": status, "card_id": card_id, "start": start, "end": end}
+        )
+
+    def payment_instructions(self) -> pd.DataFrame:
+        return self.sql("SELECT * FROM payment_instructions ORDER BY transaction_id, position")
+
+    def cards(self) -> pd.DataFrame:
+        return self.sql("SELECT * FROM cards ORDER BY created_at")
+
+    def customers(self) -> pd.DataFrame:
+        return self.sql("SELECT * FROM customers ORDER BY created_at")
+
+    def internal_accounts(self) -> pd.DataFrame:
+        return self.sql("SELECT * FROM internal_accounts ORDER BY created_at")
+
+    def external_accounts(self) -> pd.DataFrame:
+        return self.sql("SELECT * FROM external_accounts ORDER BY id")
+
+    def status_history(self, transaction_id: str | None = None) -> pd.DataFrame:
+        """Every status change observed: previous and new status, and when it was seen."""
+        if transaction_id is None:
+            return self.sql("SELECT * FROM status_history ORDER BY observed_at, id")
+        return self.sql(
+            "SELECT * FROM status_history WHERE id = ? ORDER BY observed_at", [transaction_id]
+        )
+
+    def rejected_records(self) -> pd.DataFrame:
+        return self.sql("SELECT * FROM rejected_records ORDER BY rejected_at")
+
+    def sync_runs(self) -> pd.DataFrame:
+        return self.sql("SELECT * FROM sync_runs ORDER BY run_id")
+
+    def relation(self, table: str) -> duckdb.DuckDBPyRelation:
+        """A lazy DuckDB relation over a table, for analysis on millions of rows."""
+        return self._con.table(table)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            self._con.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _since(value: date | datetime | str | None) -> datetime | None:
+    if value is None:
+        return None
+    return datetime.fromisoformat(timestamp("since", value).replace("Z", "+00:00"))
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress_bar(enabled: bool, is_sandbox: bool) -> Any:
+    if not enabled:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    label = "sync (sandbox data)" if is_sandbox else "sync"
+    return tqdm(desc=label, unit=" records", unit_scale=True, leave=False)
+
+
+def sync_file(path: str | os.PathLike[str], client: Client, **options: Any) -> SyncReport:
+    """Sync a warehouse file without ever holding it: sync a staged copy (`<path>.syncing`,
+    kept across a killed run so the next one resumes it) and swap it in atomically. Readers
+    with the file open read-only keep their snapshot and are never blocked. The scheduled
+    `paylens sync` uses this."""
+    target = Path(path)
+    staged = target.with_name(target.name + ".syncing")
+    if not staged.exists() and target.exists():
+        shutil.copy2(target, staged)
+    with Warehouse(staged) as wh:
+        report = wh.sync(client, **options)
+    os.replace(staged, target)
+    return report

@@ -1,0 +1,220 @@
+"""The DuckDB file: schema creation and migration, set-based upserts with status history, and
+the sync bookkeeping tables. The database is the state: nothing about a sync lives elsewhere."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from paylens.errors import PaylensError
+from paylens.frames import TABLES, arrow_schema
+
+#: Version of the file layout; `migrate` brings older files up to it.
+SCHEMA_VERSION = 1
+
+#: Keys of the record tables (payment instructions hang off their transaction).
+PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
+    "transactions": ("id",),
+    "outgoing_fees": ("id",),
+    "card_transactions": ("id",),
+    "payment_instructions": ("transaction_id", "position"),
+    "cards": ("id",),
+    "customers": ("id",),
+    "internal_accounts": ("id",),
+    "external_accounts": ("id",),
+}
+
+_BOOKKEEPING = [
+    """CREATE TABLE IF NOT EXISTS paylens_meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS sync_runs (
+        run_id BIGINT PRIMARY KEY, started_at TIMESTAMPTZ, finished_at TIMESTAMPTZ,
+        status VARCHAR, source_url VARCHAR, is_sandbox BOOLEAN, mode VARCHAR,
+        new_records BIGINT, changed_records BIGINT, unchanged_records BIGINT,
+        rejected_records BIGINT, requests BIGINT, duration_seconds DOUBLE, error VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS sync_slices (
+        run_id BIGINT, resource VARCHAR, slice_key VARCHAR, slice_start TIMESTAMPTZ,
+        slice_end TIMESTAMPTZ, status_filter VARCHAR, resume_from TIMESTAMPTZ, done BOOLEAN,
+        records BIGINT, PRIMARY KEY (run_id, resource, slice_key))""",
+    """CREATE TABLE IF NOT EXISTS rejected_records (
+        run_id BIGINT, resource VARCHAR, record_id VARCHAR, status VARCHAR,
+        created_at TIMESTAMPTZ, error VARCHAR, raw VARCHAR, rejected_at TIMESTAMPTZ)""",
+    """CREATE TABLE IF NOT EXISTS status_history (
+        id VARCHAR, type VARCHAR, previous_status VARCHAR, status VARCHAR,
+        record_updated_at TIMESTAMPTZ, observed_at TIMESTAMPTZ, run_id BIGINT)""",
+]
+
+_DUCK_TYPES = {
+    pa.string(): "VARCHAR",
+    pa.int64(): "BIGINT",
+    pa.int32(): "INTEGER",
+    pa.int16(): "SMALLINT",
+    pa.int8(): "TINYINT",
+    pa.float64(): "DOUBLE",
+    pa.bool_(): "BOOLEAN",
+    pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ",
+    pa.list_(pa.string()): "VARCHAR[]",
+}
+
+#: Columns every record table has beside the declared ones.
+_TRACKING = {
+    "first_seen_at": "TIMESTAMPTZ",
+    "first_run_id": "BIGINT",
+    "last_changed_run_id": "BIGINT",
+    "last_synced_at": "TIMESTAMPTZ",
+    "sync_run_id": "BIGINT",
+}
+
+
+class WarehouseError(PaylensError):
+    """A warehouse file cannot be used as asked."""
+
+
+class WarehouseLockedError(WarehouseError):
+    """Another process holds the warehouse file."""
+
+
+def _ddl(table: str) -> str:
+    schema = arrow_schema(table)
+    columns = [f"{f.name} {_DUCK_TYPES[f.type]}" for f in schema]
+    columns += [f"{name} {kind}" for name, kind in _TRACKING.items()]
+    key = ", ".join(PRIMARY_KEYS[table])
+    return f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(columns)}, PRIMARY KEY ({key}))"
+
+
+_LOCK_PID = re.compile(r"\(PID (\d+)\)")
+
+
+def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Open the file, turning DuckDB's lock conflict into a plain, typed error."""
+    if read_only and not path.exists():
+        raise WarehouseError(f"no warehouse at {path}: run a sync first (paylens sync --db {path})")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return duckdb.connect(str(path), read_only=read_only)
+    except duckdb.IOException as exc:
+        if "lock" not in str(exc).lower():
+            raise
+        pid = _LOCK_PID.search(str(exc))
+        holder = f"process {pid.group(1)}" if pid else "another process"
+        raise WarehouseLockedError(
+            f"the warehouse {path} is open for writing by {holder}. Wait for it to finish "
+            f"(a `paylens sync` or a notebook with a read-write Warehouse), close that "
+            f"Warehouse, or work on a copy. Scheduled `paylens sync` runs never hold it: they "
+            f"write a staged copy and swap it in, so read-only readers are not blocked by them."
+        ) from None
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Create what is missing and migrate an older file; never drops data."""
+    for statement in _BOOKKEEPING:
+        con.execute(statement)
+    found = con.execute("SELECT value FROM paylens_meta WHERE key = 'schema_version'").fetchone()
+    version = int(found[0]) if found else None
+    for table in TABLES:
+        con.execute(_ddl(table))
+        _add_missing_columns(con, table)
+    if version is None or version < SCHEMA_VERSION:
+        con.execute(
+            "INSERT OR REPLACE INTO paylens_meta VALUES ('schema_version', ?)",
+            [str(SCHEMA_VERSION)],
+        )
+    elif version > SCHEMA_VERSION:
+        raise WarehouseError(
+            f"this warehouse was written by a newer paylens (schema {version}, this one knows "
+            f"{SCHEMA_VERSION}); upgrade paylens to open it"
+        )
+
+
+def _add_missing_columns(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """A newer paylens may declare more columns: add them (filled from `raw` on next sync)."""
+    have = {row[0] for row in con.execute(f"DESCRIBE {table}").fetchall()}
+    for field in arrow_schema(table):
+        if field.name not in have:
+            con.execute(f"ALTER TABLE {table} ADD COLUMN {field.name} {_DUCK_TYPES[field.type]}")
+
+
+def meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    return dict(con.execute("SELECT key, value FROM paylens_meta").fetchall())
+
+
+def set_meta(con: duckdb.DuckDBPyConnection, **values: str) -> None:
+    for key, value in values.items():
+        con.execute("INSERT OR REPLACE INTO paylens_meta VALUES (?, ?)", [key, value])
+
+
+def upsert(
+    con: duckdb.DuckDBPyConnection, table: str, batch: pa.Table, *, run_id: int, now: datetime
+) -> dict[str, int]:
+    """Insert or replace a batch in one set-based statement, tracking when each row was first
+    seen and last changed (its raw JSON differs); returns new/changed/unchanged counts of the
+    batch. Transactions also log each status change they bring into `status_history`."""
+    if batch.num_rows == 0:
+        return {"new": 0, "changed": 0, "unchanged": 0}
+    keys = PRIMARY_KEYS[table]
+    on = " AND ".join(f"t.{k} = b.{k}" for k in keys)
+    same = "t.raw IS NOT DISTINCT FROM b.raw" if "raw" in batch.column_names else "FALSE"
+    con.register("_batch", batch)
+    try:
+        row = con.execute(
+            f"""SELECT count(*) FILTER (WHERE t.{keys[0]} IS NULL),
+                       count(*) FILTER (WHERE t.{keys[0]} IS NOT NULL AND NOT ({same})),
+                       count(*) FILTER (WHERE t.{keys[0]} IS NOT NULL AND {same})
+                FROM _batch b LEFT JOIN {table} t ON {on}"""
+        ).fetchone()
+        assert row is not None
+        if table == "transactions":
+            con.execute(
+                f"""INSERT INTO status_history
+                    SELECT b.id, b.type, t.status, b.status, b.updated_at, ?, ?
+                    FROM _batch b LEFT JOIN transactions t ON {on}
+                    WHERE t.status IS DISTINCT FROM b.status""",
+                [now, run_id],
+            )
+        columns = ", ".join(batch.column_names)
+        con.execute(
+            f"""INSERT OR REPLACE INTO {table}
+                    ({columns}, first_seen_at, first_run_id, last_changed_run_id, last_synced_at, sync_run_id)
+                SELECT b.*, coalesce(t.first_seen_at, $now), coalesce(t.first_run_id, $run),
+                       CASE WHEN t.{keys[0]} IS NOT NULL AND {same} THEN t.last_changed_run_id ELSE $run END,
+                       $now, $run
+                FROM _batch b LEFT JOIN {table} t ON {on}""",
+            {"now": now, "run": run_id},
+        )
+        return {"new": row[0], "changed": row[1], "unchanged": row[2]}
+    finally:
+        con.unregister("_batch")
+
+
+def replace_children(
+    con: duckdb.DuckDBPyConnection,
+    parent_ids: pa.Array,
+    batch: pa.Table,
+    *,
+    run_id: int,
+    now: datetime,
+) -> None:
+    """Payment instructions follow their transaction: drop the old rows, insert the new ones."""
+    con.register("_parents", pa.table({"id": parent_ids}))
+    try:
+        con.execute(
+            "DELETE FROM payment_instructions WHERE transaction_id IN (SELECT id FROM _parents)"
+        )
+    finally:
+        con.unregister("_parents")
+    upsert(con, "payment_instructions", batch, run_id=run_id, now=now)
+
+
+def next_run_id(con: duckdb.DuckDBPyConnection) -> int:
+    row = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM sync_runs").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def record_rejects(con: duckdb.DuckDBPyConnection, rows: list[tuple[Any, ...]]) -> None:
+    if rows:
+        con.executemany("INSERT INTO rejected_records VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
