@@ -74,6 +74,39 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sync(args: argparse.Namespace) -> int:
+    """`paylens sync`: the scheduled job. Exit 0 on success, 1 when the sync failed, 2 when
+    paylens is not configured to reach a service."""
+    from paylens import Client, ConfigurationError, PaylensError
+    from paylens.warehouse import sync_file
+
+    try:
+        if args.sandbox:
+            from paylens.sandbox import Sandbox
+
+            client = Sandbox(seed=args.seed, transactions=args.transactions).client()
+        else:
+            client = Client.from_env()
+    except ConfigurationError as exc:
+        print(f"paylens sync: {exc}", file=sys.stderr)
+        return 2
+    try:
+        report = sync_file(
+            args.db,
+            client,
+            since=args.since,
+            full=args.full,
+            concurrency=args.concurrency,
+            rate_limit=args.rate_limit,
+            progress=not args.quiet and sys.stderr.isatty(),
+        )
+    except PaylensError as exc:
+        print(f"paylens sync: failed: {exc}", file=sys.stderr)
+        return 1
+    print(report)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="paylens", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"paylens {__version__}")
@@ -91,6 +124,20 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--seed", type=int, default=0)
     serve.add_argument("--transactions", type=int, default=100_000)
     serve.set_defaults(run=_sandbox_serve)
+
+    sync = commands.add_parser(
+        "sync", help="bring a warehouse file in step with the service (PAYLENS_* variables)"
+    )
+    sync.add_argument("--db", default="data/paylens.duckdb", help="warehouse file")
+    sync.add_argument("--since", help="only records created from this date (YYYY-MM-DD)")
+    sync.add_argument("--sandbox", action="store_true", help="sync from the embedded sandbox")
+    sync.add_argument("--seed", type=int, default=0, help="sandbox seed (with --sandbox)")
+    sync.add_argument("--transactions", type=int, default=20_000, help="sandbox size (with --sandbox)")
+    sync.add_argument("--full", action="store_true", help="re-read everything")
+    sync.add_argument("--concurrency", type=int, default=16)
+    sync.add_argument("--rate-limit", type=float, default=None, help="requests per second")
+    sync.add_argument("--quiet", action="store_true", help="no progress bar")
+    sync.set_defaults(run=_sync)
 
     demo = commands.add_parser("demo", help="the main job against the embedded sandbox")
     demo.add_argument("--seed", type=int, default=0)

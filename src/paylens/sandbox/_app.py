@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hmac
+import logging
 import threading
 from collections import Counter, deque
 from collections.abc import Mapping
@@ -15,9 +16,11 @@ from urllib.parse import parse_qs, unquote
 
 import orjson
 
-from ._faults import Faults
+from ._faults import Faults, corrupt
 from ._routes import dispatch
 from ._world import ServiceError, World
+
+logger = logging.getLogger("paylens.sandbox")
 
 _JSON = [("content-type", "application/json")]
 _SANDBOX_HEADER = ("x-paylens-sandbox", "true")
@@ -154,9 +157,18 @@ class SandboxApp:
             reply = _error(exc.status, exc.code, exc.message, exc.details)
             reply.headers.extend((k.lower(), v) for k, v in (exc.headers or {}).items())
             return reply
+        except Exception:  # a bug in the simulator answers as a failing server would
+            logger.exception("sandbox failed on %s %s", method, path)
+            return _error(500, "INTERNAL_ERROR", "the sandbox failed; see its log")
         if value is None:
             return Reply(status, [_SANDBOX_HEADER], b"")
-        content = value if isinstance(value, bytes) else orjson.dumps(value)
+        if self.faults.corrupt_ids:
+            value = corrupt(value, self.faults.corrupt_ids)
+        try:
+            content = value if isinstance(value, bytes) else orjson.dumps(value)
+        except TypeError:
+            logger.exception("sandbox answer of %s %s is not JSON", method, path)
+            return _error(500, "INTERNAL_ERROR", "the sandbox failed; see its log")
         return Reply(status, [*_JSON, _SANDBOX_HEADER], content)
 
     @staticmethod

@@ -38,6 +38,8 @@ class Faults:
     - `drop_rate` / `drop_next(n)`: connections closed without an answer.
     - `rate_limit`: requests per second (token bucket, burst of one second's worth); past it,
       429 `RATE_LIMITED` with the `Retry-After` until the next token.
+    - `corrupt_ids`: records served with a malformed amount (a float), wherever they appear,
+      as a buggy service version might send them.
     """
 
     latency: float = 0.0
@@ -47,6 +49,7 @@ class Faults:
     drop_rate: float = 0.0
     rate_limit: float | None = None
     seed: int = 0
+    corrupt_ids: set[str] = field(default_factory=set)
     _script: deque[FaultDecision] = field(default_factory=deque, repr=False)
     _rng: random.Random = field(init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -66,6 +69,7 @@ class Faults:
     def clear(self) -> None:
         self.latency = self.latency_jitter = self.rate_429 = self.drop_rate = 0.0
         self.rate_limit = None
+        self.corrupt_ids = set()
         with self._lock:
             self._script.clear()
 
@@ -123,3 +127,16 @@ class Faults:
             self._tokens -= 1.0
             return None
         return math.ceil((1.0 - self._tokens) / self.rate_limit * 1000) / 1000
+
+
+def corrupt(value: object, ids: set[str]) -> object:
+    """The answer with the records of `ids` (top level or in `data`) given a float amount."""
+    if not ids or not isinstance(value, dict):
+        return value
+    if "data" in value and isinstance(value["data"], list):
+        return {**value, "data": [corrupt(item, ids) for item in value["data"]]}
+    if value.get("id") in ids:
+        for key in ("sentAmount", "receivedAmount", "authorizedAmount", "balance"):
+            if isinstance(value.get(key), dict):
+                return {**value, key: {**value[key], "amount": value[key]["amount"] + 0.5}}
+    return value

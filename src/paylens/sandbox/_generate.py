@@ -362,7 +362,8 @@ class Batch:
 
 
 def scenario_count(transactions: int) -> int:
-    return int(min(100, max(1, round(transactions * 0.0004))))
+    """How many transactions of each planted scenario a world of `transactions` gets."""
+    return 0 if transactions < 70 else min(100, transactions // 1000 + 1)
 
 
 def plant_scenarios(rng: np.random.Generator, per_scenario: int, now: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

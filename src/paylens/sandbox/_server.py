@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import socket
 import struct
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -57,6 +58,14 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], app: SandboxApp) -> None:
         self.app = app
         super().__init__(address, _Handler)
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        # a client that hangs up (or a connection the faults dropped) is not a server error
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError | TimeoutError):
+            logger.debug("connection from %s ended: %r", client_address, error)
+        else:
+            logger.exception("sandbox server error with %s", client_address)
 
 
 class SandboxServer:

@@ -167,7 +167,7 @@ class World:
         self.entities = generate_entities(streams[_STREAM_ENTITIES], customers * 50 if customers else transactions, start_us)
         self.views = EntityViews(self.entities)
         self._arrivals = Arrivals(start_us // 1000, end_us // 1000)
-        per_scenario = scenario_count(transactions) if transactions >= 70 else 0
+        per_scenario = scenario_count(transactions)
         regular = transactions - 7 * per_scenario
         created, weight = self._arrivals.draw(streams[_STREAM_ARRIVALS], start_us // 1000, end_us // 1000, regular)
         self._per_weight = regular / weight if weight else 0.0
@@ -348,7 +348,7 @@ class World:
             kind = ("INCOMING", "OUTGOING", "CARD")[int(s.col("kind")[row])]
             channel = int(s.col("channel")[row])
             on = f" on {PAYMENT_RAILS[channel]}" if kind != "CARD" and channel < N_RAILS else ""
-            raise invalid([{"field": "transactionId", "message": f"a {kind} transaction{on} cannot be cancelled"}], "only pending ACH transfers (push or pull) and wires can be cancelled")
+            raise invalid([{"field": "transactionId", "message": f"{kind} transactions{on} cannot be cancelled"}], "only pending ACH transfers (push or pull) and wires can be cancelled")
         status = self._status(row)
         if status in _TERMINAL:
             raise ServiceError(409, "TRANSACTION_NOT_CANCELLABLE", f"the transaction is already {STATUSES[status]}")

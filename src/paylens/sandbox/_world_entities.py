@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._currencies import CODES, RECEIVE_OPTIONS, REGIONS, currency_wire
+from ._currencies import CODES, RECEIVE_OPTIONS, REGIONS, ReceiveOption, currency_wire
 from ._gen_entities import (
     BUSINESS_KINDS,
     BUSINESS_TYPES,
@@ -73,14 +73,14 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "COP_ACCOUNT": ("accountNumber", "bankAccountType", "bankName", "phoneNumber"),
     "UGX_ACCOUNT": ("phoneNumber", "provider"),
     "XOF_ACCOUNT": ("phoneNumber", "provider", "region"),
-    "SWIFT_ACCOUNT": ("swiftCode", "bankName", "accountNumber"),
+    "SWIFT_ACCOUNT": ("swiftCode", "bankName", "country", "accountNumber"),
     "LIGHTNING": ("lightningAddress",),
     "SPARK_WALLET": ("address",),
     "SOLANA_WALLET": ("address",),
     "BASE_WALLET": ("address",),
 }
 #: Extra fields a deposit instruction needs beyond the account's own (the Payment*Info shapes).
-_PAYMENT_FIELDS = {"BRL_ACCOUNT": ("qrCode",), "SWIFT_ACCOUNT": ("accountHolderName", "country"), "SPARK_WALLET": ("assetType",)}
+_PAYMENT_FIELDS = {"BRL_ACCOUNT": ("qrCode",), "COP_ACCOUNT": ("paymentUrl",), "SWIFT_ACCOUNT": ("accountHolderName",), "SPARK_WALLET": ("assetType",)}
 _WALLETS = frozenset({"LIGHTNING", "SPARK_WALLET", "SOLANA_WALLET", "BASE_WALLET"})
 
 
@@ -169,6 +169,8 @@ def account_details(account_type: str, currency: str, country: str, r: random.Ra
                 values[name] = "".join(r.choices(_B58, k=44))
         elif name == "qrCode":
             values[name] = f"00020126580014br.gov.bcb.pix0136sandbox-{_digits(r, 12)}5204000053039865802BR"
+        elif name == "paymentUrl":
+            values[name] = f"https://pay.{SANDBOX_DOMAIN}/cop/{_digits(r, 12)}"
         elif name == "accountHolderName":
             values[name] = holder
         elif name == "country":
@@ -258,7 +260,7 @@ class EntityViews:
         info = account_details(option.account_type, code, option.country, r, holder, [rail for rail, _ in option.rails if rail in _RAIL_NAMES], payment=True)
         if option.account_type not in _WALLETS:
             info["reference"] = reference
-        return {"accountOrWalletInfo": info, "instructionsNotes": f"[sandbox] Include reference {reference} with the payment.", "isPlatformAccount": platform}
+        return {"accountOrWalletInfo": info, "instructionsNotes": f"[sandbox] Include reference {reference} with the payment.", "isPlatformAccount": bool(platform)}
 
     def internal_account(self, i: int) -> dict[str, Any]:
         a = self.e.accounts
@@ -342,8 +344,17 @@ _RAIL_NAMES = frozenset(
 )
 
 
-def _deposit_option(code: str) -> Any:
-    for option in RECEIVE_OPTIONS:
-        if option.currency == code and option.account_type != "LIGHTNING":
+#: Account types the interface allows in deposit instructions (its PaymentAccountType).
+_PAYMENT_TYPES = frozenset(
+    {"USD_ACCOUNT", "BRL_ACCOUNT", "MXN_ACCOUNT", "COP_ACCOUNT", "EUR_ACCOUNT", "INR_ACCOUNT", "NGN_ACCOUNT", "CAD_ACCOUNT", "GBP_ACCOUNT", "HKD_ACCOUNT", "IDR_ACCOUNT", "PHP_ACCOUNT", "SGD_ACCOUNT", "VND_ACCOUNT", "SPARK_WALLET", "SOLANA_WALLET", "BASE_WALLET"}
+)
+
+
+def _deposit_option(code: str) -> ReceiveOption:
+    """How money is paid into an account in `code`: its domestic details where the interface
+    has a deposit shape for them, else a SWIFT account in the currency's country."""
+    domestic = [o for o in RECEIVE_OPTIONS if o.currency == code and o.account_type != "LIGHTNING"]
+    for option in domestic:
+        if option.account_type in _PAYMENT_TYPES:
             return option
-    raise KeyError(code)
+    return ReceiveOption("SWIFT_ACCOUNT", code, (("SWIFT", 1.0),), 0.0, domestic[0].country if domestic else "US")

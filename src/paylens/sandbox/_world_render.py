@@ -382,15 +382,16 @@ class _CurrencyDicts(dict[int, dict[str, Any]]):
 
 
 def _stamps(wanted: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, list[str | None]]:
-    """Named lists of timestamps of `us` where `needed` (None elsewhere), formatted in one call."""
-    picks = {name: np.flatnonzero(needed) for name, (_, needed) in wanted.items()}
-    texts = iter(iso(np.concatenate([us[picks[name]] for name, (us, _) in wanted.items()])))
+    """Named lists of the timestamps `us` where `needed` (None elsewhere), formatted at once."""
+    picks = [np.flatnonzero(needed) for _, needed in wanted.values()]
+    texts = np.array(iso(np.concatenate([us[pick] for (us, _), pick in zip(wanted.values(), picks, strict=True)])), dtype=object)
     out: dict[str, list[str | None]] = {}
-    for name, (us, _) in wanted.items():
-        column: list[str | None] = [None] * len(us)
-        for k in picks[name].tolist():
-            column[k] = next(texts)
-        out[name] = column
+    first = 0
+    for (name, (us, _)), pick in zip(wanted.items(), picks, strict=True):
+        column = np.full(len(us), None, dtype=object)
+        column[pick] = texts[first : first + len(pick)]
+        first += len(pick)
+        out[name] = column.tolist()
     return out
 
 

@@ -275,11 +275,7 @@ class Warehouse:
     def sql(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None) -> pd.DataFrame:
         """Run parameterised SQL (`?` or `$name`) and return an Arrow-backed DataFrame."""
         with self._lock:
-            table = (
-                self._con.execute(query, params).to_arrow_table()
-                if params is not None
-                else self._con.execute(query).to_arrow_table()
-            )
+            table = self._con.sql(query, params=params).to_arrow_table()
         frame = to_pandas(table)
         frame.attrs["source"] = self._label()
         return frame

@@ -197,8 +197,9 @@ class TransactionSync:
         open-ended tail for what arrives after `newest`."""
         if start is None or newest is None or newest <= start:
             return [Window(start, None)]
-        count = max(1, min(4096, -(-(total or 0) // self.options.slice_records)))
-        count = max(count, min(self.options.concurrency, -(-(total or 0) // 500)))
+        # enough slices to keep every worker busy to the end, none much over slice_records
+        count = max(-(-(total or 0) // self.options.slice_records), min(4 * self.options.concurrency, -(-(total or 0) // 1_000)))
+        count = max(1, min(4096, count))
         step = (newest - start) / count
         bounds = [start + step * i for i in range(count)] + [newest + _TICK]
         windows = [Window(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]

@@ -1,0 +1,296 @@
+"""The warehouse sync against the sandbox, compared with its ground truth record by record."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import orjson
+import pytest
+
+from paylens import Client, Sandbox
+from paylens.warehouse import Warehouse, WarehouseError, WarehouseLockedError, sync_file
+
+from ._helpers import same_instants
+
+TX_ONLY = ["transactions"]
+
+
+def assert_exact(wh: Warehouse, sandbox: Sandbox) -> None:
+    """Every record the service lists is stored once, in its latest state."""
+    truth = {t["id"]: t for t in sandbox.world.all_transactions()}
+    rows = wh.sql("SELECT id, raw FROM transactions")
+    assert len(rows) == len(truth)
+    assert set(rows["id"]) == set(truth)
+    stale = [i for i, raw in zip(rows["id"], rows["raw"], strict=True) if same_instants(orjson.loads(raw)) != same_instants(truth[i])]
+    assert stale == []
+    counts = wh.sql(
+        """SELECT (SELECT count(*) FROM outgoing_fees) AS fees,
+                  (SELECT count(*) FROM card_transactions) AS cards,
+                  (SELECT count(*) FROM payment_instructions) AS instructions"""
+    ).iloc[0]
+    assert counts["fees"] == sum(t["type"] == "OUTGOING" for t in truth.values())
+    assert counts["cards"] == sum(t["type"] == "CARD" for t in truth.values())
+    assert counts["instructions"] == sum(len(t.get("paymentInstructions") or []) for t in truth.values())
+
+
+@pytest.fixture
+def wh(tmp_path: Path) -> Warehouse:
+    with Warehouse(tmp_path / "paylens.duckdb") as warehouse:
+        yield warehouse
+
+
+def test_full_sync_is_exact(sandbox: Sandbox, client: Client, wh: Warehouse) -> None:
+    report = wh.sync(client, progress=False)
+    assert report.mode == "full"
+    assert report.is_sandbox and "SANDBOX" in str(report)
+    assert report.resources["transactions"] == {"new": sandbox.world.transaction_count(), "changed": 0, "unchanged": 0}
+    assert report.rejected == 0
+    assert report.requests == client.stats.requests
+    assert_exact(wh, sandbox)
+    fees = wh.fees()
+    outgoing = [t for t in sandbox.world.all_transactions() if t["type"] == "OUTGOING"]
+    row = fees.set_index("id").loc[outgoing[0]["id"]]
+    assert row["fees_minor"] == outgoing[0].get("fees")
+    assert row["sent_amount_minor"] == outgoing[0]["sentAmount"]["amount"]
+    assert row["sent_amount_currency"] == outgoing[0]["sentAmount"]["currency"]["code"]
+    assert len(wh.customers()) == len(list(client.customers.list()))
+    assert len(wh.cards()) == len(list(client.cards.list()))
+
+
+def test_changes_between_syncs_are_caught(sandbox: Sandbox, client: Client, wh: Warehouse) -> None:
+    wh.sync(client, progress=False, resources=TX_ONLY)
+    before = {t["id"]: t for t in sandbox.world.all_transactions()}
+    for days in (1, 3, 20):
+        sandbox.advance(timedelta(days=days))
+        report = wh.sync(client, progress=False, resources=TX_ONLY)
+        assert report.mode == "incremental"
+        assert_exact(wh, sandbox)
+        truth = {t["id"]: t for t in sandbox.world.all_transactions()}
+        created = set(truth) - set(before)
+        changed = {i for i in before if same_instants(before[i]) != same_instants(truth[i])}
+        assert report.resources["transactions"]["new"] == len(created)
+        assert report.resources["transactions"]["changed"] == len(changed)
+        moved = {i for i in changed if before[i]["status"] != truth[i]["status"]}
+        history = wh.sql("SELECT id, previous_status, status FROM status_history WHERE run_id = ? AND previous_status IS NOT NULL", [report.run_id])
+        assert set(history["id"]) == moved
+        for row in history.itertuples():
+            assert (row.previous_status, row.status) == (before[row.id]["status"], truth[row.id]["status"])
+        before = truth
+    assert len(wh.status_history()) >= sandbox.world.transaction_count()
+
+
+def test_incremental_reads_far_less_than_full(tmp_path: Path) -> None:
+    sandbox = Sandbox(seed=21, transactions=30_000)
+    client = sandbox.client()
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        full = wh.sync(client, progress=False, resources=TX_ONLY)
+        sandbox.advance(timedelta(hours=12))
+        again = wh.sync(client, progress=False, resources=TX_ONLY)
+        assert_exact(wh, sandbox)
+    assert again.requests < full.requests / 2
+
+
+def test_nothing_changed_means_nothing_changed(sandbox: Sandbox, client: Client, wh: Warehouse) -> None:
+    wh.sync(client, progress=False)
+    report = wh.sync(client, progress=False)
+    assert (report.new, report.changed) == (0, 0)
+    assert_exact(wh, sandbox)
+
+
+@pytest.mark.http
+def test_sync_over_loopback_under_faults_is_exact(sandbox: Sandbox, wh: Warehouse) -> None:
+    with sandbox.serve() as server:
+        client = Client(server.base_url, sandbox.client_id, sandbox.client_secret, max_retries=8)
+        sandbox.faults.configure(rate_429=0.05, retry_after=0, drop_rate=0.03, rate_limit=400)
+        sandbox.faults.burst_5xx(4)
+        report = wh.sync(client, progress=False, concurrency=8)
+        assert report.retries > 0
+        assert_exact(wh, sandbox)
+        sandbox.advance(timedelta(days=2))
+        sandbox.faults.burst_5xx(3)
+        wh.sync(client, progress=False, concurrency=8)
+        assert_exact(wh, sandbox)
+    assert wh.source == server.base_url and wh.is_sandbox
+
+
+def test_rate_budget_bounds_the_request_rate(sandbox: Sandbox, client: Client, wh: Warehouse) -> None:
+    started = time.monotonic()
+    report = wh.sync(client, progress=False, resources=TX_ONLY, rate_limit=150)
+    elapsed = time.monotonic() - started
+    # a bucket of one second's worth, then 150 per second
+    assert report.requests <= 150 * (elapsed + 1) + 1
+
+
+def test_bad_records_are_set_aside_not_fatal(sandbox: Sandbox, client: Client, wh: Warehouse) -> None:
+    truth = list(sandbox.world.all_transactions())
+    bad = {truth[5]["id"], truth[500]["id"], truth[-3]["id"]}
+    sandbox.faults.corrupt_ids = bad
+    report = wh.sync(client, progress=False, resources=TX_ONLY)
+    assert report.rejected == 3
+    rejected = wh.rejected_records()
+    assert set(rejected["record_id"]) == bad
+    assert all("amount" in e for e in rejected["error"])
+    assert len(wh.transactions()) == len(truth) - 3
+    again = wh.sync(client, progress=False, resources=TX_ONLY)  # known rejects are not "missing"
+    assert again.resources["transactions"]["unchanged"] < len(truth) / 10
+    sandbox.faults.corrupt_ids = set()
+    wh.sync(client, progress=False, resources=TX_ONLY, full=True)
+    assert_exact(wh, sandbox)
+
+
+def test_frames_are_typed_and_labelled(sandbox: Sandbox, client: Client, wh: Warehouse) -> None:
+    wh.sync(client, progress=False)
+    frame = wh.transactions(type="OUTGOING", status="COMPLETED")
+    assert str(frame["amount_minor"].dtype) == "int64[pyarrow]"
+    assert str(frame["created_at"].dtype).startswith("timestamp[us, tz=")
+    assert str(frame["status"].dtype) == "string[pyarrow]"
+    assert set(frame["type"]) == {"OUTGOING"} and set(frame["status"]) == {"COMPLETED"}
+    assert "SANDBOX DATA" in frame.attrs["source"]
+    day = wh.transactions(start="2025-09-01", end="2025-09-01")
+    assert all(str(ts.date()) == "2025-09-01" for ts in day["created_at"])
+    total = wh.sql("SELECT count(*) AS n FROM transactions WHERE type = ?", ["CARD"])["n"].iloc[0]
+    assert total == sum(t["type"] == "CARD" for t in sandbox.world.all_transactions())
+
+
+def test_sync_works_inside_a_running_event_loop(sandbox: Sandbox, client: Client, wh: Warehouse) -> None:
+    async def in_a_notebook_cell() -> None:
+        wh.sync(client, progress=True)  # as in Jupyter, where a loop is already running
+
+    asyncio.run(in_a_notebook_cell())
+    assert_exact(wh, sandbox)
+
+
+def test_a_warehouse_holds_one_source(sandbox: Sandbox, client: Client, wh: Warehouse) -> None:
+    wh.sync(client, progress=False, resources=TX_ONLY)
+    other = Client("https://api.example.com/2025-10-13", "id", "secret")
+    with pytest.raises(WarehouseError, match="refusing to mix"):
+        wh.sync(other, progress=False)
+
+
+_HOLDER = """
+import sys, time
+from paylens.warehouse import Warehouse
+wh = Warehouse(sys.argv[1], read_only=sys.argv[2] == "ro")
+print("open", flush=True)
+time.sleep(60)
+"""
+
+
+def _hold(path: Path, mode: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path), mode], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "open"
+    return proc
+
+
+def test_a_locked_file_says_so_plainly(tmp_path: Path) -> None:
+    path = tmp_path / "held.duckdb"
+    Warehouse(path).close()
+    holder = _hold(path, "rw")
+    try:
+        for read_only in (False, True):
+            with pytest.raises(WarehouseLockedError) as info:
+                Warehouse(path, read_only=read_only)
+            message = str(info.value)
+            assert str(path) in message and f"process {holder.pid}" in message
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_scheduled_sync_does_not_block_readers(sandbox: Sandbox, tmp_path: Path) -> None:
+    path = tmp_path / "scheduled.duckdb"
+    sync_file(path, sandbox.client(), progress=False)
+    reader = _hold(path, "ro")  # a notebook reading while the cron job runs
+    try:
+        sandbox.advance(timedelta(days=1))
+        report = sync_file(path, sandbox.client(), progress=False)
+        assert report.mode == "incremental"
+    finally:
+        reader.kill()
+        reader.wait()
+    with Warehouse(path, read_only=True) as wh:
+        assert_exact(wh, sandbox)
+        with pytest.raises(WarehouseError, match="read-only"):
+            wh.sync(sandbox.client())
+
+
+_KILLABLE_SYNC = """
+import sys
+from paylens import Client
+from paylens.warehouse import sync_file
+client = Client(sys.argv[2], sys.argv[3], sys.argv[4])
+sync_file(sys.argv[1], client, progress=False, concurrency=4, resources=["transactions"])
+"""
+
+
+@pytest.mark.http
+def test_a_killed_sync_resumes_exactly(tmp_path: Path) -> None:
+    sandbox = Sandbox(seed=4, transactions=12_000)
+    path = tmp_path / "killed.duckdb"
+    with sandbox.serve() as server:
+        sandbox.faults.configure(latency=0.02)
+        proc = subprocess.Popen([sys.executable, "-c", _KILLABLE_SYNC, str(path), server.base_url, sandbox.client_id, sandbox.client_secret])
+        deadline = time.monotonic() + 60
+        while sandbox.requests.count("GET", "/transactions") < 90 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        first_run = sandbox.requests.count("GET", "/transactions")
+        assert not path.exists() and Path(str(path) + ".syncing").exists()
+        sandbox.faults.clear()
+        sandbox.requests.reset()
+        client = Client(server.base_url, sandbox.client_id, sandbox.client_secret)
+        report = sync_file(path, client, progress=False, resources=["transactions"])
+        resumed = sandbox.requests.count("GET", "/transactions")
+    with Warehouse(path, read_only=True) as wh:
+        assert_exact(wh, sandbox)
+        runs = wh.sync_runs()
+        assert list(runs["status"]) == ["interrupted", "succeeded"]
+    assert report.resources["transactions"]["new"] < sandbox.world.transaction_count()
+    assert first_run + resumed < 1.6 * (sandbox.world.transaction_count() / 100 + 40)
+
+
+def test_opening_an_older_file_migrates_it_and_keeps_the_data(sandbox: Sandbox, client: Client, tmp_path: Path) -> None:
+    path = tmp_path / "old.duckdb"
+    with Warehouse(path) as wh:
+        wh.sync(client, progress=False, resources=TX_ONLY)
+    import duckdb
+
+    con = duckdb.connect(str(path))  # make it look like a file of an older paylens
+    con.execute("ALTER TABLE transactions DROP COLUMN card_id")
+    con.execute("UPDATE paylens_meta SET value = '0' WHERE key = 'schema_version'")
+    con.close()
+    with Warehouse(path) as wh:
+        assert "card_id" in set(wh.sql("DESCRIBE transactions")["column_name"])
+        assert len(wh.transactions()) == sandbox.world.transaction_count()
+        wh.sync(client, progress=False, resources=TX_ONLY, full=True)
+        cards = wh.sql("SELECT count(*) AS n FROM transactions WHERE card_id IS NOT NULL")["n"].iloc[0]
+        assert cards == sum(1 for t in sandbox.world.all_transactions() if t.get("cardId"))
+
+
+def test_cli_sync_exit_codes(tmp_path: Path) -> None:
+    db = tmp_path / "cli.duckdb"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAYLENS_")}
+    ok = subprocess.run([sys.executable, "-m", "paylens.cli", "sync", "--db", str(db), "--sandbox", "--transactions", "2000", "--quiet"],
+                        capture_output=True, text=True, env=env, timeout=300)
+    assert ok.returncode == 0, ok.stderr
+    assert "SANDBOX DATA" in ok.stdout and "2,000 new" in ok.stdout
+    unconfigured = subprocess.run([sys.executable, "-m", "paylens.cli", "sync", "--db", str(db)], capture_output=True, text=True, env=env, timeout=60)
+    assert unconfigured.returncode == 2
+    assert "PAYLENS_BASE_URL" in unconfigured.stderr
+    unreachable = subprocess.run([sys.executable, "-m", "paylens.cli", "sync", "--db", str(tmp_path / "x.duckdb")], capture_output=True, text=True, timeout=120,
+                                 env={**env, "PAYLENS_BASE_URL": "http://127.0.0.1:9/2025-10-13", "PAYLENS_CLIENT_ID": "a", "PAYLENS_CLIENT_SECRET": "s3cr3t-value"})
+    assert unreachable.returncode == 1
+    assert "failed" in unreachable.stderr and "s3cr3t-value" not in unreachable.stderr
+
+
+def test_read_only_open_of_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(WarehouseError, match="no warehouse"):
+        Warehouse(tmp_path / "nothing.duckdb", read_only=True)
