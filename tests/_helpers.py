@@ -6,7 +6,6 @@ import re
 from datetime import datetime
 from typing import Any
 
-
 _INSTANT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 
 

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
 import httpx
 import pytest
@@ -137,3 +138,18 @@ def test_cli_serve_prints_lines_ready_to_export() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.mark.http
+def test_control_channel_moves_a_served_sandbox(sandbox: Sandbox, server: SandboxServer) -> None:
+    control = server.base_url.rsplit("/", 1)[0] + "/_control"
+    auth = (sandbox.client_id, sandbox.client_secret)
+    assert httpx.post(control + "/advance", json={"seconds": 3600}).status_code == 401
+    before = sandbox.now
+    answer = httpx.post(control + "/advance", json={"seconds": 86_400}, auth=auth)
+    assert answer.status_code == 200 and isinstance(answer.json(), dict)
+    assert sandbox.now - before == timedelta(days=1)
+    assert httpx.post(control + "/faults", json={"latency": 0.01}, auth=auth).status_code == 200
+    assert sandbox.faults.latency == 0.01
+    assert httpx.post(control + "/faults", json={"no_such": 1}, auth=auth).status_code == 400
+    assert sandbox.requests.count() == 0  # control requests are not service requests

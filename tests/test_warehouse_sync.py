@@ -28,7 +28,11 @@ def assert_exact(wh: Warehouse, sandbox: Sandbox) -> None:
     rows = wh.sql("SELECT id, raw FROM transactions")
     assert len(rows) == len(truth)
     assert set(rows["id"]) == set(truth)
-    stale = [i for i, raw in zip(rows["id"], rows["raw"], strict=True) if same_instants(orjson.loads(raw)) != same_instants(truth[i])]
+    stale = [
+        i
+        for i, raw in zip(rows["id"], rows["raw"], strict=True)
+        if same_instants(orjson.loads(raw)) != same_instants(truth[i])
+    ]
     assert stale == []
     counts = wh.sql(
         """SELECT (SELECT count(*) FROM outgoing_fees) AS fees,
@@ -37,7 +41,9 @@ def assert_exact(wh: Warehouse, sandbox: Sandbox) -> None:
     ).iloc[0]
     assert counts["fees"] == sum(t["type"] == "OUTGOING" for t in truth.values())
     assert counts["cards"] == sum(t["type"] == "CARD" for t in truth.values())
-    assert counts["instructions"] == sum(len(t.get("paymentInstructions") or []) for t in truth.values())
+    assert counts["instructions"] == sum(
+        len(t.get("paymentInstructions") or []) for t in truth.values()
+    )
 
 
 @pytest.fixture
@@ -50,7 +56,11 @@ def test_full_sync_is_exact(sandbox: Sandbox, client: Client, wh: Warehouse) -> 
     report = wh.sync(client, progress=False)
     assert report.mode == "full"
     assert report.is_sandbox and "SANDBOX" in str(report)
-    assert report.resources["transactions"] == {"new": sandbox.world.transaction_count(), "changed": 0, "unchanged": 0}
+    assert report.resources["transactions"] == {
+        "new": sandbox.world.transaction_count(),
+        "changed": 0,
+        "unchanged": 0,
+    }
     assert report.rejected == 0
     assert report.requests == client.stats.requests
     assert_exact(wh, sandbox)
@@ -78,10 +88,16 @@ def test_changes_between_syncs_are_caught(sandbox: Sandbox, client: Client, wh: 
         assert report.resources["transactions"]["new"] == len(created)
         assert report.resources["transactions"]["changed"] == len(changed)
         moved = {i for i in changed if before[i]["status"] != truth[i]["status"]}
-        history = wh.sql("SELECT id, previous_status, status FROM status_history WHERE run_id = ? AND previous_status IS NOT NULL", [report.run_id])
+        history = wh.sql(
+            "SELECT id, previous_status, status FROM status_history WHERE run_id = ? AND previous_status IS NOT NULL",
+            [report.run_id],
+        )
         assert set(history["id"]) == moved
         for row in history.itertuples():
-            assert (row.previous_status, row.status) == (before[row.id]["status"], truth[row.id]["status"])
+            assert (row.previous_status, row.status) == (
+                before[row.id]["status"],
+                truth[row.id]["status"],
+            )
         before = truth
     assert len(wh.status_history()) >= sandbox.world.transaction_count()
 
@@ -97,7 +113,9 @@ def test_incremental_reads_far_less_than_full(tmp_path: Path) -> None:
     assert again.requests < full.requests / 2
 
 
-def test_nothing_changed_means_nothing_changed(sandbox: Sandbox, client: Client, wh: Warehouse) -> None:
+def test_nothing_changed_means_nothing_changed(
+    sandbox: Sandbox, client: Client, wh: Warehouse
+) -> None:
     wh.sync(client, progress=False)
     report = wh.sync(client, progress=False)
     assert (report.new, report.changed) == (0, 0)
@@ -120,7 +138,9 @@ def test_sync_over_loopback_under_faults_is_exact(sandbox: Sandbox, wh: Warehous
     assert wh.source == server.base_url and wh.is_sandbox
 
 
-def test_rate_budget_bounds_the_request_rate(sandbox: Sandbox, client: Client, wh: Warehouse) -> None:
+def test_rate_budget_bounds_the_request_rate(
+    sandbox: Sandbox, client: Client, wh: Warehouse
+) -> None:
     started = time.monotonic()
     report = wh.sync(client, progress=False, resources=TX_ONLY, rate_limit=150)
     elapsed = time.monotonic() - started
@@ -128,7 +148,9 @@ def test_rate_budget_bounds_the_request_rate(sandbox: Sandbox, client: Client, w
     assert report.requests <= 150 * (elapsed + 1) + 1
 
 
-def test_bad_records_are_set_aside_not_fatal(sandbox: Sandbox, client: Client, wh: Warehouse) -> None:
+def test_bad_records_are_set_aside_not_fatal(
+    sandbox: Sandbox, client: Client, wh: Warehouse
+) -> None:
     truth = list(sandbox.world.all_transactions())
     bad = {truth[5]["id"], truth[500]["id"], truth[-3]["id"]}
     sandbox.faults.corrupt_ids = bad
@@ -159,7 +181,9 @@ def test_frames_are_typed_and_labelled(sandbox: Sandbox, client: Client, wh: War
     assert total == sum(t["type"] == "CARD" for t in sandbox.world.all_transactions())
 
 
-def test_sync_works_inside_a_running_event_loop(sandbox: Sandbox, client: Client, wh: Warehouse) -> None:
+def test_sync_works_inside_a_running_event_loop(
+    sandbox: Sandbox, client: Client, wh: Warehouse
+) -> None:
     async def in_a_notebook_cell() -> None:
         wh.sync(client, progress=True)  # as in Jupyter, where a loop is already running
 
@@ -184,7 +208,9 @@ time.sleep(60)
 
 
 def _hold(path: Path, mode: str) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path), mode], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(path), mode], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "open"
     return proc
 
@@ -236,7 +262,17 @@ def test_a_killed_sync_resumes_exactly(tmp_path: Path) -> None:
     path = tmp_path / "killed.duckdb"
     with sandbox.serve() as server:
         sandbox.faults.configure(latency=0.02)
-        proc = subprocess.Popen([sys.executable, "-c", _KILLABLE_SYNC, str(path), server.base_url, sandbox.client_id, sandbox.client_secret])
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                _KILLABLE_SYNC,
+                str(path),
+                server.base_url,
+                sandbox.client_id,
+                sandbox.client_secret,
+            ]
+        )
         deadline = time.monotonic() + 60
         while sandbox.requests.count("GET", "/transactions") < 90 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -257,7 +293,9 @@ def test_a_killed_sync_resumes_exactly(tmp_path: Path) -> None:
     assert first_run + resumed < 1.6 * (sandbox.world.transaction_count() / 100 + 40)
 
 
-def test_opening_an_older_file_migrates_it_and_keeps_the_data(sandbox: Sandbox, client: Client, tmp_path: Path) -> None:
+def test_opening_an_older_file_migrates_it_and_keeps_the_data(
+    sandbox: Sandbox, client: Client, tmp_path: Path
+) -> None:
     path = tmp_path / "old.duckdb"
     with Warehouse(path) as wh:
         wh.sync(client, progress=False, resources=TX_ONLY)
@@ -271,22 +309,56 @@ def test_opening_an_older_file_migrates_it_and_keeps_the_data(sandbox: Sandbox, 
         assert "card_id" in set(wh.sql("DESCRIBE transactions")["column_name"])
         assert len(wh.transactions()) == sandbox.world.transaction_count()
         wh.sync(client, progress=False, resources=TX_ONLY, full=True)
-        cards = wh.sql("SELECT count(*) AS n FROM transactions WHERE card_id IS NOT NULL")["n"].iloc[0]
+        cards = wh.sql("SELECT count(*) AS n FROM transactions WHERE card_id IS NOT NULL")[
+            "n"
+        ].iloc[0]
         assert cards == sum(1 for t in sandbox.world.all_transactions() if t.get("cardId"))
 
 
 def test_cli_sync_exit_codes(tmp_path: Path) -> None:
     db = tmp_path / "cli.duckdb"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PAYLENS_")}
-    ok = subprocess.run([sys.executable, "-m", "paylens.cli", "sync", "--db", str(db), "--sandbox", "--transactions", "2000", "--quiet"],
-                        capture_output=True, text=True, env=env, timeout=300)
+    ok = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "paylens.cli",
+            "sync",
+            "--db",
+            str(db),
+            "--sandbox",
+            "--transactions",
+            "2000",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert ok.returncode == 0, ok.stderr
     assert "SANDBOX DATA" in ok.stdout and "2,000 new" in ok.stdout
-    unconfigured = subprocess.run([sys.executable, "-m", "paylens.cli", "sync", "--db", str(db)], capture_output=True, text=True, env=env, timeout=60)
+    unconfigured = subprocess.run(
+        [sys.executable, "-m", "paylens.cli", "sync", "--db", str(db)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert unconfigured.returncode == 2
     assert "PAYLENS_BASE_URL" in unconfigured.stderr
-    unreachable = subprocess.run([sys.executable, "-m", "paylens.cli", "sync", "--db", str(tmp_path / "x.duckdb")], capture_output=True, text=True, timeout=120,
-                                 env={**env, "PAYLENS_BASE_URL": "http://127.0.0.1:9/2025-10-13", "PAYLENS_CLIENT_ID": "a", "PAYLENS_CLIENT_SECRET": "s3cr3t-value"})
+    unreachable = subprocess.run(
+        [sys.executable, "-m", "paylens.cli", "sync", "--db", str(tmp_path / "x.duckdb")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            **env,
+            "PAYLENS_BASE_URL": "http://127.0.0.1:9/2025-10-13",
+            "PAYLENS_CLIENT_ID": "a",
+            "PAYLENS_CLIENT_SECRET": "s3cr3t-value",
+        },
+    )
     assert unreachable.returncode == 1
     assert "failed" in unreachable.stderr and "s3cr3t-value" not in unreachable.stderr
 

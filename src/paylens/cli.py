@@ -21,6 +21,9 @@ def _sandbox_serve(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     sandbox = Sandbox(seed=args.seed, transactions=args.transactions)
+    sandbox.faults.configure(
+        latency=args.latency, rate_429=args.rate_429, rate_limit=args.rate_limit
+    )
     server = sandbox.serve(port=args.port, host=args.host)
     for name, value in sandbox.env(server).items():
         print(f"{name}={value}")
@@ -123,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--seed", type=int, default=0)
     serve.add_argument("--transactions", type=int, default=100_000)
+    serve.add_argument("--latency", type=float, default=0.0, help="seconds added to each request")
+    serve.add_argument(
+        "--rate-429", type=float, default=0.0, help="fraction of requests answered 429"
+    )
+    serve.add_argument("--rate-limit", type=float, default=None, help="requests per second")
     serve.set_defaults(run=_sandbox_serve)
 
     sync = commands.add_parser(
@@ -132,7 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     sync.add_argument("--since", help="only records created from this date (YYYY-MM-DD)")
     sync.add_argument("--sandbox", action="store_true", help="sync from the embedded sandbox")
     sync.add_argument("--seed", type=int, default=0, help="sandbox seed (with --sandbox)")
-    sync.add_argument("--transactions", type=int, default=20_000, help="sandbox size (with --sandbox)")
+    sync.add_argument(
+        "--transactions", type=int, default=20_000, help="sandbox size (with --sandbox)"
+    )
     sync.add_argument("--full", action="store_true", help="re-read everything")
     sync.add_argument("--concurrency", type=int, default=16)
     sync.add_argument("--rate-limit", type=float, default=None, help="requests per second")

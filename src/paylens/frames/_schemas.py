@@ -5,26 +5,44 @@ its record's raw JSON, so a field can be surfaced later without a re-pull."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 
 UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
 STRINGS = pa.list_(pa.string())
 
-Path = tuple[str | int, ...]
+Path = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class First:
+    """The first present value of several paths (a coalesce)."""
+
+    paths: tuple[Path, ...]
+
+
+@dataclass(frozen=True)
+class ByType:
+    """A path chosen by the record's `type` (the amount that is "the" amount of each kind)."""
+
+    paths: dict[str, Path]
 
 
 @dataclass(frozen=True)
 class Column:
-    """A table column: its name, Arrow type, and where its value is in the wire record (a path
-    of keys, or a function of the record)."""
+    """A table column: its name, Arrow type, and where its value is in the wire record."""
 
     name: str
     type: pa.DataType
-    path: Path | Callable[[dict[str, Any]], Any]
+    path: Path | First | ByType
+
+    def paths(self) -> list[Path]:
+        if isinstance(self.path, First):
+            return list(self.path.paths)
+        if isinstance(self.path, ByType):
+            return [("type",), *self.path.paths.values()]
+        return [self.path]
 
 
 def _money(prefix: str, wire: str) -> list[Column]:
@@ -36,37 +54,11 @@ def _money(prefix: str, wire: str) -> list[Column]:
     ]
 
 
-def _reference(record: dict[str, Any]) -> Any:
-    instructions = record.get("reconciliationInstructions")
-    return instructions.get("reference") if isinstance(instructions, dict) else None
+_HEADLINE = {"OUTGOING": "sentAmount", "INCOMING": "receivedAmount", "CARD": "authorizedAmount"}
 
 
-def _payment_rail(record: dict[str, Any]) -> Any:
-    rail = record.get("paymentRail")
-    if rail is None and isinstance(record.get("source"), dict):
-        rail = record["source"].get("paymentRail")
-    return rail
-
-
-def _headline_amount(record: dict[str, Any]) -> Any:
-    kind = record.get("type")
-    key = {"OUTGOING": "sentAmount", "INCOMING": "receivedAmount", "CARD": "authorizedAmount"}.get(
-        kind, "sentAmount"
-    )  # type: ignore[arg-type]
-    return record.get(key)
-
-
-def _headline(part: str) -> Callable[[dict[str, Any]], Any]:
-    def read(record: dict[str, Any]) -> Any:
-        money = _headline_amount(record)
-        if not isinstance(money, dict):
-            return None
-        if part == "amount":
-            return money.get("amount")
-        currency = money.get("currency")
-        return currency.get(part) if isinstance(currency, dict) else None
-
-    return read
+def _headline(*tail: str) -> ByType:
+    return ByType({kind: (field, *tail) for kind, field in _HEADLINE.items()})
 
 
 TRANSACTIONS = [
@@ -82,18 +74,18 @@ TRANSACTIONS = [
     Column("pending_reason", pa.string(), ("pendingReason",)),
     Column("failure_reason", pa.string(), ("failureReason",)),
     Column("amount_minor", pa.int64(), _headline("amount")),
-    Column("currency", pa.string(), _headline("code")),
-    Column("decimals", pa.int8(), _headline("decimals")),
+    Column("currency", pa.string(), _headline("currency", "code")),
+    Column("decimals", pa.int8(), _headline("currency", "decimals")),
     *_money("sent_amount", "sentAmount"),
     *_money("received_amount", "receivedAmount"),
     Column("exchange_rate", pa.float64(), ("exchangeRate",)),
     Column("fees_minor", pa.int64(), ("fees",)),
-    Column("payment_rail", pa.string(), _payment_rail),
+    Column("payment_rail", pa.string(), First((("paymentRail",), ("source", "paymentRail")))),
     Column("source_type", pa.string(), ("source", "sourceType")),
     Column("source_account_id", pa.string(), ("source", "accountId")),
     Column("destination_type", pa.string(), ("destination", "destinationType")),
     Column("destination_account_id", pa.string(), ("destination", "accountId")),
-    Column("reference", pa.string(), _reference),
+    Column("reference", pa.string(), ("reconciliationInstructions", "reference")),
     Column("quote_id", pa.string(), ("quoteId",)),
     Column("agent_id", pa.string(), ("agentId",)),
     Column("description", pa.string(), ("description",)),
@@ -198,7 +190,7 @@ CUSTOMERS = [
     Column("email", pa.string(), ("email",)),
     Column("uma_address", pa.string(), ("umaAddress",)),
     Column("currencies", STRINGS, ("currencies",)),
-    Column("kyc_status", pa.string(), lambda r: r.get("kycStatus") or r.get("kybStatus")),
+    Column("kyc_status", pa.string(), First((("kycStatus",), ("kybStatus",)))),
     Column("full_name", pa.string(), ("fullName",)),
     Column("is_deleted", pa.bool_(), ("isDeleted",)),
     Column("created_at", UTC_TIMESTAMP, ("createdAt",)),

@@ -11,6 +11,7 @@ import threading
 from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
@@ -108,6 +109,8 @@ class SandboxApp:
     def handle(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
         """`target` is the request's path and query as sent; `headers` have lower-case names."""
         raw_path, _, query = target.partition("?")
+        if "/_control/" in raw_path:
+            return self._control(method, raw_path.rsplit("/_control/", 1)[1], headers, body)
         path = self._route_path(unquote(raw_path))
         fault = self.faults.decide()
         if fault.drop:
@@ -118,6 +121,31 @@ class SandboxApp:
         )
         self.log.record(method, path or raw_path, reply.status)
         return Reply(reply.status, reply.headers, reply.body, delay=fault.delay)
+
+    def _control(self, method: str, action: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        """The sandbox's own control channel (not part of the service): move the clock, set
+        faults or read the request count of a served sandbox from another process. Same
+        credentials; no faults, not logged."""
+        if not hmac.compare_digest(headers.get("authorization", ""), self._expected_auth):
+            return _error(
+                401, "UNAUTHORIZED", "missing or invalid platform credentials (HTTP Basic)"
+            )
+        try:
+            payload = orjson.loads(body) if body.strip() else {}
+            if (method, action) == ("POST", "advance"):
+                with self._lock:
+                    result: Any = self.world.advance(timedelta(seconds=float(payload["seconds"])))
+            elif (method, action) == ("POST", "faults"):
+                self.faults.clear() if payload.pop("clear", False) else None
+                self.faults.configure(**payload)
+                result = {"faults": repr(self.faults)}
+            elif (method, action) == ("GET", "requests"):
+                result = {"count": self.log.count()}
+            else:
+                return _error(404, "NOT_FOUND", f"no control action {method} {action}")
+        except (KeyError, TypeError, ValueError) as exc:
+            return _error(400, "INVALID_INPUT", f"bad control request: {exc}")
+        return Reply(200, [*_JSON, _SANDBOX_HEADER], orjson.dumps(result, default=str))
 
     def _route_path(self, path: str) -> str | None:
         marker = f"/{self.version}"

@@ -181,7 +181,9 @@ SPREADS: dict[str, tuple[float, float]] = {
     "crypto": (0.002, 0.006),
 }
 GROUP = np.array([("major", "emerging", "frontier", "crypto").index(c.group) for c in CURRENCIES])
-RATE_BY_GROUP = np.array([VARIABLE_FEE_RATES[g] for g in ("major", "emerging", "frontier", "crypto")])
+RATE_BY_GROUP = np.array(
+    [VARIABLE_FEE_RATES[g] for g in ("major", "emerging", "frontier", "crypto")]
+)
 SPREAD_BY_GROUP = np.array([SPREADS[g] for g in ("major", "emerging", "frontier", "crypto")])
 #: The spread a new quote gets (mid of its group's range), so quotes are deterministic.
 QUOTE_SPREAD = SPREAD_BY_GROUP.mean(axis=1)
@@ -235,7 +237,9 @@ OPTION_CURRENCY = np.array([CUR[o.currency] for o in RECEIVE_OPTIONS], dtype=np.
 OPTION_POPULARITY = np.array([o.popularity for o in RECEIVE_OPTIONS], dtype=np.float64)
 #: The option of each currency's domestic bank account (an own account in the home currency).
 HOME_OPTION: dict[str, int] = {
-    o.currency: i for i, o in reversed(list(enumerate(RECEIVE_OPTIONS))) if o.account_type != "SWIFT_ACCOUNT"
+    o.currency: i
+    for i, o in reversed(list(enumerate(RECEIVE_OPTIONS)))
+    if o.account_type != "SWIFT_ACCOUNT"
 }
 #: Channel a new quote picks when the platform names no rail (the first, cheapest, listed rail).
 AUTO_CHANNEL = np.array([CH[o.rails[0][0]] for o in RECEIVE_OPTIONS], dtype=np.int64)

@@ -13,7 +13,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._currencies import CUR, HOME_OPTION, OPTION_POPULARITY, RECEIVE_OPTIONS, REGIONS, USD_PRICE, to_minor
+from ._currencies import (
+    CUR,
+    HOME_OPTION,
+    OPTION_POPULARITY,
+    RECEIVE_OPTIONS,
+    REGIONS,
+    USD_PRICE,
+    to_minor,
+)
 
 US_PER_DAY = 86_400_000_000
 NO_ROW = -1
@@ -44,10 +52,31 @@ BUSINESS_WORDS = (
     "Indigo", "Juniper", "Keystone", "Lumen", "Meridian", "Northwind", "Orchid", "Pinnacle",
     "Quarry", "Riverstone", "Summit", "Tidewater", "Umber", "Vertex", "Willow", "Zenith",
 )  # fmt: skip
-BUSINESS_KINDS = ("Trading", "Logistics", "Studios", "Imports", "Labs", "Foods", "Textiles", "Health")
+BUSINESS_KINDS = (
+    "Trading",
+    "Logistics",
+    "Studios",
+    "Imports",
+    "Labs",
+    "Foods",
+    "Textiles",
+    "Health",
+)
 ENTITY_TYPES = ("LLC", "CORPORATION", "PARTNERSHIP", "SOLE_PROPRIETORSHIP")
-BUSINESS_TYPES = ("WHOLESALE_TRADE", "RETAIL_TRADE", "INFORMATION", "PROFESSIONAL_SCIENTIFIC_AND_TECHNICAL_SERVICES", "TRANSPORTATION_AND_WAREHOUSING", "MANUFACTURING")
-PURPOSES = ("SUPPLIER_PAYMENTS", "CONTRACTOR_PAYOUTS", "CROSS_BORDER_B2B", "MARKETPLACE_SELLER_PAYOUTS")
+BUSINESS_TYPES = (
+    "WHOLESALE_TRADE",
+    "RETAIL_TRADE",
+    "INFORMATION",
+    "PROFESSIONAL_SCIENTIFIC_AND_TECHNICAL_SERVICES",
+    "TRANSPORTATION_AND_WAREHOUSING",
+    "MANUFACTURING",
+)
+PURPOSES = (
+    "SUPPLIER_PAYMENTS",
+    "CONTRACTOR_PAYOUTS",
+    "CROSS_BORDER_B2B",
+    "MARKETPLACE_SELLER_PAYOUTS",
+)
 
 
 def new_uuids(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -125,7 +154,11 @@ class Csr:
         """A uniformly chosen item of each owner, or NO_ROW for owners without items."""
         count = self.count(owners)
         offset = (rng.random(len(owners)) * np.maximum(count, 1)).astype(np.int64)
-        picked = self.items[np.minimum(self.start[owners] + offset, len(self.items) - 1)] if len(self.items) else np.zeros(len(owners), np.int64)
+        picked = (
+            self.items[np.minimum(self.start[owners] + offset, len(self.items) - 1)]
+            if len(self.items)
+            else np.zeros(len(owners), np.int64)
+        )
         return np.where(count > 0, picked, NO_ROW)
 
     def of(self, owner: int) -> np.ndarray:
@@ -223,6 +256,7 @@ class Entities:
     internal_of: Csr  # per customer: internal accounts
     beneficiaries_of: Csr  # per customer: third-party external accounts
     own_external: np.ndarray  # per customer: the first-party external account in the home currency
+    home_internal: np.ndarray  # per customer: the internal fiat account in the home currency
     usd_internal: np.ndarray  # per customer: USD internal fiat account or NO_ROW
     account_index: dict[str, int]
     customer_index: dict[str, int]
@@ -235,15 +269,21 @@ def customer_count(transactions: int) -> int:
     return int(min(20_000, max(30, transactions // 50)))
 
 
-def generate_entities(rng: np.random.Generator, transactions: int, start_us: int) -> Entities:
+def generate_entities(rng: np.random.Generator, n_customers: int, start_us: int) -> Entities:
     people = People(
         rng.integers(0, len(FIRST_NAMES), 4096),
         rng.integers(0, len(LAST_NAMES), 4096),
         pick_weighted(rng, np.array([r[2] for r in REGIONS]), 4096),
     )
-    customers = _customers(rng, customer_count(transactions), start_us)
-    accounts, internal_of, bene_of, own_external, usd_internal, platform_internal = _accounts(rng, customers, people, start_us)
-    cards = _cards(rng, customers, accounts, internal_of, start_us)
+    customers = _customers(rng, n_customers, start_us)
+    accounts, internal_of, bene_of, own_external, usd_internal, platform_internal = _accounts(
+        rng, customers, people, start_us
+    )
+    cards = _cards(rng, customers, accounts, start_us)
+    home = ~accounts.external & (accounts.owner >= 0) & (accounts.kind == 0)
+    home &= accounts.currency == customers.home[np.maximum(accounts.owner, 0)]
+    home_internal = np.full(len(customers), NO_ROW, dtype=np.int64)
+    home_internal[accounts.owner[home]] = np.flatnonzero(home)
     n_agents = max(1, len(customers) // 60)
     agent_customers = np.unique(pick_weighted(rng, customers.weight, n_agents * 2))[:n_agents]
     agent_of = np.full(len(customers), NO_ROW, dtype=np.int64)
@@ -259,6 +299,7 @@ def generate_entities(rng: np.random.Generator, transactions: int, start_us: int
         internal_of=internal_of,
         beneficiaries_of=bene_of,
         own_external=own_external,
+        home_internal=home_internal,
         usd_internal=usd_internal,
         account_index={a: i for i, a in enumerate(accounts.ids)},
         customer_index={c: i for i, c in enumerate(customers.ids)},
@@ -329,14 +370,24 @@ def _accounts(
     add(wallet, np.full(len(wallet), usdc), np.full(len(wallet), 2), False, False)
     crypto = cust[rng.random(n) < 0.08]
     add(crypto, np.full(len(crypto), btc), np.ones(len(crypto), np.int64), False, False)
-    home_option = np.array([HOME_OPTION[REGIONS[r][1]] for r in range(len(REGIONS))])[customers.region]
+    home_option = np.array([HOME_OPTION[REGIONS[r][1]] for r in range(len(REGIONS))])[
+        customers.region
+    ]
     add(cust, customers.home, home_option, True, False)  # own bank account
     n_bene = np.minimum(rng.poisson(1.6, n), 4)
     bene_owner = np.repeat(cust, n_bene)
     bene_option = pick_weighted(rng, OPTION_POPULARITY, len(bene_owner))
-    add(bene_owner, np.array([CUR[RECEIVE_OPTIONS[o].currency] for o in bene_option], dtype=np.int64), bene_option, True, True)
+    add(
+        bene_owner,
+        np.array([CUR[RECEIVE_OPTIONS[o].currency] for o in bene_option], dtype=np.int64),
+        bene_option,
+        True,
+        True,
+    )
     # the platform's own accounts: an internal account per home currency and crypto, two banks
-    platform_currencies = np.array(sorted({CUR[r[1]] for r in REGIONS} | {usdc, btc}), dtype=np.int64)
+    platform_currencies = np.array(
+        sorted({CUR[r[1]] for r in REGIONS} | {usdc, btc}), dtype=np.int64
+    )
     pk = np.where(platform_currencies == usdc, 2, np.where(platform_currencies == btc, 1, 0))
     add(np.full(len(platform_currencies), NO_ROW), platform_currencies, pk, False, False)
     banks = np.array([HOME_OPTION["USD"], HOME_OPTION["EUR"]])
@@ -345,15 +396,31 @@ def _accounts(
     owner_a = np.concatenate(owner)
     m = len(owner_a)
     hi, lo = new_uuids(rng, m)
-    owner_created = np.where(owner_a >= 0, customers.created[np.maximum(owner_a, 0)], start_us - 800 * US_PER_DAY)
-    created = owner_created + (rng.random(m) * np.minimum(start_us - US_PER_DAY - owner_created, 30 * US_PER_DAY)).astype(np.int64) // 1000 * 1000
+    owner_created = np.where(
+        owner_a >= 0, customers.created[np.maximum(owner_a, 0)], start_us - 800 * US_PER_DAY
+    )
+    created = (
+        owner_created
+        + (
+            rng.random(m) * np.minimum(start_us - US_PER_DAY - owner_created, 30 * US_PER_DAY)
+        ).astype(np.int64)
+        // 1000
+        * 1000
+    )
     order = _order(created, hi, lo)
     ext = np.concatenate(external)[order]
     kind_a = np.concatenate(kind)[order]
     cur_a = np.concatenate(currency)[order]
     third_a = np.concatenate(third)[order]
     owner_a = owner_a[order]
-    wallet_option = np.isin(kind_a, [i for i, o in enumerate(RECEIVE_OPTIONS) if o.account_type.endswith(("WALLET", "LIGHTNING"))])
+    wallet_option = np.isin(
+        kind_a,
+        [
+            i
+            for i, o in enumerate(RECEIVE_OPTIONS)
+            if o.account_type.endswith(("WALLET", "LIGHTNING"))
+        ],
+    )
     status = np.where(ext & wallet_option & (rng.random(m) < 0.3), 2, 0)
     status = np.where(ext & (rng.random(m) < 0.02), 1, status)
     person = np.where(third_a, rng.integers(0, len(people), m), NO_ROW)
@@ -389,21 +456,37 @@ def _accounts(
     return accounts, internal_of, bene_of, own_external, usd_internal, platform_internal
 
 
-def _cards(rng: np.random.Generator, customers: Customers, accounts: Accounts, internal_of: Csr, start_us: int) -> Cards:
+def _cards(
+    rng: np.random.Generator,
+    customers: Customers,
+    accounts: Accounts,
+    start_us: int,
+) -> Cards:
     card_currencies = np.array([CUR["USD"], CUR["EUR"], CUR["GBP"]])
-    eligible = np.flatnonzero(~accounts.external & (accounts.owner >= 0) & (accounts.kind == 0) & np.isin(accounts.currency, card_currencies))
+    eligible = np.flatnonzero(
+        ~accounts.external
+        & (accounts.owner >= 0)
+        & (accounts.kind == 0)
+        & np.isin(accounts.currency, card_currencies)
+    )
     eligible = eligible[customers.kyc[accounts.owner[eligible]] == 0]
     chosen = eligible[rng.random(len(eligible)) < 0.35]
     chosen = np.concatenate([chosen, chosen[rng.random(len(chosen)) < 0.1]])
     n = len(chosen)
     hi, lo = new_uuids(rng, n)
-    created = accounts.created[chosen] + (rng.random(n) * US_PER_DAY * 20).astype(np.int64) // 1000 * 1000
+    created = (
+        accounts.created[chosen] + (rng.random(n) * US_PER_DAY * 20).astype(np.int64) // 1000 * 1000
+    )
     created = np.minimum(created, start_us - US_PER_DAY)
     order = _order(created, hi, lo)
     chosen, hi, lo, created = chosen[order], hi[order], lo[order], created[order]
     state = pick_weighted(rng, np.array([1.0, 2, 84, 7, 6]), n)
     # state changes of frozen and closed cards happened during the generated period
-    updated = np.where(state >= 3, start_us + (rng.random(n) * 150 * US_PER_DAY).astype(np.int64) // 1000 * 1000, created)
+    updated = np.where(
+        state >= 3,
+        start_us + (rng.random(n) * 150 * US_PER_DAY).astype(np.int64) // 1000 * 1000,
+        created,
+    )
     closed_by_issuer = (state == 4) & (rng.random(n) < 0.15)
     cards = Cards(
         hi=hi, lo=lo, holder=accounts.owner[chosen], account=chosen, currency=accounts.currency[chosen],

@@ -57,11 +57,14 @@ final status. Its status at any clock time follows from the plan (`status_at`):
   COMPLETED. A refund (after some failures) is initiated at t2 and settles at t3.
 - INCOMING: CREATED until t1, PENDING until t2, then COMPLETED or FAILED.
 - CARD: AUTHORIZED until the first clearing at t1 (never, for stale holds), PARTIALLY_SETTLED
-  while a second clearing (t2) is due, SETTLED after it, REFUNDED from a merchant return at t3;
-  EXCEPTION when the funding pull of the clearing failed.
+  while a second clearing (t2) is due (or for good, when only part of the hold ever clears),
+  SETTLED after it, REFUNDED from a merchant return at t3; EXCEPTION when the funding pull of
+  the clearing failed. The authorization's pull counts as pending (`pullSummary.pendingCount`)
+  for its first 30 seconds; a clearing above the hold (tips) adds a second, post-hoc pull.
 
-`World.advance` only moves the clock: whatever is due changes state, exactly as planned.
-Settlement durations are drawn per channel (instant rails seconds, ACH about a day, wires
+`World.advance` moves the clock: whatever is due changes state exactly as planned, and new
+transactions arrive at the generated rate (more on weekdays and in business hours). Settlement
+durations are drawn per channel (instant rails seconds, ACH about a day, wires
 hours, SWIFT days) with a tail of late ones that settle after `expectedSettlementAt`.
 """
 
@@ -74,10 +77,9 @@ import numpy as np
 
 from ._currencies import (
     BTC_USD,
-    USD_PRICE,
     CANCEL_WINDOW_S,
     CH,
-    CHANNELS,
+    CODES,
     COUNTERPARTY_FEE_USD,
     CRYPTO,
     CUR,
@@ -88,6 +90,7 @@ from ._currencies import (
     GROUP,
     INSTANT,
     MID,
+    N_RAILS,
     OPTION_CURRENCY,
     OPTION_POPULARITY,
     QUOTE_TTL_S,
@@ -98,6 +101,7 @@ from ._currencies import (
     SPREAD_BY_GROUP,
     TIMELINE_S,
     UMA_SENDING,
+    USD_PRICE,
     pow10,
     to_minor,
 )
@@ -116,7 +120,9 @@ STATUSES = (
 )  # fmt: skip
 ST = {name: i for i, name in enumerate(STATUSES)}
 CARD_STATUSES = frozenset({"AUTHORIZED", "PARTIALLY_SETTLED", "SETTLED", "REFUNDED", "EXCEPTION"})
-TERMINAL = np.array([s in ("COMPLETED", "FAILED", "EXPIRED", "REJECTED", "REFUNDED") for s in STATUSES])
+TERMINAL = np.array(
+    [s in ("COMPLETED", "FAILED", "EXPIRED", "REJECTED", "REFUNDED") for s in STATUSES]
+)
 OUT_FAILURES = (
     "QUOTE_EXPIRED", "QUOTE_RATE_UNAVAILABLE", "QUOTE_EXECUTION_FAILED", "FUNDING_AMOUNT_MISMATCH",
     "SCA_NOT_COMPLETED", "PAYOUT_RETURNED", "LIMIT_EXCEEDED", "ACCOUNT_CANNOT_RECEIVE",
@@ -130,18 +136,29 @@ _OUT_FAILURE_WEIGHTS = {
     "QUOTE_EXPIRED": 3, "COUNTERPARTY_POST_TX_FAILED": 6,
 }  # fmt: skip
 #: Failures that happen before any money moves (no PROCESSING phase, no refund).
-_EARLY_FAILURES = np.array([OF["QUOTE_RATE_UNAVAILABLE"], OF["QUOTE_EXPIRED"], OF["FUNDING_AMOUNT_MISMATCH"], OF["SCA_NOT_COMPLETED"]])
+_EARLY_FAILURES = np.array(
+    [
+        OF["QUOTE_RATE_UNAVAILABLE"],
+        OF["QUOTE_EXPIRED"],
+        OF["FUNDING_AMOUNT_MISMATCH"],
+        OF["SCA_NOT_COMPLETED"],
+    ]
+)
 IN_FAILURES = (
     "LNURLP_FAILED", "PAY_REQUEST_FAILED", "PAYMENT_APPROVAL_WEBHOOK_ERROR", "PAYMENT_APPROVAL_TIMED_OUT",
     "OFFRAMP_FAILED", "MISSING_MANDATORY_PAYEE_DATA", "QUOTE_EXPIRED", "QUOTE_EXECUTION_FAILED",
     "COMPLIANCE_REJECTED", "COLLECTION_FAILED",
 )  # fmt: skip
 IF = {name: i for i, name in enumerate(IN_FAILURES)}
-PENDING_REASONS = ("COMPLIANCE_REVIEW", "COUNTERPARTY_INFORMATION_REQUIRED", "COUNTERPARTY_DECLARATION_REQUIRED", "WALLET_VERIFICATION_REQUIRED")
+PENDING_REASONS = (
+    "COMPLIANCE_REVIEW",
+    "COUNTERPARTY_INFORMATION_REQUIRED",
+    "COUNTERPARTY_DECLARATION_REQUIRED",
+    "WALLET_VERIFICATION_REQUIRED",
+)
 REFUND_STATUSES = ("PENDING", "COMPLETED", "FAILED")
 REFUND_REASONS = ("TRANSACTION_FAILED", "USER_CANCELLATION", "TIMEOUT")
-SOURCE_KINDS = ("ACCOUNT", "UMA_ADDRESS", "REALTIME_FUNDING")
-SRC_ACCOUNT, SRC_UMA, SRC_FUNDING = 0, 1, 2
+SRC_ACCOUNT, SRC_UMA, SRC_FUNDING = 0, 1, 2  # sourceType ACCOUNT, UMA_ADDRESS, REALTIME_FUNDING
 DEST_ACCOUNT, DEST_UMA = 0, 1
 RAIL_MODES = (None, "AUTO", "MANUAL")
 
@@ -267,7 +284,9 @@ def platform_fee(sent: np.ndarray, cross_currency: np.ndarray, bps: int, fixed: 
     return np.where(cross_currency, (sent * bps + 5_000) // 10_000 + fixed, 0)
 
 
-def multipliers(send_cur: np.ndarray, recv_cur: np.ndarray, fx: np.ndarray, var_rate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def multipliers(
+    send_cur: np.ndarray, recv_cur: np.ndarray, fx: np.ndarray, var_rate: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(gridApiMultiplier, counterpartyMultiplier) of the module's formula, elementwise."""
     d_s, d_r = DECIMALS[send_cur], DECIMALS[recv_cur]
     msats_per_minor = 1e11 / (BTC_USD / USD_PRICE[send_cur] * pow10(d_s))
@@ -280,7 +299,11 @@ def multipliers(send_cur: np.ndarray, recv_cur: np.ndarray, fx: np.ndarray, var_
 def status_at(cols: dict[str, np.ndarray], now: int) -> np.ndarray:
     """Status codes of the rows in `cols` (arrays of equal length) at clock time `now`."""
     kind, t1, t2, t3, flags = cols["kind"], cols["t1"], cols["t2"], cols["t3"], cols["flags"]
-    first = np.where(kind == INCOMING, ST["CREATED"], np.where(flags & SCA, ST["PENDING_AUTHORIZATION"], ST["PENDING"]))
+    first = np.where(
+        kind == INCOMING,
+        ST["CREATED"],
+        np.where(flags & SCA, ST["PENDING_AUTHORIZATION"], ST["PENDING"]),
+    )
     second = np.where(kind == INCOMING, ST["PENDING"], ST["PROCESSING"])
     payments = np.where(t2 <= now, cols["final"], np.where(t1 <= now, second, first))
     cleared = np.where(
@@ -289,7 +312,11 @@ def status_at(cols: dict[str, np.ndarray], now: int) -> np.ndarray:
         np.where(
             t3 <= now,
             ST["REFUNDED"],
-            np.where(((t2 != NEVER) & (t2 > now)) | (flags & CARD_PARTIAL_FINAL != 0), ST["PARTIALLY_SETTLED"], ST["SETTLED"]),
+            np.where(
+                ((t2 != NEVER) & (t2 > now)) | (flags & CARD_PARTIAL_FINAL != 0),
+                ST["PARTIALLY_SETTLED"],
+                ST["SETTLED"],
+            ),
         ),
     )
     cards = np.where(t1 > now, ST["AUTHORIZED"], cleared)
@@ -327,7 +354,14 @@ class Arrivals:
         growth = 0.7 + 0.6 * np.clip((bins_ms - self.period_start_ms) / span, 0.0, 1.0)
         return intraday * week * growth
 
-    def draw(self, rng: np.random.Generator, first_ms: int, last_ms: int, n: int | None, per_weight: float = 0.0) -> tuple[np.ndarray, float]:
+    def draw(
+        self,
+        rng: np.random.Generator,
+        first_ms: int,
+        last_ms: int,
+        n: int | None,
+        per_weight: float = 0.0,
+    ) -> tuple[np.ndarray, float]:
         """Arrival times (µs, whole ms, sorted) in [first_ms, last_ms]: exactly `n`, or a Poisson
         number with mean `per_weight` times the total weight. Also returns that total weight."""
         if last_ms < first_ms:
@@ -366,7 +400,9 @@ def scenario_count(transactions: int) -> int:
     return 0 if transactions < 70 else min(100, transactions // 1000 + 1)
 
 
-def plant_scenarios(rng: np.random.Generator, per_scenario: int, now: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def plant_scenarios(
+    rng: np.random.Generator, per_scenario: int, now: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(created, kind, scenario) of the planted rows, `per_scenario` of each scenario."""
     scen = np.repeat(np.arange(1, 8), per_scenario)
     lo = np.array([_SCENARIO_AGE_MIN[s][0] for s in scen], dtype=np.float64)
@@ -392,13 +428,21 @@ def generate(
     hi, lo = new_uuids(rng, n)
     order = np.lexsort((lo, hi, kind != CARD, created))  # the order of (createdAt, id) strings
     cols = empty_columns(n)
-    cols["hi"], cols["lo"], cols["kind"], cols["created"] = hi[order], lo[order], kind[order].astype(np.uint8), created[order]
+    cols["hi"], cols["lo"], cols["kind"], cols["created"] = (
+        hi[order],
+        lo[order],
+        kind[order].astype(np.uint8),
+        created[order],
+    )
     batch = Batch(ents, rng, now, cols, scenario[order], fee[0], fee[1], fee[2], active_cards)
     kinds = cols["kind"]
     _outgoing(batch, np.flatnonzero(kinds == OUTGOING))
     _incoming(batch, np.flatnonzero(kinds == INCOMING))
     _card(batch, np.flatnonzero(kinds == CARD))
     cols["memo"] = rng.integers(0, len(MEMOS), n).astype(np.uint8)
+    for name in ("t1", "t2", "t3", "expected", "cancel_by", "receipt", "touched"):
+        times = cols[name]
+        cols[name] = np.where(times == NEVER, NEVER, times // 1000 * 1000)  # whole milliseconds
     cols["status"] = status_at(cols, now)
     return cols
 
@@ -409,11 +453,8 @@ def _us(seconds: np.ndarray | float) -> np.ndarray:
 
 def _home_internal(b: Batch, cust: np.ndarray) -> np.ndarray:
     """An internal account of each customer: the home-currency one three times in four."""
-    acc = b.ents.accounts
-    any_acc = b.ents.internal_of.pick(b.rng, cust)
-    first = b.ents.internal_of.items[b.ents.internal_of.start[cust]]
-    home_first = acc.currency[first] == b.ents.customers.home[cust]
-    return np.where((b.rng.random(len(cust)) < 0.75) & home_first, first, any_acc)
+    any_account = b.ents.internal_of.pick(b.rng, cust)
+    return np.where(b.rng.random(len(cust)) < 0.75, b.ents.home_internal[cust], any_account)
 
 
 def _pick_channels(rng: np.random.Generator, options: np.ndarray, rails_of: Any) -> np.ndarray:
@@ -427,35 +468,50 @@ def _pick_channels(rng: np.random.Generator, options: np.ndarray, rails_of: Any)
     return out
 
 
-def _scenario_customers(b: Batch, rows: np.ndarray, cust: np.ndarray, need: np.ndarray, pool: np.ndarray) -> None:
-    if need.any() and len(pool):
-        cust[need] = pool[b.rng.integers(0, len(pool), int(need.sum()))]
-
-
-def _usd_bank_customers(b: Batch) -> np.ndarray:
-    e = b.ents
-    ok = (e.usd_internal >= 0) & (e.customers.weight > 0)
+def _begin(b: Batch, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(scenario, created, customer) of `rows`: customers drawn by their activity, those of
+    planted rows from the customers their scenario needs (a US bank account, or an agent)."""
+    e, rng = b.ents, b.rng
+    scen = b.scenario[rows]
+    cust = pick_weighted(rng, e.customers.weight, len(rows))
+    active = e.customers.weight > 0
     own = e.own_external
-    return np.flatnonzero(ok & (own >= 0) & (e.accounts.currency[np.maximum(own, 0)] == CUR["USD"]))
+    usd_bank = (
+        (e.usd_internal >= 0) & (own >= 0) & (e.accounts.currency[np.maximum(own, 0)] == CUR["USD"])
+    )
+    for need, pool in (
+        ((scen > 0) & (scen != AWAITING), usd_bank),
+        (scen == AWAITING, e.agent_of >= 0),
+    ):
+        candidates = np.flatnonzero(pool & active)
+        if need.any() and len(candidates):
+            cust[need] = candidates[rng.integers(0, len(candidates), int(need.sum()))]
+    return scen, b.cols["created"][rows], cust
 
 
-def _durations(rng: np.random.Generator, channel: np.ndarray) -> np.ndarray:
+def settle_durations(rng: np.random.Generator, channel: np.ndarray) -> np.ndarray:
     """Execution-to-settlement durations (µs): a share of the expected timeline, late tail."""
     m = len(channel)
     timeline = TIMELINE_S[channel].astype(np.float64)
     instant = INSTANT[channel]
     factor = np.where(instant, rng.lognormal(0.0, 0.5, m), rng.uniform(0.5, 1.0, m))
     late = rng.random(m) < np.where(instant, 0.02, 0.08)
-    factor = np.where(late, np.where(instant, rng.uniform(5, 100, m), rng.uniform(1.05, 3.0, m)), factor)
+    factor = np.where(
+        late, np.where(instant, rng.uniform(5, 100, m), rng.uniform(1.05, 3.0, m)), factor
+    )
     return _us(np.maximum(timeline * factor, 1.0))
 
 
-def _money_amount(rng: np.random.Generator, median_usd: np.ndarray, sigma: np.ndarray, cur: np.ndarray) -> np.ndarray:
+def _money_amount(
+    rng: np.random.Generator, median_usd: np.ndarray, sigma: np.ndarray, cur: np.ndarray
+) -> np.ndarray:
     usd = rng.lognormal(np.log(median_usd), sigma).clip(1.0, 250_000.0)
     amount = to_minor(usd, cur)
     unit = pow10(DECIMALS[cur]).astype(np.int64)
     nice = (rng.random(len(cur)) < 0.4) & (unit > 1) & ~np.isin(cur, [CUR[c] for c in CRYPTO])
-    return np.maximum(np.where(nice, np.maximum(np.rint(amount / unit), 1).astype(np.int64) * unit, amount), 1)
+    return np.maximum(
+        np.where(nice, np.maximum(np.rint(amount / unit), 1).astype(np.int64) * unit, amount), 1
+    )
 
 
 def _outgoing(b: Batch, rows: np.ndarray) -> None:
@@ -463,12 +519,8 @@ def _outgoing(b: Batch, rows: np.ndarray) -> None:
         return
     e, rng, c, m = b.ents, b.rng, b.cols, len(rows)
     acc, customers = e.accounts, e.customers
-    scen = b.scenario[rows]
-    created = c["created"][rows]
-    cust = pick_weighted(rng, customers.weight, m)
+    scen, created, cust = _begin(b, rows)
     bank_scen = (scen >= ACH_OPEN) & (scen <= WIRE_CLOSED)
-    _scenario_customers(b, rows, cust, bank_scen, _usd_bank_customers(b))
-    _scenario_customers(b, rows, cust, scen == AWAITING, np.flatnonzero((e.agent_of >= 0) & (customers.weight > 0)))
 
     src = _home_internal(b, cust)
     funding = (rng.random(m) < 0.12) & ~bank_scen
@@ -481,14 +533,14 @@ def _outgoing(b: Batch, rows: np.ndarray) -> None:
     own, bene = e.own_external[cust], e.beneficiaries_of.pick(rng, cust)
     dst = np.where((rng.random(m) < 0.3) | (bene < 0) | bank_scen, own, bene)
     uma = (rng.random(m) < 0.08) & ~bank_scen & (scen != AWAITING)
-    uma_option = pick_weighted(rng, OPTION_POPULARITY * (OPTION_CURRENCY != CUR["BTC"]), m)
+    uma_option = pick_weighted(rng, OPTION_POPULARITY * (CUR["BTC"] != OPTION_CURRENCY), m)
     option = np.where(uma, uma_option, acc.kind[dst])
     recv_cur = np.where(uma, OPTION_CURRENCY[uma_option], acc.currency[dst])
     channel = _pick_channels(rng, option, lambda o: RECEIVE_OPTIONS[o].rails)
     channel = np.where(uma, CH["UMA"], channel)
     channel = np.where((scen == ACH_OPEN) | (scen == ACH_CLOSED), CH["ACH"], channel)
     channel = np.where((scen == WIRE_OPEN) | (scen == WIRE_CLOSED), CH["WIRE"], channel)
-    has_rail = channel < len(CHANNELS) - 6
+    has_rail = channel < N_RAILS
     rail_mode = np.where(has_rail, np.where(rng.random(m) < 0.3, 2, 1), 0)
 
     biz = customers.kind[cust] == 1
@@ -499,14 +551,20 @@ def _outgoing(b: Batch, rows: np.ndarray) -> None:
     fx = np.where(same, 1.0, MID[send_cur, recv_cur] * (1.0 + spread))
     var_rate = np.where(same, 0.0, RATE_BY_GROUP[group, biz.astype(np.int64)])
     fixed_fee = to_minor(SERVICE_FEE_USD[channel], send_cur)
-    cpty_fee = np.where(same | (rng.random(m) < 0.3), 0, to_minor(COUNTERPARTY_FEE_USD[channel], recv_cur))
+    cpty_fee = np.where(
+        same | (rng.random(m) < 0.3), 0, to_minor(COUNTERPARTY_FEE_USD[channel], recv_cur)
+    )
     cross = (send_cur == b.fee_currency) & ~same
     for _ in range(3):  # make sure the fees leave something to receive
         plat = platform_fee(sent, cross, b.fee_bps, b.fee_fixed)
-        var_fee, fees, received = outgoing_money(sent, send_cur, recv_cur, fx, var_rate, fixed_fee, plat, cpty_fee)
+        var_fee, fees, received = outgoing_money(
+            sent, send_cur, recv_cur, fx, var_rate, fixed_fee, plat, cpty_fee
+        )
         sent = np.where(sent < 3 * fees + 10, sent + 3 * fees + 10, sent)
     plat = platform_fee(sent, cross, b.fee_bps, b.fee_fixed)
-    var_fee, fees, received = outgoing_money(sent, send_cur, recv_cur, fx, var_rate, fixed_fee, plat, cpty_fee)
+    var_fee, fees, received = outgoing_money(
+        sent, send_cur, recv_cur, fx, var_rate, fixed_fee, plat, cpty_fee
+    )
 
     # lifecycle
     eu = np.array([r[3] for r in REGIONS])[customers.region[cust]]
@@ -514,20 +572,28 @@ def _outgoing(b: Batch, rows: np.ndarray) -> None:
     confirm = created + _us(rng.lognormal(np.log(20.0), 0.8, m))
     confirm = np.where(funding, created + _us(rng.uniform(600, 8 * 3600, m)), confirm)
     confirm = np.where(sca, created + _us(rng.uniform(30, 600, m)), confirm)
-    pending_reason = np.where((rng.random(m) < 0.04) & (scen == 0), rng.integers(0, len(PENDING_REASONS), m), NONE8)
-    confirm = np.where(pending_reason != NONE8, confirm + _us(rng.uniform(3600, 3 * 86400, m)), confirm)
+    pending_reason = np.where(
+        (rng.random(m) < 0.04) & (scen == 0), rng.integers(0, len(PENDING_REASONS), m), NONE8
+    )
+    confirm = np.where(
+        pending_reason != NONE8, confirm + _us(rng.uniform(3600, 3 * 86400, m)), confirm
+    )
     agent = e.agent_of[cust]
     by_agent = ((agent >= 0) & (rng.random(m) < 0.35) & (scen == 0)) | (scen == AWAITING)
     decision = created + _us(rng.uniform(120, 8 * 3600, m))
     confirm = np.where(by_agent, np.maximum(confirm, decision), confirm)
-    settle = confirm + _durations(rng, channel)
+    settle = confirm + settle_durations(rng, channel)
 
     u = rng.random(m)
     final = np.where(u < 0.90, ST["COMPLETED"], np.where(u < 0.96, ST["FAILED"], ST["EXPIRED"]))
     final = np.where(scen > 0, ST["COMPLETED"], final)
     weights = np.array([_OUT_FAILURE_WEIGHTS.get(r, 0) for r in OUT_FAILURES], dtype=np.float64)
     failure = pick_weighted(rng, weights, m)
-    failure = np.where((channel == CH["LIGHTNING"]) & (rng.random(m) < 0.5), OF["LIGHTNING_PAYMENT_FAILED"], failure)
+    failure = np.where(
+        (channel == CH["LIGHTNING"]) & (rng.random(m) < 0.5),
+        OF["LIGHTNING_PAYMENT_FAILED"],
+        failure,
+    )
     failure = np.where(funding & (rng.random(m) < 0.3), OF["FUNDING_AMOUNT_MISMATCH"], failure)
     sca_failed = sca & (rng.random(m) < 0.05)
     final = np.where(sca_failed, ST["FAILED"], final)
@@ -558,7 +624,6 @@ def _outgoing(b: Batch, rows: np.ndarray) -> None:
     refund = failed & ~early & (src != NO_ROW) & (rng.random(m) < 0.7)
     c["t3"][rows] = np.where(refund, t2 + _us(rng.uniform(600, 2 * 86400, m)), NEVER)
     c["refund_final"][rows] = np.where(refund, np.where(rng.random(m) < 0.95, 1, 2), NONE8)
-    c["refund_reason"][rows] = 0
 
     window = np.zeros(m, dtype=np.int64)
     for ch, (w_lo, w_hi) in CANCEL_WINDOW_S.items():
@@ -568,14 +633,16 @@ def _outgoing(b: Batch, rows: np.ndarray) -> None:
     timeline = np.where(funding, -1, TIMELINE_S[channel])
     expected = np.where(funding | INSTANT[channel], NEVER, created + _us(TIMELINE_S[channel]))
     flags = np.where(awaiting, AWAITING_APPROVAL, 0) | np.where(sca & ~awaiting, SCA, 0)
-    info = (np.isin(channel, [CH["SWIFT"], CH["BANK_TRANSFER"], CH["MOBILE_MONEY"], CH["UMA"]])) & (rng.random(m) < 0.4)
+    info = (np.isin(channel, [CH["SWIFT"], CH["BANK_TRANSFER"], CH["MOBILE_MONEY"], CH["UMA"]])) & (
+        rng.random(m) < 0.4
+    )
     flags |= np.where(info, COUNTERPARTY_INFO, 0)
     _put(c, rows, customer=cust, sender=src, receiver=np.where(uma, NO_ROW, dst), send_cur=send_cur,
          recv_cur=recv_cur, sent=sent, received=received, fees=fees, fixed_fee=fixed_fee,
          var_fee=var_fee, platform_fee=plat, cpty_fee=cpty_fee, var_rate=var_rate, fx=fx,
          channel=channel, rail_mode=rail_mode,
          source_kind=np.where(funding, SRC_FUNDING, SRC_ACCOUNT), dest_kind=np.where(uma, DEST_UMA, DEST_ACCOUNT),
-         person=np.where(uma | (acc.person[dst] >= 0), rng.integers(0, len(e.people), m), NO_ROW),
+         person=np.where(uma, rng.integers(0, len(e.people), m), acc.person[dst]),
          failure=failure, pending_reason=pending_reason, expected=expected, timeline=timeline,
          agent=np.where(by_agent, agent, NO_ROW), flags=flags, final=final, t1=t1, t2=t2)  # fmt: skip
 
@@ -589,26 +656,28 @@ def _incoming(b: Batch, rows: np.ndarray) -> None:
     if not len(rows):
         return
     e, rng, c, m = b.ents, b.rng, b.cols, len(rows)
-    acc, customers = e.accounts, e.customers
-    scen = b.scenario[rows]
-    created = c["created"][rows]
-    cust = pick_weighted(rng, customers.weight, m)
+    acc = e.accounts
+    scen, created, cust = _begin(b, rows)
     pull_scen = scen > 0
-    _scenario_customers(b, rows, cust, pull_scen, _usd_bank_customers(b))
     dst = np.where(pull_scen, e.usd_internal[cust], _home_internal(b, cust))
     recv_cur = acc.currency[dst]
     own = e.own_external[cust]
-    can_pull = (recv_cur == CUR["USD"]) & (own >= 0) & (acc.currency[np.maximum(own, 0)] == CUR["USD"])
+    can_pull = (
+        (recv_cur == CUR["USD"]) & (own >= 0) & (acc.currency[np.maximum(own, 0)] == CUR["USD"])
+    )
     crypto = np.isin(recv_cur, [CUR[x] for x in CRYPTO])
     u = rng.random(m)
     pull = ((u < 0.2) & can_pull) | pull_scen
     uma = ~pull & (u < 0.5) & ~crypto
     sending_pool = np.array([CUR[x] for x in UMA_SENDING])
     uma_cur = sending_pool[rng.integers(0, len(sending_pool), m)]
-    uma_cur = np.where(uma_cur == recv_cur, np.where(recv_cur == CUR["USD"], CUR["EUR"], CUR["USD"]), uma_cur)
+    uma_cur = np.where(
+        uma_cur == recv_cur, np.where(recv_cur == CUR["USD"], CUR["EUR"], CUR["USD"]), uma_cur
+    )
     send_cur = np.where(uma, uma_cur, recv_cur)
-    deposit_rails = lambda cur: DEPOSIT_RAILS.get(CURRENCY_CODES[cur], DEFAULT_DEPOSIT_RAILS)  # noqa: E731
-    channel = _pick_channels(rng, recv_cur, deposit_rails)
+    channel = _pick_channels(
+        rng, recv_cur, lambda cur: DEPOSIT_RAILS.get(CODES[cur], DEFAULT_DEPOSIT_RAILS)
+    )
     channel = np.where(pull, CH["ACH"], np.where(uma, CH["UMA"], channel))
 
     sent = _money_amount(rng, np.full(m, 400.0), np.full(m, 1.2), send_cur)
@@ -620,9 +689,11 @@ def _incoming(b: Batch, rows: np.ndarray) -> None:
     _, _, received = outgoing_money(sent, send_cur, recv_cur, fx, np.zeros(m), fees, zero, zero)
 
     t1 = created + _us(rng.uniform(1, 60, m))
-    duration = np.where(pull, _us(rng.uniform(86400, 2 * 86400, m)), _durations(rng, channel))
+    duration = np.where(pull, _us(rng.uniform(86400, 2 * 86400, m)), settle_durations(rng, channel))
     pending_reason = np.where((rng.random(m) < 0.03) & ~pull_scen, rng.integers(0, 2, m), NONE8)
-    duration = np.where(pending_reason != NONE8, duration + _us(rng.uniform(7200, 2 * 86400, m)), duration)
+    duration = np.where(
+        pending_reason != NONE8, duration + _us(rng.uniform(7200, 2 * 86400, m)), duration
+    )
     t2 = t1 + duration
     t2 = np.where(scen == PULL_CLOSED, np.maximum(t2, b.now + _us(rng.uniform(3600, 86400, m))), t2)
     failed = (rng.random(m) < 0.05) & ~pull_scen
@@ -632,14 +703,18 @@ def _incoming(b: Batch, rows: np.ndarray) -> None:
         uma_reasons[rng.integers(0, len(uma_reasons), m)],
         np.where(pull | (rng.random(m) < 0.6), IF["COLLECTION_FAILED"], IF["COMPLIANCE_REJECTED"]),
     )
-    refund_odds = np.where(reason == IF["COLLECTION_FAILED"], 0.8, np.where(reason == IF["OFFRAMP_FAILED"], 0.5, 0.0))
+    refund_odds = np.where(
+        reason == IF["COLLECTION_FAILED"], 0.8, np.where(reason == IF["OFFRAMP_FAILED"], 0.5, 0.0)
+    )
     refund = failed & (rng.random(m) < refund_odds)
     c["t3"][rows] = np.where(refund, t2 + _us(rng.uniform(3600, 3 * 86400, m)), NEVER)
     c["refund_final"][rows] = np.where(refund, 1, NONE8)
     receipt = t2 + _us(rng.uniform(60, 86400, m))
     receipt = np.where(~failed & (rng.random(m) < 0.2) & (receipt <= b.now), receipt, 0)
     window = _us(rng.uniform(*CANCEL_WINDOW_S[CH["ACH"]], m))
-    flags = np.where(pull, ACH_PULL, 0) | np.where(uma & (rng.random(m) < 0.6), COUNTERPARTY_INFO, 0)
+    flags = np.where(pull, ACH_PULL, 0) | np.where(
+        uma & (rng.random(m) < 0.6), COUNTERPARTY_INFO, 0
+    )
     _put(c, rows, customer=cust, sender=np.where(pull, own, NO_ROW), receiver=dst, send_cur=send_cur,
          recv_cur=recv_cur, sent=sent, received=received, fees=fees, fx=fx, channel=channel,
          source_kind=np.where(pull, SRC_ACCOUNT, np.where(uma, SRC_UMA, SRC_FUNDING)),
@@ -647,9 +722,6 @@ def _incoming(b: Batch, rows: np.ndarray) -> None:
          failure=np.where(failed, reason, NONE8), pending_reason=pending_reason,
          final=np.where(failed, ST["FAILED"], ST["COMPLETED"]), t1=t1, t2=t2, flags=flags,
          cancel_by=np.where(pull, created + window, 0), receipt=receipt, touched=receipt)  # fmt: skip
-
-
-CURRENCY_CODES = tuple(CUR)
 
 
 def _card(b: Batch, rows: np.ndarray) -> None:
@@ -669,19 +741,44 @@ def _card(b: Batch, rows: np.ndarray) -> None:
     auth = _money_amount(rng, _MERCHANT_MEDIAN[merchant], np.full(m, 0.8), cur)
 
     u = rng.random(m)
-    stale, exception, split, partial, refund = u < 0.02, (u >= 0.02) & (u < 0.04), (u >= 0.04) & (u < 0.08), (u >= 0.08) & (u < 0.11), (u >= 0.11) & (u < 0.18)
+    stale, exception, split, partial, refund = (
+        u < 0.02,
+        (u >= 0.02) & (u < 0.04),
+        (u >= 0.04) & (u < 0.08),
+        (u >= 0.08) & (u < 0.11),
+        (u >= 0.11) & (u < 0.18),
+    )
     tip = ~(stale | exception | split | partial) & _MERCHANT_TIPS[merchant] & (rng.random(m) < 0.5)
     t1 = created + _us(np.clip(rng.lognormal(np.log(1.2 * 86400), 0.5, m), 7200, 6 * 86400))
     t1 = np.where(stale, NEVER, t1)
     t2 = np.where(split, t1 + _us(rng.uniform(86400, 5 * 86400, m)), NEVER)
-    clear1 = np.rint(auth * np.select([split, partial, tip], [rng.uniform(0.3, 0.7, m), rng.uniform(0.6, 0.95, m), rng.uniform(1.1, 1.25, m)], 1.0)).astype(np.int64)
+    clear1 = np.rint(
+        auth
+        * np.select(
+            [split, partial, tip],
+            [rng.uniform(0.3, 0.7, m), rng.uniform(0.6, 0.95, m), rng.uniform(1.1, 1.25, m)],
+            1.0,
+        )
+    ).astype(np.int64)
     clear1 = np.maximum(clear1, 1)
     clear2 = np.where(split, np.maximum(auth - clear1, 0), 0)
     last_clear = np.where(split, t2, t1)
     t3 = np.where(refund, last_clear + _us(rng.uniform(86400, 25 * 86400, m)), NEVER)
     settled = clear1 + clear2
-    refund_amount = np.where(refund, np.where(rng.random(m) < 0.7, settled, np.rint(settled * rng.uniform(0.2, 0.9, m)).astype(np.int64)), 0)
-    flags = np.where(tip, CARD_TIP, 0) | np.where(exception, CARD_EXCEPTION, 0) | np.where(partial, CARD_PARTIAL_FINAL, 0)
+    refund_amount = np.where(
+        refund,
+        np.where(
+            rng.random(m) < 0.7,
+            settled,
+            np.rint(settled * rng.uniform(0.2, 0.9, m)).astype(np.int64),
+        ),
+        0,
+    )
+    flags = (
+        np.where(tip, CARD_TIP, 0)
+        | np.where(exception, CARD_EXCEPTION, 0)
+        | np.where(partial, CARD_PARTIAL_FINAL, 0)
+    )
     _put(c, rows, customer=cards.holder[card], sender=cards.account[card], card=card, merchant=merchant,
          send_cur=cur, recv_cur=cur, sent=auth, clear1=clear1, clear2=clear2,
          refund_amount=refund_amount, t1=t1, t2=t2, t3=t3, flags=flags, final=ST["SETTLED"])  # fmt: skip

@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from ._currencies import CODES, CUR, RECEIVE_OPTIONS
-from ._currencies import REGIONS
+from ._currencies import CODES, CUR, RECEIVE_OPTIONS, REGIONS
 from ._gen_entities import CARD_STATES, CUSTOMER_TYPES, INTERNAL_TYPES, NO_ROW
 from ._generate import CARD_STATUSES, KINDS, ST, STATUSES
 from ._world import QuoteRequest, ServiceError, World, invalid, to_us
@@ -77,7 +76,9 @@ class Query:
             return None
         at = parse_time(value)
         if at is None:
-            self.fail(name, "must be an ISO 8601 date-time with a time zone, e.g. 2025-10-01T00:00:00Z")
+            self.fail(
+                name, "must be an ISO 8601 date-time with a time zone, e.g. 2025-10-01T00:00:00Z"
+            )
         return at
 
     def integer(self, name: str, default: int, low: int, high: int | None = None) -> int:
@@ -89,7 +90,9 @@ class Query:
         except ValueError:
             number = None
         if number is None or number < low or (high is not None and number > high):
-            self.fail(name, f"must be an integer from {low}" + (f" to {high}" if high is not None else ""))
+            self.fail(
+                name, f"must be an integer from {low}" + (f" to {high}" if high is not None else "")
+            )
             return default
         return number
 
@@ -119,13 +122,19 @@ def parse_time(value: str) -> int | None:
 
 
 def _fingerprint(resource: str, params: dict[str, list[str]], ascending: bool) -> str:
-    items = sorted((k, tuple(v)) for k, v in params.items() if k not in ("cursor", "limit", "sortOrder"))
+    items = sorted(
+        (k, tuple(v)) for k, v in params.items() if k not in ("cursor", "limit", "sortOrder")
+    )
     raw = orjson.dumps([resource, ascending, items])
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
 def _encode_cursor(fingerprint: str, after: int) -> str:
-    return base64.urlsafe_b64encode(orjson.dumps({"v": 1, "f": fingerprint, "a": after})).rstrip(b"=").decode()
+    return (
+        base64.urlsafe_b64encode(orjson.dumps({"v": 1, "f": fingerprint, "a": after}))
+        .rstrip(b"=")
+        .decode()
+    )
 
 
 def _decode_cursor(q: Query, fingerprint: str) -> int | None:
@@ -141,12 +150,22 @@ def _decode_cursor(q: Query, fingerprint: str) -> int | None:
         q.fail("cursor", "is not a cursor this service issued")
         return None
     if data.get("f") != fingerprint:
-        q.fail("cursor", "was issued for other filters or another sort order; start again without a cursor")
+        q.fail(
+            "cursor",
+            "was issued for other filters or another sort order; start again without a cursor",
+        )
         return None
     return after
 
 
-def paginate(q: Query, resource: str, select: Callable[[], RowSet], render: Callable[[np.ndarray], list[Any]], *, sortable: bool) -> dict[str, Any]:
+def paginate(
+    q: Query,
+    resource: str,
+    select: Callable[[], RowSet],
+    render: Callable[[np.ndarray], list[Any]],
+    *,
+    sortable: bool,
+) -> dict[str, Any]:
     """A page `{data, hasMore, nextCursor?, totalCount}` of the rows `select` finds."""
     limit = q.integer("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
     ascending = not sortable or q.choice("sortOrder", ("asc", "desc")) == "asc"
@@ -222,12 +241,17 @@ def _optional_text(body: dict[str, Any], name: str, errors: list[dict[str, str]]
     return value
 
 
-def cancel_transaction(r: Request) -> tuple[int, Any]:
-    body, errors = _body(r), []
-    reason = _optional_text(body, "reason", errors)
+def _reason(r: Request) -> str | None:
+    """The optional free-text `reason` of a cancel or reject body."""
+    errors: list[dict[str, str]] = []
+    reason = _optional_text(_body(r), "reason", errors)
     if errors:
         raise invalid(errors)
-    return 200, r.world.cancel(r.args[0], reason)
+    return reason
+
+
+def cancel_transaction(r: Request) -> tuple[int, Any]:
+    return 200, r.world.cancel(r.args[0], _reason(r))
 
 
 def approve_transaction(r: Request) -> tuple[int, Any]:
@@ -239,11 +263,7 @@ def approve_transaction(r: Request) -> tuple[int, Any]:
 
 
 def reject_transaction(r: Request) -> tuple[int, Any]:
-    body, errors = _body(r), []
-    reason = _optional_text(body, "reason", errors)
-    if errors:
-        raise invalid(errors)
-    return 200, r.world.reject(r.args[0], reason)
+    return 200, r.world.reject(r.args[0], _reason(r))
 
 
 def confirm_transaction(r: Request) -> tuple[int, Any]:
@@ -253,7 +273,14 @@ def confirm_transaction(r: Request) -> tuple[int, Any]:
     if value is not None:
         at = parse_time(value) if isinstance(value, str) else None
         if at is None:
-            raise invalid([{"field": "receiptDeliveryConfirmedAt", "message": "must be an ISO 8601 date-time with a time zone"}])
+            raise invalid(
+                [
+                    {
+                        "field": "receiptDeliveryConfirmedAt",
+                        "message": "must be an ISO 8601 date-time with a time zone",
+                    }
+                ]
+            )
     return 200, r.world.confirm_receipt(r.args[0], at)
 
 
@@ -263,7 +290,11 @@ def confirm_transaction(r: Request) -> tuple[int, Any]:
 def list_cards(r: Request) -> tuple[int, Any]:
     w, q = r.world, Query(r.params)
     cards = w.entities.cards
-    holder, account, platform_id = q.text("cardholderId"), q.text("accountId"), q.text("platformCardId")
+    holder, account, platform_id = (
+        q.text("cardholderId"),
+        q.text("accountId"),
+        q.text("platformCardId"),
+    )
     state = q.choice("state", CARD_STATES)
 
     def select() -> RowSet:
@@ -276,10 +307,12 @@ def list_cards(r: Request) -> tuple[int, Any]:
             a = w.entities.account_index.get(account, _UNKNOWN)
             mask &= np.array([a in f for f in cards.funding], dtype=bool)
         if platform_id is not None:
-            mask &= np.array([w.views.card(i)["platformCardId"] == platform_id if m else False for i, m in enumerate(mask.tolist())], dtype=bool)
+            mask &= np.arange(len(cards)) == w.views.card_by_platform_id(platform_id)
         return _ordered(mask)
 
-    return 200, paginate(q, "cards", select, lambda rows: [w.views.card(i) for i in rows.tolist()], sortable=True)
+    return 200, paginate(
+        q, "cards", select, lambda rows: [w.views.card(i) for i in rows.tolist()], sortable=True
+    )
 
 
 def get_card(r: Request) -> tuple[int, Any]:
@@ -297,16 +330,37 @@ def patch_card(r: Request) -> tuple[int, Any]:
     if state is not None and state not in ("ACTIVE", "FROZEN", "CLOSED"):
         errors.append({"field": "state", "message": "must be one of ACTIVE, FROZEN, CLOSED"})
     funding = body.get("fundingSources")
-    if funding is not None and (not isinstance(funding, list) or not funding or not all(isinstance(f, str) for f in funding)):
-        errors.append({"field": "fundingSources", "message": "must be a non-empty array of internal account ids"})
+    if funding is not None and (
+        not isinstance(funding, list) or not funding or not all(isinstance(f, str) for f in funding)
+    ):
+        errors.append(
+            {
+                "field": "fundingSources",
+                "message": "must be a non-empty array of internal account ids",
+            }
+        )
     has_max = "maxSpendPerTransaction" in body
     max_spend = body.get("maxSpendPerTransaction")
-    if max_spend is not None and (not isinstance(max_spend, int) or isinstance(max_spend, bool) or max_spend < 1):
-        errors.append({"field": "maxSpendPerTransaction", "message": "must be a positive integer or null"})
+    if max_spend is not None and (
+        not isinstance(max_spend, int) or isinstance(max_spend, bool) or max_spend < 1
+    ):
+        errors.append(
+            {"field": "maxSpendPerTransaction", "message": "must be a positive integer or null"}
+        )
     if state is None and funding is None and not has_max:
-        errors.append({"field": "body", "message": "supply at least one of state, fundingSources, maxSpendPerTransaction"})
+        errors.append(
+            {
+                "field": "body",
+                "message": "supply at least one of state, fundingSources, maxSpendPerTransaction",
+            }
+        )
     if state == "CLOSED" and (funding is not None or has_max):
-        errors.append({"field": "state", "message": "CLOSED cannot be combined with fundingSources or maxSpendPerTransaction"})
+        errors.append(
+            {
+                "field": "state",
+                "message": "CLOSED cannot be combined with fundingSources or maxSpendPerTransaction",
+            }
+        )
     if errors:
         raise invalid(errors)
     return 200, w.update_card(r.args[0], state, funding, max_spend, has_max)
@@ -320,14 +374,24 @@ def list_customers(r: Request) -> tuple[int, Any]:
     c = w.entities.customers
     platform_id = q.text("platformCustomerId")
     kind = q.choice("customerType", CUSTOMER_TYPES)
-    bounds = [(q.time(name), column, upper) for name, column, upper in (("createdAfter", c.created, False), ("createdBefore", c.created, True), ("updatedAfter", c.updated, False), ("updatedBefore", c.updated, True))]
+    bounds = [
+        (q.time(name), column, upper)
+        for name, column, upper in (
+            ("createdAfter", c.created, False),
+            ("createdBefore", c.created, True),
+            ("updatedAfter", c.updated, False),
+            ("updatedBefore", c.updated, True),
+        )
+    ]
     region, currency, uma = q.text("region"), q.text("currency"), q.text("umaAddress")
     deleted = q.boolean("isIncludingDeleted")
 
     def select() -> RowSet:
         mask = np.ones(len(c), dtype=bool) if deleted else ~c.deleted
         if platform_id is not None:
-            mask &= np.arange(len(c)) == w.entities.platform_customer_index.get(platform_id, _UNKNOWN)
+            mask &= np.arange(len(c)) == w.entities.platform_customer_index.get(
+                platform_id, _UNKNOWN
+            )
         if kind is not None:
             mask &= c.kind == CUSTOMER_TYPES.index(kind)
         for at, column, upper in bounds:
@@ -339,11 +403,16 @@ def list_customers(r: Request) -> tuple[int, Any]:
             code = CUR.get(currency, _UNKNOWN)
             mask &= np.array([code in cs for cs in c.currencies], dtype=bool)
         if uma is not None:
-            mask &= np.array([f"${w.views.customer_handle(i)}@" in uma and uma.startswith("$") and m for i, m in enumerate(mask.tolist())], dtype=bool)
-            mask &= np.array([w.views.customer(i)["umaAddress"] == uma if m else False for i, m in enumerate(mask.tolist())], dtype=bool)
+            mask &= np.arange(len(c)) == w.views.customer_by_uma(uma)
         return _ordered(mask)
 
-    return 200, paginate(q, "customers", select, lambda rows: [w.views.customer(i) for i in rows.tolist()], sortable=False)
+    return 200, paginate(
+        q,
+        "customers",
+        select,
+        lambda rows: [w.views.customer(i) for i in rows.tolist()],
+        sortable=False,
+    )
 
 
 def get_customer(r: Request) -> tuple[int, Any]:
@@ -370,33 +439,26 @@ def _account_rows(r: Request, q: Query, *, external: bool, platform: bool) -> Ca
     return select
 
 
-def _render_accounts(r: Request, external: bool) -> Callable[[np.ndarray], list[Any]]:
-    views = r.world.views
-    render = views.external_account if external else views.internal_account
-    return lambda rows: [render(i) for i in rows.tolist()]
+def _account_list(
+    resource: str, *, external: bool, platform: bool, paginated: bool = True
+) -> Handler:
+    """The handler of one of the four account lists."""
 
+    def handle(r: Request) -> tuple[int, Any]:
+        q = Query(r.params)
+        select = _account_rows(r, q, external=external, platform=platform)
+        views = r.world.views
+        render_one = views.external_account if external else views.internal_account
 
-def list_internal_accounts(r: Request) -> tuple[int, Any]:
-    q = Query(r.params)
-    return 200, paginate(q, "internal-accounts", _account_rows(r, q, external=False, platform=False), _render_accounts(r, False), sortable=False)
+        def render(rows: np.ndarray) -> list[Any]:
+            return [render_one(i) for i in rows.tolist()]
 
+        if paginated:
+            return 200, paginate(q, resource, select, render, sortable=False)
+        q.check()
+        return 200, {"data": render(select().page(None, True, len(r.world.entities.accounts))[0])}
 
-def list_platform_internal_accounts(r: Request) -> tuple[int, Any]:
-    q = Query(r.params)
-    select = _account_rows(r, q, external=False, platform=True)
-    q.check()
-    rows = select().page(None, True, 1_000)[0]
-    return 200, {"data": _render_accounts(r, False)(rows)}
-
-
-def list_external_accounts(r: Request) -> tuple[int, Any]:
-    q = Query(r.params)
-    return 200, paginate(q, "external-accounts", _account_rows(r, q, external=True, platform=False), _render_accounts(r, True), sortable=False)
-
-
-def list_platform_external_accounts(r: Request) -> tuple[int, Any]:
-    q = Query(r.params)
-    return 200, paginate(q, "platform-external-accounts", _account_rows(r, q, external=True, platform=True), _render_accounts(r, True), sortable=False)
+    return handle
 
 
 # --- quotes, rates, config, wallet auth -----------------------------------------------------------
@@ -422,50 +484,104 @@ def create_quote(r: Request) -> tuple[int, Any]:
             errors.append({"field": part, "message": "is required and must be an object"})
             return None
         if obj.get(kind_field) != kind_value:
-            errors.append({"field": f"{part}.{kind_field}", "message": f"the sandbox quotes between accounts: must be {kind_value}"})
+            errors.append(
+                {
+                    "field": f"{part}.{kind_field}",
+                    "message": f"the sandbox quotes between accounts: must be {kind_value}",
+                }
+            )
             return None
-        row = w.entities.account_index.get(obj.get("accountId")) if isinstance(obj.get("accountId"), str) else None
+        row = (
+            w.entities.account_index.get(obj.get("accountId"))
+            if isinstance(obj.get("accountId"), str)
+            else None
+        )
         if row is None:
-            errors.append({"field": f"{part}.accountId", "message": "must be the id of an existing account"})
+            errors.append(
+                {"field": f"{part}.accountId", "message": "must be the id of an existing account"}
+            )
         return row
 
     src = account("source", "sourceType", "ACCOUNT")
     dst = account("destination", "destinationType", "ACCOUNT")
     if src is not None and (acc.external[src] or acc.owner[src] == NO_ROW):
-        errors.append({"field": "source.accountId", "message": "must be an internal account of a customer"})
+        errors.append(
+            {"field": "source.accountId", "message": "must be an internal account of a customer"}
+        )
     if src is not None and src == dst:
-        errors.append({"field": "destination.accountId", "message": "must differ from the source account"})
-    rail = body["destination"].get("paymentRail") if isinstance(body.get("destination"), dict) else None
+        errors.append(
+            {"field": "destination.accountId", "message": "must differ from the source account"}
+        )
+    rail = (
+        body["destination"].get("paymentRail")
+        if isinstance(body.get("destination"), dict)
+        else None
+    )
     if rail is not None and dst is not None:
-        rails = [name for name, _ in RECEIVE_OPTIONS[acc.kind[dst]].rails] if acc.external[dst] else []
+        rails = (
+            [name for name, _ in RECEIVE_OPTIONS[acc.kind[dst]].rails] if acc.external[dst] else []
+        )
         if rail not in rails:
-            errors.append({"field": "destination.paymentRail", "message": f"must be one of the account's rails: {', '.join(rails) or 'none'}"})
+            errors.append(
+                {
+                    "field": "destination.paymentRail",
+                    "message": f"must be one of the account's rails: {', '.join(rails) or 'none'}",
+                }
+            )
     side = body.get("lockedCurrencySide")
     if side not in ("SENDING", "RECEIVING"):
         errors.append({"field": "lockedCurrencySide", "message": "must be SENDING or RECEIVING"})
     amount = body.get("lockedCurrencyAmount")
     if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
-        errors.append({"field": "lockedCurrencyAmount", "message": "must be a positive integer in minor units"})
+        errors.append(
+            {
+                "field": "lockedCurrencyAmount",
+                "message": "must be a positive integer in minor units",
+            }
+        )
     execute = body.get("immediatelyExecute", False)
     if not isinstance(execute, bool):
         errors.append({"field": "immediatelyExecute", "message": "must be a boolean"})
     description = _optional_text(body, "description", errors)
-    override = _fee_override(body.get("platformFeeOverride"), None if src is None else CODES[acc.currency[src]], errors)
+    override = _fee_override(
+        body.get("platformFeeOverride"), None if src is None else CODES[acc.currency[src]], errors
+    )
     if errors:
         raise invalid(errors)
     assert src is not None and dst is not None
-    request = QuoteRequest(src, dst, side, amount, rail=rail, execute=execute, description=description, fee_override=override)
+    request = QuoteRequest(
+        src,
+        dst,
+        side,
+        amount,
+        rail=rail,
+        execute=execute,
+        description=description,
+        fee_override=override,
+    )
     return 201, w.create_quote(request)
 
 
-def _fee_override(value: Any, sending: str | None, errors: list[dict[str, str]]) -> tuple[int, int] | None:
+def _fee_override(
+    value: Any, sending: str | None, errors: list[dict[str, str]]
+) -> tuple[int, int] | None:
     if value is None:
         return None
     fixed = value.get("platformFixedFee") if isinstance(value, dict) else None
     bps = value.get("platformVariableFeeBps") if isinstance(value, dict) else None
-    ok_fixed = isinstance(fixed, dict) and isinstance(fixed.get("amount"), int) and fixed["amount"] >= 0 and fixed.get("currency") == sending
+    ok_fixed = (
+        isinstance(fixed, dict)
+        and isinstance(fixed.get("amount"), int)
+        and fixed["amount"] >= 0
+        and fixed.get("currency") == sending
+    )
     if not ok_fixed or not isinstance(bps, int) or isinstance(bps, bool) or bps < 0:
-        errors.append({"field": "platformFeeOverride", "message": "needs platformFixedFee {amount >= 0, currency: the sending currency} and platformVariableFeeBps >= 0"})
+        errors.append(
+            {
+                "field": "platformFeeOverride",
+                "message": "needs platformFixedFee {amount >= 0, currency: the sending currency} and platformVariableFeeBps >= 0",
+            }
+        )
         return None
     return bps, fixed["amount"]
 
@@ -492,7 +608,9 @@ def _wallet_account(r: Request) -> int:
     assert account_id is not None
     row = r.world.account_row(account_id)
     if not r.world.wallets.is_wallet(row):
-        raise invalid([{"field": "accountId", "message": "must be an Embedded Wallet internal account"}])
+        raise invalid(
+            [{"field": "accountId", "message": "must be an Embedded Wallet internal account"}]
+        )
     return row
 
 
@@ -517,10 +635,20 @@ ROUTES: dict[str, dict[str, Handler]] = {
     "/cards/{id}": {"GET": get_card, "PATCH": patch_card},
     "/customers": {"GET": list_customers},
     "/customers/{id}": {"GET": get_customer},
-    "/customers/internal-accounts": {"GET": list_internal_accounts},
-    "/platform/internal-accounts": {"GET": list_platform_internal_accounts},
-    "/customers/external-accounts": {"GET": list_external_accounts},
-    "/platform/external-accounts": {"GET": list_platform_external_accounts},
+    "/customers/internal-accounts": {
+        "GET": _account_list("internal-accounts", external=False, platform=False)
+    },
+    "/platform/internal-accounts": {
+        "GET": _account_list(
+            "platform-internal-accounts", external=False, platform=True, paginated=False
+        )
+    },
+    "/customers/external-accounts": {
+        "GET": _account_list("external-accounts", external=True, platform=False)
+    },
+    "/platform/external-accounts": {
+        "GET": _account_list("platform-external-accounts", external=True, platform=True)
+    },
     "/quotes": {"POST": create_quote},
     "/quotes/{id}": {"GET": get_quote},
     "/quotes/{id}/execute": {"POST": execute_quote},
@@ -561,7 +689,14 @@ def _match(path: str) -> tuple[str, list[str]] | None:
     return None
 
 
-def dispatch(world: World, method: str, path: str, params: dict[str, list[str]], body: Any | None, headers: Mapping[str, str]) -> tuple[int, Any]:
+def dispatch(
+    world: World,
+    method: str,
+    path: str,
+    params: dict[str, list[str]],
+    body: Any | None,
+    headers: Mapping[str, str],
+) -> tuple[int, Any]:
     """Answer one request: `(status, JSON value)` (None for 204), or raise ServiceError."""
     matched = _match(path)
     if matched is None:
@@ -570,6 +705,13 @@ def dispatch(world: World, method: str, path: str, params: dict[str, list[str]],
     handler = ROUTES[template].get(method.upper())
     if handler is None:
         if method.upper() in INTERFACE_ONLY.get(template, ()):
-            raise ServiceError(501, "NOT_IMPLEMENTED", f"{method} {template} is not served by the sandbox")
-        raise ServiceError(405, "METHOD_NOT_ALLOWED", f"{method} is not allowed on {template}", headers={"Allow": ", ".join(sorted(ROUTES[template]))})
+            raise ServiceError(
+                501, "NOT_IMPLEMENTED", f"{method} {template} is not served by the sandbox"
+            )
+        raise ServiceError(
+            405,
+            "METHOD_NOT_ALLOWED",
+            f"{method} is not allowed on {template}",
+            headers={"Allow": ", ".join(sorted(ROUTES[template]))},
+        )
     return handler(Request(world, args, params, body, headers))

@@ -26,8 +26,15 @@ Decisions where the specification is silent (see also `_generate` for money and 
   `expiresAt` unless executed (`immediatelyExecute` or `POST /quotes/{id}/execute`), so every
   quote has its `transactionId`. Sources must be internal accounts of a customer. A RECEIVING
   lock sends the smallest amount whose `receivedAmount` reaches the locked amount.
+- Every world of 70 or more transactions has, just before its `end`, some of each: pending ACH
+  pushes, ACH pulls and wires inside and past their cancellation window, and agent-initiated
+  payouts waiting for approval (`transactions // 1000 + 1` of each, at most 100).
+- Filters: a transaction's sender account is `source.accountId` (a card transaction's
+  `accountId`), its receiver `destination.accountId`; `accountIdentifier` matches either, and
+  `reference` matches `reconciliationInstructions.reference`. Unknown ids match nothing.
 - Ordering and pagination follow the store's row order, which is (createdAt, id); a record the
   world creates when two would share a millisecond moves the clock on by one millisecond.
+  Timestamps are whole milliseconds.
 - Not-found codes: transactions TRANSACTION_NOT_FOUND, quotes QUOTE_NOT_FOUND, customers
   USER_NOT_FOUND, cards and accounts REFERENCE_NOT_FOUND.
 """
@@ -41,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from ._currencies import (
+    AUTO_CHANNEL,
     CANCEL_WINDOW_S,
     CANCELLABLE_CHANNELS,
     CH,
@@ -58,13 +66,22 @@ from ._currencies import (
     QUOTE_TTL_S,
     RATE_BY_GROUP,
     RECEIVE_OPTIONS,
-    AUTO_CHANNEL,
     SERVICE_FEE_USD,
     TIMELINE_S,
     currency_wire,
+    mid_rate,
     to_minor,
 )
-from ._gen_entities import CARD_STATES, NO_ROW, US_PER_DAY, generate_entities, new_uuids, parse_uuid, pick_weighted
+from ._gen_entities import (
+    CARD_STATES,
+    US_PER_DAY,
+    customer_count,
+    generate_entities,
+    new_uuids,
+    parse_uuid,
+    pick_weighted,
+    uuid_text,
+)
 from ._generate import (
     ACH_PULL,
     AWAITING_APPROVAL,
@@ -76,13 +93,13 @@ from ._generate import (
     ST,
     STATUSES,
     Arrivals,
-    _durations,
     empty_columns,
     generate,
     outgoing_money,
     plant_scenarios,
     platform_fee,
     scenario_count,
+    settle_durations,
     status_at,
 )
 from ._world_entities import SANDBOX_DOMAIN, EntityViews, iso1
@@ -102,7 +119,14 @@ _ACTIVE = CARD_STATES.index("ACTIVE")
 class ServiceError(Exception):
     """An error answer of the simulated service; the wire layer renders it as the spec's error body."""
 
-    def __init__(self, status: int, code: str, message: str, details: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(f"{status} {code}: {message}")
         self.status = status
         self.code = code
@@ -163,13 +187,17 @@ class World:
         self._start = start_us
         self._mix = np.asarray(mix, dtype=np.float64)
         self.fee_config = (CUR["USD"], int(platform_fee_bps), int(platform_fixed_fee))
-        streams = [np.random.default_rng([seed, s]) for s in range(5)]
-        self.entities = generate_entities(streams[_STREAM_ENTITIES], customers * 50 if customers else transactions, start_us)
+        streams = [np.random.default_rng([seed % 2**64, s]) for s in range(5)]
+        self.entities = generate_entities(
+            streams[_STREAM_ENTITIES], customers or customer_count(transactions), start_us
+        )
         self.views = EntityViews(self.entities)
         self._arrivals = Arrivals(start_us // 1000, end_us // 1000)
         per_scenario = scenario_count(transactions)
         regular = transactions - 7 * per_scenario
-        created, weight = self._arrivals.draw(streams[_STREAM_ARRIVALS], start_us // 1000, end_us // 1000, regular)
+        created, weight = self._arrivals.draw(
+            streams[_STREAM_ARRIVALS], start_us // 1000, end_us // 1000, regular
+        )
         self._per_weight = regular / weight if weight else 0.0
         kinds = pick_weighted(streams[_STREAM_ARRIVALS], self._mix, regular)
         p_created, p_kind, p_scen = plant_scenarios(streams[_STREAM_ARRIVALS], per_scenario, end_us)
@@ -183,12 +211,14 @@ class World:
             self.fee_config,
             self._active_cards(),
         )
-        self.store = TxStore(cols, end_us, len(self.entities.customers), len(self.entities.accounts))
+        self.store = TxStore(
+            cols, end_us, len(self.entities.customers), len(self.entities.accounts)
+        )
         self.tx = TxViews(self.store, self.entities, self.views)
         self._calls = streams[_STREAM_CALLS]
         ids_hi, ids_lo = new_uuids(self._calls, 2)
-        self.platform_id = f"Platform:{_uuid(ids_hi[0], ids_lo[0])}"
-        self.config_id = f"PlatformConfig:{_uuid(ids_hi[1], ids_lo[1])}"
+        self.platform_id = f"Platform:{uuid_text(int(ids_hi[0]), int(ids_lo[0]))}"
+        self.config_id = f"PlatformConfig:{uuid_text(int(ids_hi[1]), int(ids_lo[1]))}"
         self.wallets = WalletAuth.generate(self.entities, self.views, seed, end_us)
         self._advances = 0
 
@@ -216,15 +246,27 @@ class World:
         self.store.refresh(due, new)
         after = self.store.col("status")[due]
         codes, counts = np.unique(after[after != before], return_counts=True)
-        rng = np.random.default_rng([self.seed, _STREAM_ADVANCE, self._advances])
+        rng = np.random.default_rng([self.seed % 2**64, _STREAM_ADVANCE, self._advances])
         self._advances += 1
         created, _ = self._arrivals.draw(rng, old // 1000 + 1, new // 1000, None, self._per_weight)
         if len(created):
             kinds = pick_weighted(rng, self._mix, len(created))
-            cols = generate(self.entities, rng, created, kinds, np.zeros(len(created), np.int64), new, self.fee_config, self._active_cards())
+            cols = generate(
+                self.entities,
+                rng,
+                created,
+                kinds,
+                np.zeros(len(created), np.int64),
+                new,
+                self.fee_config,
+                self._active_cards(),
+            )
             self.store.append(cols, new)
         self._now = new
-        return {"created": len(created)} | {STATUSES[c].lower(): int(k) for c, k in zip(codes.tolist(), counts.tolist(), strict=True)}
+        return {"created": len(created)} | {
+            STATUSES[c].lower(): int(k)
+            for c, k in zip(codes.tolist(), counts.tolist(), strict=True)
+        }
 
     def _active_cards(self) -> np.ndarray:
         return np.flatnonzero(self.entities.cards.state == _ACTIVE)
@@ -234,7 +276,9 @@ class World:
     def all_transactions(self) -> Iterator[dict[str, Any]]:
         """Every transaction as the list endpoint returns it, in ascending (createdAt, id)."""
         for first in range(0, self.store.n, 2000):
-            yield from self.tx.transactions(np.arange(first, min(first + 2000, self.store.n)), self._now)
+            yield from self.tx.transactions(
+                np.arange(first, min(first + 2000, self.store.n)), self._now
+            )
 
     def transaction_count(self) -> int:
         return self.store.n
@@ -244,17 +288,21 @@ class World:
 
     def reference_rates(self) -> dict[tuple[str, str], float]:
         """Reference mid rates: (sending, receiving) -> sending major units per receiving unit."""
-        return {(s, r): float(MID[i, j]) for i, s in enumerate(CODES) for j, r in enumerate(CODES)}
+        return {(s, r): mid_rate(s, r) for s in CODES for r in CODES}
 
     def cancel_cutoff(self, transaction_id: str) -> datetime | None:
         """Until when a cancellable transfer can be cancelled (None: not a cancellable type)."""
         row = self.transaction_row(transaction_id)
-        return from_us(int(self.store.col("cancel_by")[row])) if self._cancellable_type(row) else None
+        return (
+            from_us(int(self.store.col("cancel_by")[row])) if self._cancellable_type(row) else None
+        )
 
     def pending_approval_ids(self) -> list[str]:
         """Transactions waiting for the platform's approve or reject."""
         s = self.store
-        rows = np.flatnonzero((s.col("flags") & AWAITING_APPROVAL != 0) & (s.col("status") == ST["PENDING"]))
+        rows = np.flatnonzero(
+            (s.col("flags") & AWAITING_APPROVAL != 0) & (s.col("status") == ST["PENDING"])
+        )
         return [t["id"] for t in self.tx.transactions(rows, self._now)]
 
     # --- transactions -------------------------------------------------------------------------
@@ -266,7 +314,9 @@ class World:
             hi, lo = parsed
             for row in self.store.rows_by_hi(hi).tolist():
                 kind = int(self.store.col("kind")[row])
-                if int(self.store.col("lo")[row]) == lo and (kind == CARD) == (prefix == "CardTransaction"):
+                if int(self.store.col("lo")[row]) == lo and (kind == CARD) == (
+                    prefix == "CardTransaction"
+                ):
                     return row
         raise ServiceError(404, "TRANSACTION_NOT_FOUND", f"no transaction {transaction_id}")
 
@@ -295,28 +345,52 @@ class World:
             return RowSet.empty()
         filters: list[tuple[np.ndarray, Any]] = []
         for c in customers or ():
-            filters.append((s.postings("customer").rows(c), lambda r, c=c: s.col("customer")[r] == c))
+            filters.append(
+                (s.postings("customer").rows(c), lambda r, c=c: s.col("customer")[r] == c)
+            )
         if sender is not None:
             filters.append((s.rows_with("sender", sender), lambda r: s.col("sender")[r] == sender))
         if receiver is not None:
-            filters.append((s.rows_with("receiver", receiver), lambda r: s.col("receiver")[r] == receiver))
+            filters.append(
+                (s.rows_with("receiver", receiver), lambda r: s.col("receiver")[r] == receiver)
+            )
         if account is not None:
             both = np.union1d(s.rows_with("sender", account), s.rows_with("receiver", account))
-            filters.append((both, lambda r: (s.col("sender")[r] == account) | (s.col("receiver")[r] == account)))
+            filters.append(
+                (
+                    both,
+                    lambda r: (s.col("sender")[r] == account) | (s.col("receiver")[r] == account),
+                )
+            )
         if kind is not None and status is not None:
-            filters.append((s.postings("kind_status").rows(kind * 16 + status), lambda r: (s.col("kind")[r] == kind) & (s.col("status")[r] == status)))
+            filters.append(
+                (
+                    s.postings("kind_status").rows(kind * 16 + status),
+                    lambda r: (s.col("kind")[r] == kind) & (s.col("status")[r] == status),
+                )
+            )
         elif kind is not None:
             filters.append((s.postings("kind").rows(kind), lambda r: s.col("kind")[r] == kind))
         elif status is not None:
-            filters.append((s.postings("status").rows(status), lambda r: s.col("status")[r] == status))
+            filters.append(
+                (s.postings("status").rows(status), lambda r: s.col("status")[r] == status)
+            )
         if reference is not None:
             ref_hi = hi_of_reference(reference)
-            rows = np.sort(s.rows_by_hi(ref_hi)) if ref_hi is not None and 0 <= ref_hi < 2**64 else np.zeros(0, np.int64)
-            rows = rows[shows_reference(s.col("kind")[rows], s.col("status")[rows], s.col("channel")[rows])]
+            rows = (
+                np.sort(s.rows_by_hi(ref_hi))
+                if ref_hi is not None and 0 <= ref_hi < 2**64
+                else np.zeros(0, np.int64)
+            )
+            rows = rows[
+                shows_reference(s.col("kind")[rows], s.col("status")[rows], s.col("channel")[rows])
+            ]
             filters.append((rows, lambda r, rows=rows: np.isin(r, rows)))
         if not filters:
             return RowSet.range(lo, hi)
-        ranged = [rows[np.searchsorted(rows, lo) : np.searchsorted(rows, hi)] for rows, _ in filters]
+        ranged = [
+            rows[np.searchsorted(rows, lo) : np.searchsorted(rows, hi)] for rows, _ in filters
+        ]
         best = min(range(len(filters)), key=lambda i: len(ranged[i]))
         rows = ranged[best]
         for i, (_, check) in enumerate(filters):
@@ -348,12 +422,26 @@ class World:
             kind = ("INCOMING", "OUTGOING", "CARD")[int(s.col("kind")[row])]
             channel = int(s.col("channel")[row])
             on = f" on {PAYMENT_RAILS[channel]}" if kind != "CARD" and channel < N_RAILS else ""
-            raise invalid([{"field": "transactionId", "message": f"{kind} transactions{on} cannot be cancelled"}], "only pending ACH transfers (push or pull) and wires can be cancelled")
+            raise invalid(
+                [
+                    {
+                        "field": "transactionId",
+                        "message": f"{kind} transactions{on} cannot be cancelled",
+                    }
+                ],
+                "only pending ACH transfers (push or pull) and wires can be cancelled",
+            )
         status = self._status(row)
         if status in _TERMINAL:
-            raise ServiceError(409, "TRANSACTION_NOT_CANCELLABLE", f"the transaction is already {STATUSES[status]}")
+            raise ServiceError(
+                409, "TRANSACTION_NOT_CANCELLABLE", f"the transaction is already {STATUSES[status]}"
+            )
         if self._now >= int(s.col("cancel_by")[row]):
-            raise ServiceError(409, "TRANSACTION_NOT_CANCELLABLE", "the banking partner has processed the transfer: its cancellation window has passed")
+            raise ServiceError(
+                409,
+                "TRANSACTION_NOT_CANCELLABLE",
+                "the banking partner has processed the transfer: its cancellation window has passed",
+            )
         t = self._touch()
         s.update(row, self._now, t1=min(int(s.col("t1")[row]), t), t2=t, t3=t, final=ST["FAILED"], failure=NONE8,
                  refund_final=1, refund_reason=1, pending_reason=NONE8, touched=t,
@@ -364,7 +452,11 @@ class World:
         row = self.transaction_row(transaction_id)
         s = self.store
         if not (s.col("flags")[row] & AWAITING_APPROVAL) or self._status(row) != ST["PENDING"]:
-            raise ServiceError(409, "TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL", f"{transaction_id} is not waiting for the platform's approval")
+            raise ServiceError(
+                409,
+                "TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL",
+                f"{transaction_id} is not waiting for the platform's approval",
+            )
         return row
 
     def approve(self, transaction_id: str) -> dict[str, Any]:
@@ -376,19 +468,45 @@ class World:
         row = self._pending_approval(transaction_id)
         t = self._touch()
         s = self.store
-        s.update(row, self._now, t1=t, t2=t, final=ST["FAILED"], failure=NONE8, touched=t, flags=int(s.col("flags")[row]) & ~AWAITING_APPROVAL)
+        s.update(
+            row,
+            self._now,
+            t1=t,
+            t2=t,
+            final=ST["FAILED"],
+            failure=NONE8,
+            touched=t,
+            flags=int(s.col("flags")[row]) & ~AWAITING_APPROVAL,
+        )
         return self.get_transaction_wire(transaction_id)
 
     def _execute(self, row: int) -> None:
         s = self.store
         t = self._touch()
-        duration = int(_durations(self._calls, np.array([s.col("channel")[row]]))[0]) // 1000 * 1000
-        s.update(row, self._now, t1=t, t2=t + duration, final=ST["COMPLETED"], touched=t, flags=int(s.col("flags")[row]) & ~AWAITING_APPROVAL)
+        duration = (
+            int(settle_durations(self._calls, np.array([s.col("channel")[row]]))[0]) // 1000 * 1000
+        )
+        s.update(
+            row,
+            self._now,
+            t1=t,
+            t2=t + duration,
+            final=ST["COMPLETED"],
+            touched=t,
+            flags=int(s.col("flags")[row]) & ~AWAITING_APPROVAL,
+        )
 
     def confirm_receipt(self, transaction_id: str, at: int | None) -> dict[str, Any]:
         row = self.transaction_row(transaction_id)
         if self.store.col("kind")[row] == CARD:
-            raise invalid([{"field": "transactionId", "message": "card transactions have no receipt confirmation"}])
+            raise invalid(
+                [
+                    {
+                        "field": "transactionId",
+                        "message": "card transactions have no receipt confirmation",
+                    }
+                ]
+            )
         t = self._touch()
         self.store.update(row, self._now, receipt=t if at is None else _ms(at), touched=t)
         return self.get_transaction_wire(transaction_id)
@@ -411,8 +529,16 @@ class World:
     def execute_quote(self, quote_id: str) -> dict[str, Any]:
         row = self.quote_row(quote_id)
         s = self.store
-        if self._status(row) != ST["PENDING"] or s.col("flags")[row] & AWAITING_APPROVAL or s.col("t1")[row] <= self._now:
-            raise ServiceError(409, "CONFLICT", f"the quote is {STATUSES[self._status(row)]}, not waiting for execution")
+        if (
+            self._status(row) != ST["PENDING"]
+            or s.col("flags")[row] & AWAITING_APPROVAL
+            or s.col("t1")[row] <= self._now
+        ):
+            raise ServiceError(
+                409,
+                "CONFLICT",
+                f"the quote is {STATUSES[self._status(row)]}, not waiting for execution",
+            )
         self._execute(row)
         return self.tx.quote(row, self._now)
 
@@ -431,7 +557,7 @@ class World:
             channel, rail_mode = CH["INTERNAL"], 0
         same = send_cur == recv_cur
         group = int(GROUP[recv_cur])
-        fx = 1.0 if same else float(MID[send_cur, recv_cur] * (1.0 + QUOTE_SPREAD[group]))
+        fx = 1.0 if same else float(f"{MID[send_cur, recv_cur] * (1.0 + QUOTE_SPREAD[group]):.8g}")
         var_rate = 0.0 if same else float(RATE_BY_GROUP[group, int(e.customers.kind[owner])])
         fixed = int(to_minor(SERVICE_FEE_USD[channel], send_cur))
         cpty = 0 if same else int(to_minor(COUNTERPARTY_FEE_USD[channel], recv_cur))
@@ -440,14 +566,33 @@ class World:
         def money(sent: int) -> tuple[int, int, int, int]:
             a = np.array([sent], dtype=np.int64)
             plat = platform_fee(a, np.array([cross]), bps, plat_fixed)
-            v, fees, received = outgoing_money(a, np.array([send_cur]), np.array([recv_cur]), np.array([fx]), np.array([var_rate]), np.array([fixed]), plat, np.array([cpty]))
+            v, fees, received = outgoing_money(
+                a,
+                np.array([send_cur]),
+                np.array([recv_cur]),
+                np.array([fx]),
+                np.array([var_rate]),
+                np.array([fixed]),
+                plat,
+                np.array([cpty]),
+            )
             return int(v[0]), int(fees[0]), int(received[0]), int(plat[0])
 
-        sent = req.amount if req.locked_side == "SENDING" else self._sent_for(req.amount, money, send_cur, recv_cur, fx, var_rate, bps)
+        sent = (
+            req.amount
+            if req.locked_side == "SENDING"
+            else self._sent_for(req.amount, money, send_cur, recv_cur, fx, var_rate, bps)
+        )
         var_fee, fees, received, plat = money(sent)
         if received <= 0:
-            raise ServiceError(400, "AMOUNT_OUT_OF_RANGE", f"{sent} minor units of {CODES[send_cur]} do not cover the fees of {fees}")
-        created = max(_ms(self._now), int(self.store.col("created")[-1]) + 1000 if self.store.n else 0)
+            raise ServiceError(
+                400,
+                "AMOUNT_OUT_OF_RANGE",
+                f"{sent} minor units of {CODES[send_cur]} do not cover the fees of {fees}",
+            )
+        created = max(
+            _ms(self._now), int(self.store.col("created")[-1]) + 1000 if self.store.n else 0
+        )
         self._now = max(self._now, created)
         cols = empty_columns(1)
         hi, lo = new_uuids(self._calls, 1)
@@ -468,13 +613,14 @@ class World:
             cols[name][0] = value
         cols["status"] = status_at(cols, self._now)
         row = int(self.store.append(cols, self._now)[0])
-        if req.description is not None:
-            self.tx.descriptions[row] = req.description
+        self.tx.descriptions[row] = req.description
         if req.execute:
             self._execute(row)
         return self.tx.quote(row, self._now)
 
-    def _platform_fee_terms(self, req: QuoteRequest, send_cur: int, same: bool) -> tuple[int, int, bool]:
+    def _platform_fee_terms(
+        self, req: QuoteRequest, send_cur: int, same: bool
+    ) -> tuple[int, int, bool]:
         if req.fee_override is not None:
             bps, fixed = req.fee_override
             return bps, fixed, True
@@ -482,7 +628,9 @@ class World:
         return bps, fixed, send_cur == fee_cur and not same
 
     @staticmethod
-    def _sent_for(target: int, money: Any, send_cur: int, recv_cur: int, fx: float, var_rate: float, bps: int) -> int:
+    def _sent_for(
+        target: int, money: Any, send_cur: int, recv_cur: int, fx: float, var_rate: float, bps: int
+    ) -> int:
         """The smallest sending amount whose received amount reaches `target`."""
         scale = 10.0 ** (int(DECIMALS[send_cur]) - int(DECIMALS[recv_cur]))
         _, fees0, _, _ = money(0)
@@ -500,7 +648,9 @@ class World:
 
     # --- other resources ----------------------------------------------------------------------
 
-    def exchange_rates(self, source: str | None, destinations: list[str], amount: int) -> list[dict[str, Any]]:
+    def exchange_rates(
+        self, source: str | None, destinations: list[str], amount: int
+    ) -> list[dict[str, Any]]:
         """Corridors from each currency customers hold to each bank destination, at reference
         mid rates, with the fees of the formula for `amount` (an individual's rates)."""
         fee_cur, bps, fixed_plat = self.fee_config
@@ -512,7 +662,11 @@ class World:
                 continue
             for option in RECEIVE_OPTIONS:
                 r = CUR[option.currency]
-                if r == s or option.currency in CRYPTO or (destinations and option.currency not in destinations):
+                if (
+                    r == s
+                    or option.currency in CRYPTO
+                    or (destinations and option.currency not in destinations)
+                ):
                     continue
                 for rail, _ in option.rails:
                     ch = CH[rail]
@@ -521,7 +675,16 @@ class World:
                     a = np.array([amount], dtype=np.int64)
                     plat = platform_fee(a, np.array([s == fee_cur]), bps, fixed_plat)
                     rate = float(MID[s, r])
-                    _, fees, received = outgoing_money(a, np.array([s]), np.array([r]), np.array([rate]), np.array([RATE_BY_GROUP[GROUP[r], 0]]), np.array([fixed]), plat, np.array([cpty]))
+                    _, fees, received = outgoing_money(
+                        a,
+                        np.array([s]),
+                        np.array([r]),
+                        np.array([rate]),
+                        np.array([RATE_BY_GROUP[GROUP[r], 0]]),
+                        np.array([fixed]),
+                        plat,
+                        np.array([cpty]),
+                    )
                     fees_total = int(fees[0])
                     out.append({
                         "sourceCurrency": currency_wire(s), "sendingAmount": amount,
@@ -541,12 +704,32 @@ class World:
             "umaDomain": SANDBOX_DOMAIN,
             "webhookEndpoint": f"https://hooks.{SANDBOX_DOMAIN}/webhooks",
             "supportedCurrencies": [
-                {"currencyCode": code, "minAmount": int(to_minor(1.0, i)), "maxAmount": int(to_minor(250_000.0, i)), "requiredCounterpartyFields": [], "enabledTransactionTypes": ["INCOMING", "OUTGOING"]}
+                {
+                    "currencyCode": code,
+                    "minAmount": int(to_minor(1.0, i)),
+                    "maxAmount": int(to_minor(250_000.0, i)),
+                    "requiredCounterpartyFields": [],
+                    "enabledTransactionTypes": ["INCOMING", "OUTGOING"],
+                }
                 for i, code in enumerate(CODES)
             ],
             "isRegulatedFinancialInstitution": False,
-            "embeddedWalletConfig": {"appName": "Paylens Sandbox", "otpLength": 6, "alphanumeric": False, "expirationSeconds": 300, "sendFromEmailAddress": f"wallet@{SANDBOX_DOMAIN}", "sendFromEmailSenderName": "Paylens Sandbox"},
-            "feeConfigs": [{"feeType": "CROSS_CURRENCY_TRANSACTION", "sourceCurrency": CODES[fee_cur], "variableFeeBps": bps, "fixedFee": {"amount": fixed, "currency": CODES[fee_cur]}}],
+            "embeddedWalletConfig": {
+                "appName": "Paylens Sandbox",
+                "otpLength": 6,
+                "alphanumeric": False,
+                "expirationSeconds": 300,
+                "sendFromEmailAddress": f"wallet@{SANDBOX_DOMAIN}",
+                "sendFromEmailSenderName": "Paylens Sandbox",
+            },
+            "feeConfigs": [
+                {
+                    "feeType": "CROSS_CURRENCY_TRANSACTION",
+                    "sourceCurrency": CODES[fee_cur],
+                    "variableFeeBps": bps,
+                    "fixedFee": {"amount": fixed, "currency": CODES[fee_cur]},
+                }
+            ],
             "createdAt": created,
             "updatedAt": created,
         }
@@ -569,7 +752,14 @@ class World:
             raise ServiceError(404, "REFERENCE_NOT_FOUND", f"no card {card_id}")
         return row
 
-    def update_card(self, card_id: str, state: str | None, funding: list[str] | None, max_spend: Any, has_max_spend: bool) -> dict[str, Any]:
+    def update_card(
+        self,
+        card_id: str,
+        state: str | None,
+        funding: list[str] | None,
+        max_spend: Any,
+        has_max_spend: bool,
+    ) -> dict[str, Any]:
         """PATCH /cards/{id} after the route checked the body's shape (spec §3's table)."""
         row = self.card_row(card_id)
         cards = self.entities.cards
@@ -577,10 +767,19 @@ class World:
         if current == "CLOSED":
             if state == "CLOSED":
                 raise ServiceError(409, "CARD_ALREADY_CLOSED", f"{card_id} is already CLOSED")
-            raise ServiceError(409, "CARD_NOT_MUTABLE", f"{card_id} is CLOSED and can no longer change")
-        allowed = {("ACTIVE", "FROZEN"), ("FROZEN", "ACTIVE"), ("ACTIVE", "CLOSED"), ("FROZEN", "CLOSED")}
+            raise ServiceError(
+                409, "CARD_NOT_MUTABLE", f"{card_id} is CLOSED and can no longer change"
+            )
+        allowed = {
+            ("ACTIVE", "FROZEN"),
+            ("FROZEN", "ACTIVE"),
+            ("ACTIVE", "CLOSED"),
+            ("FROZEN", "CLOSED"),
+        }
         if state is not None and (current, state) not in allowed:
-            raise ServiceError(409, "INVALID_STATE_TRANSITION", f"a {current} card cannot become {state}")
+            raise ServiceError(
+                409, "INVALID_STATE_TRANSITION", f"a {current} card cannot become {state}"
+            )
         sources: list[int] | None = None
         if funding is not None:
             sources = []
@@ -588,8 +787,18 @@ class World:
             for k, account_id in enumerate(funding):
                 a = self.entities.account_index.get(account_id)
                 acc = self.entities.accounts
-                if a is None or acc.external[a] or acc.owner[a] != cards.holder[row] or acc.currency[a] != cards.currency[row]:
-                    errors.append({"field": f"fundingSources[{k}]", "message": "must be an internal account of the cardholder in the card's currency"})
+                if (
+                    a is None
+                    or acc.external[a]
+                    or acc.owner[a] != cards.holder[row]
+                    or acc.currency[a] != cards.currency[row]
+                ):
+                    errors.append(
+                        {
+                            "field": f"fundingSources[{k}]",
+                            "message": "must be an internal account of the cardholder in the card's currency",
+                        }
+                    )
                 else:
                     sources.append(a)
             if errors:
@@ -606,19 +815,26 @@ class World:
         return self.views.card(row)
 
 
-def _uuid(hi: Any, lo: Any) -> str:
-    from ._gen_entities import uuid_text
-
-    return uuid_text(int(hi), int(lo))
-
-
-_TERMINAL = frozenset({ST["COMPLETED"], ST["FAILED"], ST["EXPIRED"], ST["REJECTED"], ST["REFUNDED"]})
+_TERMINAL = frozenset(
+    {ST["COMPLETED"], ST["FAILED"], ST["EXPIRED"], ST["REJECTED"], ST["REFUNDED"]}
+)
 
 
 class QuoteRequest:
     """A checked POST /quotes body: account rows, amounts and options."""
 
-    def __init__(self, source: int, destination: int, locked_side: str, amount: int, *, rail: str | None = None, execute: bool = False, description: str | None = None, fee_override: tuple[int, int] | None = None) -> None:
+    def __init__(
+        self,
+        source: int,
+        destination: int,
+        locked_side: str,
+        amount: int,
+        *,
+        rail: str | None = None,
+        execute: bool = False,
+        description: str | None = None,
+        fee_override: tuple[int, int] | None = None,
+    ) -> None:
         self.source = source
         self.destination = destination
         self.locked_side = locked_side
@@ -627,6 +843,3 @@ class QuoteRequest:
         self.execute = execute
         self.description = description
         self.fee_override = fee_override
-
-
-_ = (NO_ROW,)

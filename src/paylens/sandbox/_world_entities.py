@@ -46,8 +46,26 @@ _CITIES = {
     "ID": ("Jakarta", "10110", None), "VN": ("Hanoi", "100000", None), "CO": ("Bogota", "110111", None),
     "UG": ("Kampala", "256", None), "SN": ("Dakar", "10200", None),
 }  # fmt: skip
-_STREETS = ("Market", "Harbor", "Maple", "Station", "Garden", "River", "Hill", "Park", "Union", "Bridge")
-_PHONE_PREFIX = {"KES": "+254", "IDR": "+62", "CNY": "+86", "COP": "+57", "UGX": "+256", "XOF": "+221"}
+_STREETS = (
+    "Market",
+    "Harbor",
+    "Maple",
+    "Station",
+    "Garden",
+    "River",
+    "Hill",
+    "Park",
+    "Union",
+    "Bridge",
+)
+_PHONE_PREFIX = {
+    "KES": "+254",
+    "IDR": "+62",
+    "CNY": "+86",
+    "COP": "+57",
+    "UGX": "+256",
+    "XOF": "+221",
+}
 _PROVIDERS = {"KES": "M-PESA", "UGX": "MTN MoMo", "XOF": "Orange Money"}
 _ACCOUNT_DIGITS = {"GBP_ACCOUNT": 8, "NGN_ACCOUNT": 10, "CAD_ACCOUNT": 9, "ZAR_ACCOUNT": 11}
 _ROUTING_NUMBERS = ("110000000", "021000021", "011401533", "091000019")
@@ -80,7 +98,12 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "BASE_WALLET": ("address",),
 }
 #: Extra fields a deposit instruction needs beyond the account's own (the Payment*Info shapes).
-_PAYMENT_FIELDS = {"BRL_ACCOUNT": ("qrCode",), "COP_ACCOUNT": ("paymentUrl",), "SWIFT_ACCOUNT": ("accountHolderName",), "SPARK_WALLET": ("assetType",)}
+_PAYMENT_FIELDS = {
+    "BRL_ACCOUNT": ("qrCode",),
+    "COP_ACCOUNT": ("paymentUrl",),
+    "SWIFT_ACCOUNT": ("accountHolderName",),
+    "SPARK_WALLET": ("assetType",),
+}
 _WALLETS = frozenset({"LIGHTNING", "SPARK_WALLET", "SOLANA_WALLET", "BASE_WALLET"})
 
 
@@ -103,19 +126,37 @@ def _iban(country: str, bban: str) -> str:
     return f"{country}{98 - int(numeric) % 97:02d}{bban}"
 
 
+def platform_card_id_of(lo: int) -> str:
+    return f"sbx-card-{lo & 0xFFFFFFFF:08x}"
+
+
 def handle(first: int, last: int, lo: int) -> str:
     return f"{FIRST_NAMES[first]}.{LAST_NAMES[last]}.{lo & 0xFFFF:04x}".lower()
 
 
 def address(r: random.Random, country: str) -> dict[str, Any]:
     city, postal, state = _CITIES.get(country, ("Capital City", "00000", None))
-    out: dict[str, Any] = {"line1": f"{r.randrange(1, 999)} {r.choice(_STREETS)} Street", "city": city, "postalCode": postal, "country": country}
+    out: dict[str, Any] = {
+        "line1": f"{r.randrange(1, 999)} {r.choice(_STREETS)} Street",
+        "city": city,
+        "postalCode": postal,
+        "country": country,
+    }
     if state:
         out["state"] = state
     return out
 
 
-def account_details(account_type: str, currency: str, country: str, r: random.Random, holder: str, rails: list[str], *, payment: bool) -> dict[str, Any]:
+def account_details(
+    account_type: str,
+    currency: str,
+    country: str,
+    r: random.Random,
+    holder: str,
+    rails: list[str],
+    *,
+    payment: bool,
+) -> dict[str, Any]:
     """An account's `accountInfo` (external account) or `accountOrWalletInfo` (deposit
     instructions, `payment=True`) fields of `account_type`, derived from `r`."""
     values: dict[str, Any] = {"accountType": account_type}
@@ -153,7 +194,9 @@ def account_details(account_type: str, currency: str, country: str, r: random.Ra
         elif name == "branchCode":
             values[name] = _digits(r, 5)
         elif name == "phoneNumber":
-            values[name] = _PHONE_PREFIX.get(currency, "+1") + _digits(r, 9 if currency == "KES" else 10)
+            values[name] = _PHONE_PREFIX.get(currency, "+1") + _digits(
+                r, 9 if currency == "KES" else 10
+            )
         elif name == "provider":
             values[name] = _PROVIDERS.get(currency, "Sandbox Mobile Money")
         elif name == "region":
@@ -168,7 +211,9 @@ def account_details(account_type: str, currency: str, country: str, r: random.Ra
             else:
                 values[name] = "".join(r.choices(_B58, k=44))
         elif name == "qrCode":
-            values[name] = f"00020126580014br.gov.bcb.pix0136sandbox-{_digits(r, 12)}5204000053039865802BR"
+            values[name] = (
+                f"00020126580014br.gov.bcb.pix0136sandbox-{_digits(r, 12)}5204000053039865802BR"
+            )
         elif name == "paymentUrl":
             values[name] = f"https://pay.{SANDBOX_DOMAIN}/cop/{_digits(r, 12)}"
         elif name == "accountHolderName":
@@ -187,6 +232,23 @@ class EntityViews:
 
     def __init__(self, ents: Entities) -> None:
         self.e = ents
+        self._by_uma: dict[str, int] | None = None
+        self._by_card_id: dict[str, int] | None = None
+
+    def customer_by_uma(self, uma_address: str) -> int:
+        """The customer with this UMA address, or -2 (matches no row)."""
+        if self._by_uma is None:
+            handles = (self.customer_handle(i) for i in range(len(self.e.customers)))
+            self._by_uma = {f"${h}@{SANDBOX_DOMAIN}": i for i, h in enumerate(handles)}
+        return self._by_uma.get(uma_address, -2)
+
+    def card_by_platform_id(self, platform_card_id: str) -> int:
+        """The card with this platformCardId, or -2 (matches no row)."""
+        if self._by_card_id is None:
+            self._by_card_id = {
+                platform_card_id_of(int(lo)): i for i, lo in enumerate(self.e.cards.lo.tolist())
+            }
+        return self._by_card_id.get(platform_card_id, -2)
 
     # --- names ------------------------------------------------------------------------------
 
@@ -225,7 +287,7 @@ class EntityViews:
             "region": country,
             "currencies": [CODES[k] for k in c.currencies[i]],
             "email": f"{tag}@{SANDBOX_DOMAIN}",
-            "umaAddress": f"${tag}@{SANDBOX_DOMAIN}",
+            "umaAddress": f"${tag}@{SANDBOX_DOMAIN}",  # as customer_by_uma finds it
             "createdAt": created,
             "updatedAt": updated,
             "isDeleted": bool(c.deleted[i]),
@@ -245,22 +307,38 @@ class EntityViews:
         else:
             out["kycStatus"] = KYC_STATUSES[c.kyc[i]]
             out["fullName"] = self.customer_name(i)
-            out["birthDate"] = f"{r.randrange(1950, 2004)}-{r.randrange(1, 13):02d}-{r.randrange(1, 29):02d}"
+            out["birthDate"] = (
+                f"{r.randrange(1950, 2004)}-{r.randrange(1, 13):02d}-{r.randrange(1, 29):02d}"
+            )
             out["nationality"] = country
         return out
 
     # --- accounts ---------------------------------------------------------------------------
 
-    def deposit_instructions(self, currency: int, reference: str, seed: int, *, platform: bool) -> dict[str, Any]:
+    def deposit_instructions(
+        self, currency: int, reference: str, seed: int, *, platform: bool
+    ) -> dict[str, Any]:
         """PaymentInstructions for paying into an account in `currency`."""
         code = CODES[currency]
         option = _deposit_option(code)
         r = random.Random(seed)
         holder = "Paylens Sandbox Platform" if platform else "Paylens Sandbox FBO"
-        info = account_details(option.account_type, code, option.country, r, holder, [rail for rail, _ in option.rails if rail in _RAIL_NAMES], payment=True)
+        info = account_details(
+            option.account_type,
+            code,
+            option.country,
+            r,
+            holder,
+            [rail for rail, _ in option.rails if rail in _RAIL_NAMES],
+            payment=True,
+        )
         if option.account_type not in _WALLETS:
             info["reference"] = reference
-        return {"accountOrWalletInfo": info, "instructionsNotes": f"[sandbox] Include reference {reference} with the payment.", "isPlatformAccount": bool(platform)}
+        return {
+            "accountOrWalletInfo": info,
+            "instructionsNotes": f"[sandbox] Include reference {reference} with the payment.",
+            "isPlatformAccount": bool(platform),
+        }
 
     def internal_account(self, i: int) -> dict[str, Any]:
         a = self.e.accounts
@@ -276,7 +354,11 @@ class EntityViews:
             "status": "ACTIVE",
             "balance": balance,
             "totalBalance": {"amount": int(a.balance[i]), "currency": currency_wire(currency)},
-            "fundingPaymentInstructions": [self.deposit_instructions(currency, reference, int(a.hi[i]), platform=a.owner[i] == NO_ROW)],
+            "fundingPaymentInstructions": [
+                self.deposit_instructions(
+                    currency, reference, int(a.hi[i]), platform=a.owner[i] == NO_ROW
+                )
+            ],
             "createdAt": created,
             "updatedAt": created,
         }
@@ -289,7 +371,15 @@ class EntityViews:
         option = RECEIVE_OPTIONS[a.kind[i]]
         r = random.Random(int(a.hi[i]))
         holder = self.holder_name(i)
-        info = account_details(option.account_type, option.currency, option.country, r, holder, [rail for rail, _ in option.rails if rail in _RAIL_NAMES], payment=False)
+        info = account_details(
+            option.account_type,
+            option.currency,
+            option.country,
+            r,
+            holder,
+            [rail for rail, _ in option.rails if rail in _RAIL_NAMES],
+            payment=False,
+        )
         if option.account_type not in _WALLETS:
             info["beneficiary"] = self._beneficiary(i, holder, option.country, r)
         out: dict[str, Any] = {"id": a.ids[i]}
@@ -308,8 +398,18 @@ class EntityViews:
         a, c = self.e.accounts, self.e.customers
         owner = int(a.owner[i])
         if a.person[i] == NO_ROW and owner != NO_ROW and c.kind[owner] == 1:
-            return {"beneficiaryType": "BUSINESS", "legalName": holder, "countryOfResidence": country, "address": address(r, country)}
-        return {"beneficiaryType": "INDIVIDUAL", "fullName": holder, "countryOfResidence": country, "address": address(r, country)}
+            return {
+                "beneficiaryType": "BUSINESS",
+                "legalName": holder,
+                "countryOfResidence": country,
+                "address": address(r, country),
+            }
+        return {
+            "beneficiaryType": "INDIVIDUAL",
+            "fullName": holder,
+            "countryOfResidence": country,
+            "address": address(r, country),
+        }
 
     # --- cards ------------------------------------------------------------------------------
 
@@ -323,7 +423,7 @@ class EntityViews:
         return {
             "id": k.ids[i],
             "cardholderId": self.e.customers.ids[k.holder[i]],
-            "platformCardId": f"sbx-card-{int(k.lo[i]) & 0xFFFFFFFF:08x}",
+            "platformCardId": platform_card_id_of(int(k.lo[i])),
             "state": state,
             "stateReason": reason,
             "brand": "VISA" if k.visa[i] else "MASTERCARD",
@@ -340,13 +440,49 @@ class EntityViews:
 
 
 _RAIL_NAMES = frozenset(
-    {"ACH", "WIRE", "RTP", "FEDNOW", "SEPA", "SEPA_INSTANT", "FASTER_PAYMENTS", "UPI", "NEFT", "RTGS", "PIX", "SPEI", "BANK_TRANSFER", "PAYNOW", "FAST", "MOBILE_MONEY", "SWIFT"}
+    {
+        "ACH",
+        "WIRE",
+        "RTP",
+        "FEDNOW",
+        "SEPA",
+        "SEPA_INSTANT",
+        "FASTER_PAYMENTS",
+        "UPI",
+        "NEFT",
+        "RTGS",
+        "PIX",
+        "SPEI",
+        "BANK_TRANSFER",
+        "PAYNOW",
+        "FAST",
+        "MOBILE_MONEY",
+        "SWIFT",
+    }
 )
 
 
 #: Account types the interface allows in deposit instructions (its PaymentAccountType).
 _PAYMENT_TYPES = frozenset(
-    {"USD_ACCOUNT", "BRL_ACCOUNT", "MXN_ACCOUNT", "COP_ACCOUNT", "EUR_ACCOUNT", "INR_ACCOUNT", "NGN_ACCOUNT", "CAD_ACCOUNT", "GBP_ACCOUNT", "HKD_ACCOUNT", "IDR_ACCOUNT", "PHP_ACCOUNT", "SGD_ACCOUNT", "VND_ACCOUNT", "SPARK_WALLET", "SOLANA_WALLET", "BASE_WALLET"}
+    {
+        "USD_ACCOUNT",
+        "BRL_ACCOUNT",
+        "MXN_ACCOUNT",
+        "COP_ACCOUNT",
+        "EUR_ACCOUNT",
+        "INR_ACCOUNT",
+        "NGN_ACCOUNT",
+        "CAD_ACCOUNT",
+        "GBP_ACCOUNT",
+        "HKD_ACCOUNT",
+        "IDR_ACCOUNT",
+        "PHP_ACCOUNT",
+        "SGD_ACCOUNT",
+        "VND_ACCOUNT",
+        "SPARK_WALLET",
+        "SOLANA_WALLET",
+        "BASE_WALLET",
+    }
 )
 
 
@@ -357,4 +493,6 @@ def _deposit_option(code: str) -> ReceiveOption:
     for option in domestic:
         if option.account_type in _PAYMENT_TYPES:
             return option
-    return ReceiveOption("SWIFT_ACCOUNT", code, (("SWIFT", 1.0),), 0.0, domestic[0].country if domestic else "US")
+    return ReceiveOption(
+        "SWIFT_ACCOUNT", code, (("SWIFT", 1.0),), 0.0, domestic[0].country if domestic else "US"
+    )

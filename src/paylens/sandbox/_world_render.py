@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ._currencies import CHANNELS, CODES, N_RAILS, QUOTE_TTL_S, REGIONS, currency_wire
-from ._gen_entities import NO_ROW, Entities, uuid_text, uuid_texts
+from ._gen_entities import NO_ROW, Entities, uuid_texts
 from ._generate import (
     CARD,
     CARD_EXCEPTION,
@@ -48,16 +48,18 @@ _REFERENCE_MASK = 0x5EED_CAFE_F00D_D00D
 _QUOTE_MASK_HI = 0x3C5A_96E1_7D2B_0F48 & 0xFFFF_FFFF_FFFF_0FFF  # keeps the version nibble
 _QUOTE_MASK_LO = 0x2E4D_6A8B_1C3F_5E70 & 0x3FFF_FFFF_FFFF_FFFF  # keeps the variant bits
 #: Payouts to external crypto wallets report `onChainTransaction` instead of a reference.
-ON_CHAIN = {CHANNELS.index("SPARK"): "SPARK", CHANNELS.index("SOLANA"): "SOLANA", CHANNELS.index("BASE"): "BASE"}
+ON_CHAIN = {
+    CHANNELS.index("SPARK"): "SPARK",
+    CHANNELS.index("SOLANA"): "SOLANA",
+    CHANNELS.index("BASE"): "BASE",
+}
 _ON_CHAIN_CHANNELS = np.array(sorted(ON_CHAIN))
 _US = 1_000_000
 
 
-def reference_of(hi: int) -> str:
-    return f"SBX-{hi ^ _REFERENCE_MASK:016X}"
-
-
 def hi_of_reference(reference: str) -> int | None:
+    """The UUID high half of the transaction whose reference this is: a reference is "SBX-" and
+    16 hex digits of that half masked (see `_Page`)."""
     if len(reference) != 20 or not reference.startswith("SBX-"):
         return None
     try:
@@ -74,13 +76,13 @@ def quote_uuid(hi: Any, lo: Any) -> tuple[Any, Any]:
     return hi ^ _QUOTE_MASK_HI, lo ^ _QUOTE_MASK_LO
 
 
-def transaction_id(kind: int, hi: int, lo: int) -> str:
-    return f"{'CardTransaction' if kind == CARD else 'Transaction'}:{uuid_text(hi, lo)}"
-
-
 def shows_reference(kind: np.ndarray, status: np.ndarray, channel: np.ndarray) -> np.ndarray:
     """Which rows show `reconciliationInstructions.reference` (what the reference filter sees)."""
-    return (kind != CARD) & ~((kind == INCOMING) & (status == ST["CREATED"])) & ~((kind == OUTGOING) & np.isin(channel, _ON_CHAIN_CHANNELS))
+    return (
+        (kind != CARD)
+        & ~((kind == INCOMING) & (status == ST["CREATED"]))
+        & ~((kind == OUTGOING) & np.isin(channel, _ON_CHAIN_CHANNELS))
+    )
 
 
 def _hash(hi: int, lo: int) -> str:
@@ -94,7 +96,7 @@ class TxViews:
         self.store = store
         self.e = ents
         self.views = views
-        self.descriptions: dict[int, str] = {}  # rows whose description a quote request gave
+        self.descriptions: dict[int, str | None] = {}  # descriptions of quote requests (None: none)
 
     def transactions(self, rows: np.ndarray, now: int) -> list[dict[str, Any]]:
         rows = np.asarray(rows, dtype=np.int64)
@@ -102,7 +104,7 @@ class TxViews:
             return []
         page = _Page(self, rows, now)
         out: list[dict[str, Any]] = [{} for _ in page.rows]
-        kinds = page.c["kind"]
+        kinds = page.c.kind
         self._payments(page, [i for i, k in enumerate(kinds) if k != CARD], out)
         for i, kind in enumerate(kinds):
             if kind == CARD:
@@ -113,80 +115,88 @@ class TxViews:
 
     def _payments(self, p: _Page, indices: list[int], out: list[dict[str, Any]]) -> None:
         """Render the INCOMING and OUTGOING rows `indices` of a page into `out` (the hot loop of
-        every list answer: columns are bound to locals once)."""
-        c, at = p.c, p.at
-        kinds, statuses, send_curs, recv_curs, channels = c["kind"], c["status"], c["send_cur"], c["recv_cur"], c["channel"]
-        sents, receiveds, fxs, feess, his, los = c["sent"], c["received"], c["fx"], c["fees"], c["hi"], c["lo"]
-        failures, refunds, pendings, agents, receipts, flagss = c["failure"], c["refund_final"], c["pending_reason"], c["agent"], c["receipt"], c["flags"]
-        created_at, updated_at, settled_at, expected_at = at["created"], at["updated"], at["t2"], at["expected"]
-        memos, source_kinds, descriptions, references = c["memo"], c["source_kind"], self.descriptions, p.references
-        currency, ids, customer_ids, platform_ids = p.currencies, p.ids, p.customer_ids, p.platform_ids
-        account_ids, senders, receivers, dest_kinds = self.e.accounts.ids, c["sender"], c["receiver"], c["dest_kind"]
+        every list answer)."""
+        c, at, currency, views = p.c, p.at, p.currencies, self.views
+        account_ids, descriptions = self.e.accounts.ids, self.descriptions
         for i in indices:
-            kind, status, channel = kinds[i], statuses[i], channels[i]
-            send_cur, recv_cur = send_curs[i], recv_curs[i]
-            incoming = kind == INCOMING
+            status, channel = c.status[i], c.channel[i]
+            send_cur, recv_cur = c.send_cur[i], c.recv_cur[i]
+            incoming = c.kind[i] == INCOMING
+            if c.source_kind[i] == SRC_ACCOUNT:
+                source = {
+                    "sourceType": "ACCOUNT",
+                    "accountId": account_ids[c.sender[i]],
+                    "currency": CODES[send_cur],
+                }
+            else:
+                source = self._source(p, i, status, channel)
+            if c.dest_kind[i] == DEST_ACCOUNT and (incoming or channel not in ON_CHAIN):
+                destination = {
+                    "destinationType": "ACCOUNT",
+                    "accountId": account_ids[c.receiver[i]],
+                    "currency": CODES[recv_cur],
+                }
+            else:
+                destination = self._destination(p, i, status, channel)
             row: dict[str, Any] = {
-                "id": ids[i],
+                "id": p.ids[i],
                 "status": STATUSES[status],
                 "type": "INCOMING" if incoming else "OUTGOING",
                 "direction": "CREDIT" if incoming else "DEBIT",
-                "source": (
-                    {"sourceType": "ACCOUNT", "accountId": account_ids[senders[i]], "currency": CODES[send_cur]}
-                    if source_kinds[i] == SRC_ACCOUNT
-                    else self._source(p, i, status, channel)
-                ),
-                "destination": (
-                    {"destinationType": "ACCOUNT", "accountId": account_ids[receivers[i]], "currency": CODES[recv_cur]}
-                    if dest_kinds[i] == DEST_ACCOUNT and (incoming or channel not in ON_CHAIN)
-                    else self._destination(p, i, status, channel)
-                ),
-                "customerId": customer_ids[i],
-                "platformCustomerId": platform_ids[i],
-                "sentAmount": {"amount": sents[i], "currency": currency[send_cur]},
-                "receivedAmount": {"amount": receiveds[i], "currency": currency[recv_cur]},
-                "exchangeRate": fxs[i],
-                "fees": feess[i],
+                "source": source,
+                "destination": destination,
+                "customerId": p.customer_ids[i],
+                "platformCustomerId": p.platform_ids[i],
+                "sentAmount": {"amount": c.sent[i], "currency": currency[send_cur]},
+                "receivedAmount": {"amount": c.received[i], "currency": currency[recv_cur]},
+                "exchangeRate": c.fx[i],
+                "fees": c.fees[i],
             }
             if not incoming:
-                row["platformFees"] = c["platform_fee"][i]
-                row["rateDetails"] = {
-                    "counterpartyMultiplier": p.cpty_mult[i],
-                    "counterpartyFixedFee": c["cpty_fee"][i],
-                    "gridApiMultiplier": p.mult[i],
-                    "gridApiFixedFee": c["fixed_fee"][i],
-                    "gridApiVariableFeeRate": c["var_rate"][i],
-                    "gridApiVariableFeeAmount": c["var_fee"][i],
+                timeline = c.timeline[i]
+                row |= {
+                    "platformFees": c.platform_fee[i],
+                    "rateDetails": {
+                        "counterpartyMultiplier": p.cpty_mult[i],
+                        "counterpartyFixedFee": c.cpty_fee[i],
+                        "gridApiMultiplier": p.mult[i],
+                        "gridApiFixedFee": c.fixed_fee[i],
+                        "gridApiVariableFeeRate": c.var_rate[i],
+                        "gridApiVariableFeeAmount": c.var_fee[i],
+                    },
+                    "quoteId": p.quote_ids[i],
+                    "paymentRail": CHANNELS[channel] if channel < N_RAILS else None,
+                    "railSelectionMode": RAIL_MODES[c.rail_mode[i]],
+                    "expectedSettlementAt": at["expected"][i],
+                    "settlementTimelineSeconds": None if timeline < 0 else timeline,
                 }
-                row["quoteId"] = p.quote_ids[i]
-                row["paymentRail"] = CHANNELS[channel] if channel < N_RAILS else None
-                row["railSelectionMode"] = RAIL_MODES[c["rail_mode"][i]]
-                row["expectedSettlementAt"] = None if c["expected"][i] == NEVER else expected_at[i]
-                timeline = c["timeline"][i]
-                row["settlementTimelineSeconds"] = None if timeline < 0 else timeline
-            row["createdAt"] = created_at[i]
-            row["updatedAt"] = updated_at[i]
+            row["createdAt"] = at["created"][i]
+            row["updatedAt"] = at["updated"][i]
             if status == _COMPLETED:
-                row["settledAt"] = settled_at[i]
-            description = descriptions.get(p.rows[i]) if descriptions else None
-            row["description"] = description if description is not None else _MEMO_TEMPLATES[memos[i]] % (1000 + los[i] % 9000)
-            reference = references[i]
+                row["settledAt"] = at["t2"][i]
+            if not descriptions or p.rows[i] not in descriptions:
+                row["description"] = _MEMO_TEMPLATES[c.memo[i]] % (1000 + c.lo[i] % 9000)
+            elif descriptions[p.rows[i]] is not None:
+                row["description"] = descriptions[p.rows[i]]
+            reference = p.references[i]
             if (incoming and status != _CREATED) or (not incoming and channel not in ON_CHAIN):
                 row["reconciliationInstructions"] = {"reference": reference}
-            if not incoming and source_kinds[i] == SRC_FUNDING:
-                row["paymentInstructions"] = [self.views.deposit_instructions(send_cur, reference, his[i], platform=True)]
+            if not incoming and c.source_kind[i] == SRC_FUNDING:
+                row["paymentInstructions"] = [
+                    views.deposit_instructions(send_cur, reference, c.hi[i], platform=True)
+                ]
             if status == _FAILED:
-                if failures[i] != NONE8:
-                    row["failureReason"] = (IN_FAILURES if incoming else OUT_FAILURES)[failures[i]]
-                if refunds[i] != NONE8:
+                if c.failure[i] != NONE8:
+                    row["failureReason"] = (IN_FAILURES if incoming else OUT_FAILURES)[c.failure[i]]
+                if c.refund_final[i] != NONE8:
                     row["refund"] = self._refund(p, i, reference)
-            if pendings[i] != NONE8 and status in _WAITING:
-                row["pendingReason"] = PENDING_REASONS[pendings[i]]
-            if agents[i] != NO_ROW:
-                row["agentId"] = self.e.agent_ids[agents[i]]
-            if receipts[i]:
+            if c.pending_reason[i] != NONE8 and status in _WAITING:
+                row["pendingReason"] = PENDING_REASONS[c.pending_reason[i]]
+            if c.agent[i] != NO_ROW:
+                row["agentId"] = self.e.agent_ids[c.agent[i]]
+            if c.receipt[i]:
                 row["receiptDeliveryConfirmedAt"] = at["receipt"][i]
-            if flagss[i] & COUNTERPARTY_INFO:
+            if c.flags[i] & COUNTERPARTY_INFO:
                 row["counterpartyInformation"] = self._counterparty(c, i)
             out[i] = row
 
@@ -194,12 +204,12 @@ class TxViews:
     def _refund(p: _Page, i: int, reference: str) -> dict[str, Any]:
         c, at = p.c, p.at
         refund: dict[str, Any] = {"reference": reference + "-RF", "initiatedAt": at["t2"][i]}
-        if c["t3"][i] <= p.now:
+        if c.t3[i] <= p.now:
             refund["settledAt"] = at["t3"][i]
-            refund["status"] = REFUND_STATUSES[c["refund_final"][i]]
+            refund["status"] = REFUND_STATUSES[c.refund_final[i]]
         else:
             refund["status"] = "PENDING"
-        refund["reason"] = REFUND_REASONS[c["refund_reason"][i]]
+        refund["reason"] = REFUND_REASONS[c.refund_reason[i]]
         return refund
 
     def _person_uma(self, person: int) -> str:
@@ -208,79 +218,122 @@ class TxViews:
 
     def _source(self, p: _Page, i: int, status: int, channel: int) -> dict[str, Any]:
         e, c = self.e, p.c
-        currency = CODES[c["send_cur"][i]]
-        kind = c["source_kind"][i]
+        currency = CODES[c.send_cur[i]]
+        kind = c.source_kind[i]
         if kind == SRC_UMA:
-            return {"sourceType": "UMA_ADDRESS", "umaAddress": self._person_uma(c["person"][i]), "currency": currency}
+            return {
+                "sourceType": "UMA_ADDRESS",
+                "umaAddress": self._person_uma(c.person[i]),
+                "currency": currency,
+            }
         if kind == SRC_FUNDING:
-            out: dict[str, Any] = {"sourceType": "REALTIME_FUNDING", "currency": currency, "customerId": e.customers.ids[c["customer"][i]]}
-            if c["kind"][i] == INCOMING:
-                out["accountHolderName"] = self.views.customer_name(c["customer"][i])
+            out: dict[str, Any] = {
+                "sourceType": "REALTIME_FUNDING",
+                "currency": currency,
+                "customerId": e.customers.ids[c.customer[i]],
+            }
+            if c.kind[i] == INCOMING:
+                out["accountHolderName"] = self.views.customer_name(c.customer[i])
                 if channel < N_RAILS:
-                    out |= {"bankName": "Paylens Sandbox Partner Bank", "paymentRail": CHANNELS[channel]}
+                    out |= {
+                        "bankName": "Paylens Sandbox Partner Bank",
+                        "paymentRail": CHANNELS[channel],
+                    }
                 elif status == ST["COMPLETED"] and channel in ON_CHAIN:
-                    out["onChainTransaction"] = {"transactionHash": _hash(c["hi"][i], c["lo"][i]), "network": ON_CHAIN[channel]}
+                    out["onChainTransaction"] = {
+                        "transactionHash": _hash(c.hi[i], c.lo[i]),
+                        "network": ON_CHAIN[channel],
+                    }
             return out
-        return {"sourceType": "ACCOUNT", "accountId": e.accounts.ids[c["sender"][i]], "currency": currency}
+        return {
+            "sourceType": "ACCOUNT",
+            "accountId": e.accounts.ids[c.sender[i]],
+            "currency": currency,
+        }
 
     def _destination(self, p: _Page, i: int, status: int, channel: int) -> dict[str, Any]:
         c = p.c
-        currency = CODES[c["recv_cur"][i]]
-        if c["dest_kind"][i] == DEST_UMA:
-            return {"destinationType": "UMA_ADDRESS", "umaAddress": self._person_uma(c["person"][i]), "currency": currency}
-        out: dict[str, Any] = {"destinationType": "ACCOUNT", "accountId": self.e.accounts.ids[c["receiver"][i]], "currency": currency}
-        if c["kind"][i] == OUTGOING and status == ST["COMPLETED"] and channel in ON_CHAIN:
-            out["onChainTransaction"] = {"transactionHash": _hash(c["hi"][i], c["lo"][i]), "network": ON_CHAIN[channel]}
+        currency = CODES[c.recv_cur[i]]
+        if c.dest_kind[i] == DEST_UMA:
+            return {
+                "destinationType": "UMA_ADDRESS",
+                "umaAddress": self._person_uma(c.person[i]),
+                "currency": currency,
+            }
+        out: dict[str, Any] = {
+            "destinationType": "ACCOUNT",
+            "accountId": self.e.accounts.ids[c.receiver[i]],
+            "currency": currency,
+        }
+        if c.kind[i] == OUTGOING and status == ST["COMPLETED"] and channel in ON_CHAIN:
+            out["onChainTransaction"] = {
+                "transactionHash": _hash(c.hi[i], c.lo[i]),
+                "network": ON_CHAIN[channel],
+            }
         return out
 
-    def _counterparty(self, c: dict[str, list[Any]], i: int) -> dict[str, Any]:
+    def _counterparty(self, c: _Columns, i: int) -> dict[str, Any]:
         e = self.e
-        person = c["person"][i]
+        person = c.person[i]
         if person != NO_ROW:
             name = e.people.name(person)
             country = REGIONS[e.people.country[person]][0]
         else:
-            name = self.views.holder_name(c["receiver"][i])
-            country = REGIONS[e.customers.region[c["customer"][i]]][0]
+            name = self.views.holder_name(c.receiver[i])
+            country = REGIONS[e.customers.region[c.customer[i]]][0]
         info = {"FULL_NAME": name, "COUNTRY_OF_RESIDENCE": country}
-        if c["kind"][i] == INCOMING:
+        if c.kind[i] == INCOMING:
             info["NATIONALITY"] = country
         else:
-            info["PURPOSE_OF_PAYMENT"] = "FAMILY_SUPPORT" if c["dest_kind"][i] == DEST_UMA else "GOODS_OR_SERVICES"
+            info["PURPOSE_OF_PAYMENT"] = (
+                "FAMILY_SUPPORT" if c.dest_kind[i] == DEST_UMA else "GOODS_OR_SERVICES"
+            )
         return info
 
     # --- cards ------------------------------------------------------------------------------
 
     def _card(self, p: _Page, i: int) -> dict[str, Any]:
         e, c, at, now = self.e, p.c, p.at, p.now
-        cur, flags = c["send_cur"][i], c["flags"][i]
-        auth, clear1, clear2 = c["sent"][i], c["clear1"][i], c["clear2"][i]
-        merchant = MERCHANTS[c["merchant"][i]]
-        cleared1, cleared2, refunded = c["t1"][i] <= now, c["t2"][i] <= now, c["t3"][i] <= now
+        cur, flags = c.send_cur[i], c.flags[i]
+        auth, clear1, clear2 = c.sent[i], c.clear1[i], c.clear2[i]
+        merchant = MERCHANTS[c.merchant[i]]
+        cleared1, cleared2, refunded = c.t1[i] <= now, c.t2[i] <= now, c.t3[i] <= now
         settled = (clear1 if cleared1 else 0) + (clear2 if cleared2 else 0)
         tip_pull = bool(flags & CARD_TIP) and cleared1
-        pulled = 0 if flags & CARD_EXCEPTION else auth + (clear1 - auth if tip_pull else 0)
-        pending = 1 if now < c["created"][i] + 30 * _US and not flags & CARD_EXCEPTION else 0
+        failed_pull = bool(flags & CARD_EXCEPTION) and cleared1
+        pulled = 0 if failed_pull else auth + (clear1 - auth if tip_pull else 0)
+        pending = 1 if now < c.created[i] + 30 * _US and not flags & CARD_EXCEPTION else 0
         currency = p.currencies[cur]
         out: dict[str, Any] = {
             "type": "CARD",
             "id": p.ids[i],
-            "cardId": e.cards.ids[c["card"][i]],
+            "cardId": e.cards.ids[c.card[i]],
             "customerId": p.customer_ids[i],
             "platformCustomerId": p.platform_ids[i],
-            "issuerTransactionToken": f"sbx_txn_{c['lo'][i] & 0xFFFFFFFFFF:010x}",
-            "status": STATUSES[c["status"][i]],
+            "issuerTransactionToken": f"sbx_txn_{c.lo[i] & 0xFFFFFFFFFF:010x}",
+            "status": STATUSES[c.status[i]],
             "direction": "DEBIT",
-            "merchant": {"descriptor": merchant.descriptor, "mcc": merchant.mcc, "country": merchant.country},
+            "merchant": {
+                "descriptor": merchant.descriptor,
+                "mcc": merchant.mcc,
+                "country": merchant.country,
+            },
             "authorizedAmount": {"amount": auth, "currency": currency},
         }
         if cleared1:
             out["settledAmount"] = {"amount": settled, "currency": currency}
         if refunded:
-            out["refundedAmount"] = {"amount": c["refund_amount"][i], "currency": currency}
-        out["accountId"] = e.accounts.ids[c["sender"][i]]
-        out["pullSummary"] = {"count": 2 if tip_pull else 1, "totalAmount": pulled, "pendingCount": pending}
-        out["refundSummary"] = {"count": int(refunded), "totalAmount": c["refund_amount"][i] if refunded else 0}
+            out["refundedAmount"] = {"amount": c.refund_amount[i], "currency": currency}
+        out["accountId"] = e.accounts.ids[c.sender[i]]
+        out["pullSummary"] = {
+            "count": 2 if tip_pull else 1,
+            "totalAmount": pulled,
+            "pendingCount": pending,
+        }
+        out["refundSummary"] = {
+            "count": int(refunded),
+            "totalAmount": c.refund_amount[i] if refunded else 0,
+        }
         out["settlementSummary"] = {"count": int(cleared1) + int(cleared2), "totalAmount": settled}
         out["authorizedAt"] = at["created"][i]
         if cleared1:
@@ -298,7 +351,11 @@ class TxViews:
         channel = int(c["channel"][0])
         source = tx["source"]
         if source["sourceType"] == "ACCOUNT":
-            source = {"sourceType": "ACCOUNT", "accountId": source["accountId"], "customerId": tx["customerId"]}
+            source = {
+                "sourceType": "ACCOUNT",
+                "accountId": source["accountId"],
+                "customerId": tx["customerId"],
+            }
         destination = {k: v for k, v in tx["destination"].items() if k != "onChainTransaction"}
         if destination["destinationType"] == "ACCOUNT":
             destination.pop("currency", None)
@@ -330,7 +387,10 @@ class TxViews:
 
 _WAITING = frozenset({ST["CREATED"], ST["PENDING"], ST["PENDING_AUTHORIZATION"], ST["PROCESSING"]})
 _COMPLETED, _FAILED, _CREATED = ST["COMPLETED"], ST["FAILED"], ST["CREATED"]
-_MEMO_TEMPLATES = tuple("[sandbox] " + memo.replace("{n}", "%d") if "{n}" in memo else "[sandbox] " + memo + "%.0s" for memo in MEMOS)
+_MEMO_TEMPLATES = tuple(
+    "[sandbox] " + memo.replace("{n}", "%d") if "{n}" in memo else "[sandbox] " + memo + "%.0s"
+    for memo in MEMOS
+)
 
 
 class _Page:
@@ -359,18 +419,33 @@ class _Page:
         )
         mult, cpty = multipliers(cols["send_cur"], cols["recv_cur"], cols["fx"], cols["var_rate"])
         self.mult, self.cpty_mult = mult.tolist(), cpty.tolist()
-        self.c = {name: arr.tolist() for name, arr in cols.items()}
-        self.references = [f"SBX-{h}" for h in _hex16(cols["hi"] ^ np.uint64(_REFERENCE_MASK)).upper().split()]
+        self.c = _Columns({name: arr.tolist() for name, arr in cols.items()})
+        self.references = [
+            f"SBX-{h}" for h in _hex16(cols["hi"] ^ np.uint64(_REFERENCE_MASK)).upper().split()
+        ]
         uuids = uuid_texts(cols["hi"], cols["lo"])
-        self.ids = [("CardTransaction:" if k == CARD else "Transaction:") + u for k, u in zip(self.c["kind"], uuids, strict=True)]
+        self.ids = [
+            ("CardTransaction:" if k == CARD else "Transaction:") + u
+            for k, u in zip(self.c.kind, uuids, strict=True)
+        ]
         outgoing = cols["kind"] == OUTGOING
         quote_hi, quote_lo = quote_uuid(cols["hi"][outgoing], cols["lo"][outgoing])
         quotes = iter(uuid_texts(quote_hi, quote_lo))
         self.quote_ids = [("Quote:" + next(quotes)) if o else "" for o in outgoing.tolist()]
         customers = views.e.customers
-        self.customer_ids = [customers.ids[k] for k in self.c["customer"]]
-        self.platform_ids = [customers.platform_ids[k] for k in self.c["customer"]]
+        self.customer_ids = [customers.ids[k] for k in self.c.customer]
+        self.platform_ids = [customers.platform_ids[k] for k in self.c.customer]
         self.currencies = _CurrencyDicts()
+
+
+class _Columns:
+    """A page's columns as lists, by name: `c.sent[i]`."""
+
+    def __init__(self, lists: dict[str, list[Any]]) -> None:
+        self.__dict__.update(lists)
+
+    def __getattr__(self, name: str) -> list[Any]:  # for type checkers: every column is a list
+        raise AttributeError(name)
 
 
 class _CurrencyDicts(dict[int, dict[str, Any]]):
@@ -384,7 +459,12 @@ class _CurrencyDicts(dict[int, dict[str, Any]]):
 def _stamps(wanted: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, list[str | None]]:
     """Named lists of the timestamps `us` where `needed` (None elsewhere), formatted at once."""
     picks = [np.flatnonzero(needed) for _, needed in wanted.values()]
-    texts = np.array(iso(np.concatenate([us[pick] for (us, _), pick in zip(wanted.values(), picks, strict=True)])), dtype=object)
+    texts = np.array(
+        iso(
+            np.concatenate([us[pick] for (us, _), pick in zip(wanted.values(), picks, strict=True)])
+        ),
+        dtype=object,
+    )
     out: dict[str, list[str | None]] = {}
     first = 0
     for (name, (us, _)), pick in zip(wanted.items(), picks, strict=True):

@@ -22,7 +22,9 @@ class Postings:
     def __init__(self, keys: np.ndarray, n_keys: int) -> None:
         self.n_keys = n_keys
         self.order = np.argsort(keys, kind="stable").astype(np.int64)
-        self.start = np.concatenate(([0], np.cumsum(np.bincount(keys, minlength=n_keys)))).astype(np.int64)
+        self.start = np.concatenate(([0], np.cumsum(np.bincount(keys, minlength=n_keys)))).astype(
+            np.int64
+        )
 
     def rows(self, key: int) -> np.ndarray:
         if not 0 <= key < self.n_keys:
@@ -45,7 +47,9 @@ class IdIndex:
 
     def rows(self, hi: int) -> np.ndarray:
         key = np.uint64(hi)
-        return self.perm[np.searchsorted(self.sorted, key, "left") : np.searchsorted(self.sorted, key, "right")]
+        return self.perm[
+            np.searchsorted(self.sorted, key, "left") : np.searchsorted(self.sorted, key, "right")
+        ]
 
     def extend(self, hi: np.ndarray, first_row: int) -> None:
         order = np.argsort(hi, kind="stable")
@@ -65,7 +69,9 @@ class Keyed:
 class TxStore:
     """Columns of every transaction, with the indices that answer list queries quickly."""
 
-    def __init__(self, cols: dict[str, np.ndarray], now: int, n_customers: int, n_accounts: int) -> None:
+    def __init__(
+        self, cols: dict[str, np.ndarray], now: int, n_customers: int, n_accounts: int
+    ) -> None:
         self.n = len(cols["hi"])
         self._cols = {name: np.ascontiguousarray(cols[name]) for name in COLUMNS}
         self._keyed = {
@@ -87,7 +93,9 @@ class TxStore:
     def col(self, name: str) -> np.ndarray:
         return self._cols[name][: self.n]
 
-    def gather(self, rows: np.ndarray, names: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
+    def gather(
+        self, rows: np.ndarray, names: tuple[str, ...] | None = None
+    ) -> dict[str, np.ndarray]:
         return {name: self._cols[name][rows] for name in (names or tuple(COLUMNS))}
 
     def append(self, cols: dict[str, np.ndarray], now: int) -> np.ndarray:
@@ -157,7 +165,9 @@ class TxStore:
     def postings(self, name: str) -> Postings:
         got = self._postings.get(name)
         if got is None:
-            got = self._postings[name] = Postings(self._key(name, slice(0, self.n)), self._keyed[name].n_keys)
+            got = self._postings[name] = Postings(
+                self._key(name, slice(0, self.n)), self._keyed[name].n_keys
+            )
         return got
 
     def rows_by_hi(self, hi: int) -> np.ndarray:

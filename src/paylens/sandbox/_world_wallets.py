@@ -35,7 +35,12 @@ class Session:
 
     def wire(self) -> dict[str, Any]:
         cred = self.credential
-        out = {"id": self.id, "accountId": cred["accountId"], "type": cred["type"], "nickname": cred["nickname"]}
+        out = {
+            "id": self.id,
+            "accountId": cred["accountId"],
+            "type": cred["type"],
+            "nickname": cred["nickname"],
+        }
         if "credentialId" in cred:
             out["credentialId"] = cred["credentialId"]
         created = iso1(self.created)
@@ -60,13 +65,17 @@ class WalletAuth:
             created = int(a.created[row])
             auth.add_credential(row, _credential(r, a.ids[row], "EMAIL_OTP", email, created))
             if r.random() < 0.3:
-                auth.add_credential(row, _credential(r, a.ids[row], "PASSKEY", r.choice(_PASSKEY_NAMES), created))
+                auth.add_credential(
+                    row, _credential(r, a.ids[row], "PASSKEY", r.choice(_PASSKEY_NAMES), created)
+                )
             if r.random() < 0.15:
                 auth.add_credential(row, _credential(r, a.ids[row], "OAUTH", email, created))
             for _ in range(r.randrange(0, 3)):
                 opened = now - r.randrange(0, SESSION_LIFETIME_US - 3_600_000_000) // 1000 * 1000
                 cred = r.choice(auth.credentials[row])
-                auth.add_session(Session(f"Session:{_uuid(r)}", row, cred, opened, opened + SESSION_LIFETIME_US))
+                auth.add_session(
+                    Session(f"Session:{_uuid(r)}", row, cred, opened, opened + SESSION_LIFETIME_US)
+                )
         return auth
 
     def is_wallet(self, account: int) -> bool:
@@ -100,8 +109,15 @@ def _uuid(r: random.Random) -> str:
     return uuid_text(value >> 64, value & (2**64 - 1))
 
 
-def _credential(r: random.Random, account_id: str, kind: str, nickname: str, created: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": f"AuthMethod:{_uuid(r)}", "accountId": account_id, "type": kind, "nickname": nickname}
+def _credential(
+    r: random.Random, account_id: str, kind: str, nickname: str, created: int
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": f"AuthMethod:{_uuid(r)}",
+        "accountId": account_id,
+        "type": kind,
+        "nickname": nickname,
+    }
     if kind == "PASSKEY":
         out["credentialId"] = base64.urlsafe_b64encode(r.randbytes(32)).rstrip(b"=").decode()
     stamp = iso1(created)

@@ -183,10 +183,9 @@ class Warehouse:
                 report.resources["transactions"] = self._run_counts("transactions", run_id)
             for resource in wanted:
                 if resource != "transactions":
-                    counts = sync_small_resource(
+                    report.rejected += sync_small_resource(
                         self._con, self._lock, client, resource, run_id, started
                     )
-                    report.rejected += counts.pop("rejected")
                     report.resources[resource] = self._run_counts(resource, run_id)
         except BaseException as exc:
             self._finish(

@@ -89,13 +89,21 @@ def _ddl(table: str) -> str:
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
 
 
+#: Writes land in batches of thousands of rows; checkpointing the WAL every 16 MB (DuckDB's
+#: default) would stall them, so the file is checkpointed at the end of each sync instead.
+_WRITE_SETTINGS = "SET checkpoint_threshold = '1GB'; SET memory_limit = '400MB'"
+
+
 def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     """Open the file, turning DuckDB's lock conflict into a plain, typed error."""
     if read_only and not path.exists():
         raise WarehouseError(f"no warehouse at {path}: run a sync first (paylens sync --db {path})")
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        return duckdb.connect(str(path), read_only=read_only)
+        con = duckdb.connect(str(path), read_only=read_only)
+        if not read_only:
+            con.execute(_WRITE_SETTINGS)
+        return con
     except duckdb.IOException as exc:
         if "lock" not in str(exc).lower():
             raise
@@ -149,24 +157,17 @@ def set_meta(con: duckdb.DuckDBPyConnection, **values: str) -> None:
 
 def upsert(
     con: duckdb.DuckDBPyConnection, table: str, batch: pa.Table, *, run_id: int, now: datetime
-) -> dict[str, int]:
+) -> None:
     """Insert or replace a batch in one set-based statement, tracking when each row was first
-    seen and last changed (its raw JSON differs); returns new/changed/unchanged counts of the
-    batch. Transactions also log each status change they bring into `status_history`."""
+    seen (`first_run_id`) and last changed (`last_changed_run_id`: its raw JSON differs).
+    Transactions also log each status change they bring into `status_history`."""
     if batch.num_rows == 0:
-        return {"new": 0, "changed": 0, "unchanged": 0}
+        return
     keys = PRIMARY_KEYS[table]
     on = " AND ".join(f"t.{k} = b.{k}" for k in keys)
     same = "t.raw IS NOT DISTINCT FROM b.raw" if "raw" in batch.column_names else "FALSE"
     con.register("_batch", batch)
     try:
-        row = con.execute(
-            f"""SELECT count(*) FILTER (WHERE t.{keys[0]} IS NULL),
-                       count(*) FILTER (WHERE t.{keys[0]} IS NOT NULL AND NOT ({same})),
-                       count(*) FILTER (WHERE t.{keys[0]} IS NOT NULL AND {same})
-                FROM _batch b LEFT JOIN {table} t ON {on}"""
-        ).fetchone()
-        assert row is not None
         if table == "transactions":
             con.execute(
                 f"""INSERT INTO status_history
@@ -185,7 +186,6 @@ def upsert(
                 FROM _batch b LEFT JOIN {table} t ON {on}""",
             {"now": now, "run": run_id},
         )
-        return {"new": row[0], "changed": row[1], "unchanged": row[2]}
     finally:
         con.unregister("_batch")
 

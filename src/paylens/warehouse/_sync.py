@@ -27,6 +27,7 @@ a `full=True` sync.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -75,7 +76,7 @@ class SyncOptions:
     progress: bool = True
     slice_records: int = 5_000
     leaf_records: int = 2_000
-    batch_pages: int = 20
+    land_records: int = 5_000
 
 
 @dataclass
@@ -126,6 +127,111 @@ def _parse_time(text: str | None) -> datetime | None:
     return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+def _parse_time_or_none(value: Any) -> datetime | None:
+    try:
+        return _parse_time(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+#: Columns every transaction must have (required by all three kinds in the interface).
+REQUIRED_COLUMNS = ("id", "type", "status", "direction", "customer_id", "platform_customer_id")
+
+
+def _missing_required(table: pa.Table) -> list[str]:
+    """Ids of rows lacking a required field."""
+    import pyarrow.compute as pc
+
+    missing = None
+    for name in REQUIRED_COLUMNS:
+        nulls = pc.is_null(table.column(name))
+        missing = nulls if missing is None else pc.or_(missing, nulls)
+    if missing is None or not pc.any(missing).as_py():
+        return []
+    return table.filter(missing).column("id").to_pylist()
+
+
+def _unreadable(items: list[tuple[str, bytes]]) -> list[str]:
+    """Ids of the records the typed read refuses, found by bisection (a few reads, not one
+    per record)."""
+    try:
+        transaction_tables(raw=[raw for _, raw in items])
+        return []
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        if len(items) == 1:
+            return [items[0][0]]
+    middle = len(items) // 2
+    return _unreadable(items[:middle]) + _unreadable(items[middle:])
+
+
+@dataclass
+class _Landing:
+    """Rows read from one window since its last landing, and where the window now stands."""
+
+    window: Window
+    buffer: dict[str, bytes]
+    rejects: list[tuple[Any, ...]]
+    resume: datetime | None
+    done: bool
+
+
+class _Writer:
+    """The one thread that writes: readers hand it landings (a bounded queue, so memory stays
+    bounded) and go on fetching; it commits whatever has arrived together, in large batches."""
+
+    def __init__(self, land: Callable[[list[_Landing]], None], max_rows: int) -> None:
+        self._land = land
+        self._max_rows = max_rows
+        self._queue: queue.Queue[_Landing | None] = queue.Queue(maxsize=8)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="paylens-writer", daemon=True)
+        self._thread.start()
+
+    def put(self, landing: _Landing) -> None:
+        self._raise()
+        self._queue.put(landing)
+
+    def flush(self) -> None:
+        """Wait until everything handed over is committed (or raise what went wrong)."""
+        self._queue.join()
+        self._raise()
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                self._queue.task_done()
+                return
+            batch, rows = [first], len(first.buffer)
+            while rows < self._max_rows:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._queue.put(None)  # seen again by the outer loop after this batch
+                    self._queue.task_done()
+                    break
+                batch.append(more)
+                rows += len(more.buffer)
+            try:
+                if self._error is None:
+                    self._land(batch)
+            except BaseException as exc:  # handed to the readers and the caller
+                self._error = exc
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+
+
 class TransactionSync:
     """One run of the transaction sync; see the module docstring for the method."""
 
@@ -150,6 +256,7 @@ class TransactionSync:
         self.pool = ThreadPoolExecutor(
             max_workers=options.concurrency, thread_name_prefix="paylens-sync"
         )
+        self.writer = _Writer(self._land, max_rows=4 * options.land_records)
 
     # -- the plan --------------------------------------------------------------------------
 
@@ -166,13 +273,16 @@ class TransactionSync:
             return mode
         finally:
             self.pool.shutdown(wait=True, cancel_futures=True)
+            self.writer.close()
 
     def _full(self) -> None:
-        first = self._probe(Window(self.options.since, None), sort_order="asc")
+        everything = Window(self.options.since, None)
+        last = self.pool.submit(self._probe, everything, sort_order="desc")
+        first = self._probe(everything, sort_order="asc")
+        newest_page = last.result()
         if first.total_count == 0 or not first.data:
             return
         oldest = _parse_time(first.data[0].get("createdAt")) or self.options.since
-        newest_page = self._probe(Window(self.options.since, None), sort_order="desc")
         newest = _parse_time(newest_page.data[0].get("createdAt")) if newest_page.data else None
         self._read_all(self._slices(oldest, newest, first.total_count))
         self._reconcile_range(Window(self.options.since, None))
@@ -197,9 +307,10 @@ class TransactionSync:
         open-ended tail for what arrives after `newest`."""
         if start is None or newest is None or newest <= start:
             return [Window(start, None)]
-        # enough slices to keep every worker busy to the end, none much over slice_records
-        count = max(-(-(total or 0) // self.options.slice_records), min(4 * self.options.concurrency, -(-(total or 0) // 1_000)))
-        count = max(1, min(4096, count))
+        # enough slices (4 per worker) to keep every worker busy to the end, none much over
+        # slice_records, none under a few pages
+        wanted = max(-(-(total or 0) // self.options.slice_records), 4 * self.options.concurrency)
+        count = max(1, min(4096, wanted, -(-(total or 0) // 300)))
         step = (newest - start) / count
         bounds = [start + step * i for i in range(count)] + [newest + _TICK]
         windows = [Window(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
@@ -286,6 +397,7 @@ class TransactionSync:
     # -- reading and landing ---------------------------------------------------------------
 
     def _read_all(self, windows: list[Window]) -> None:
+        """Read windows concurrently; returns once everything read is committed."""
         if not windows:
             return
         with self.db_lock:
@@ -295,75 +407,96 @@ class TransactionSync:
                        VALUES (?, 'transactions', ?, ?, ?, ?, NULL, false, 0)""",
                     [self.run_id, w.key, w.start, w.end, w.status or ""],
                 )
+        started = time.perf_counter()
         futures: list[Future[None]] = [self.pool.submit(self._read, w) for w in windows]
         for future in futures:
             future.result()
+        self.writer.flush()
+        logger.info("read %d window(s) in %.2fs", len(windows), time.perf_counter() - started)
 
     def _read(self, window: Window, resume_from: datetime | None = None) -> None:
-        records: list[dict[str, Any]] = []
+        """Page one window in ascending order, landing every `land_records` records (and at
+        the end) together with the window's checkpoint."""
+        buffer: dict[str, bytes] = {}  # JSON texts by id: compact, and a re-read id replaces
         rejects: list[tuple[Any, ...]] = []
-        pages = 0
+        resume: datetime | None = None
         for page in self._list(window, resume_from=resume_from):
-            good, bad = self._validate(page)
-            records += good
-            rejects += bad
-            pages += 1
+            for record in page.data:
+                if isinstance(record, dict) and isinstance(record.get("id"), str):
+                    buffer[record["id"]] = orjson.dumps(record)
+                else:
+                    rejects.append(self._reject(record, "not a record with a string id"))
+            if page.data and isinstance(page.data[-1], dict):
+                resume = _parse_time_or_none(page.data[-1].get("createdAt")) or resume
             self.on_page(len(page.data))
-            if pages >= self.options.batch_pages:
-                self._land(window, records, rejects, done=False)
-                records, rejects, pages = [], [], 0
-        self._land(window, records, rejects, done=True)
+            if len(buffer) >= self.options.land_records:
+                self.writer.put(_Landing(window, buffer, rejects, resume, done=False))
+                buffer, rejects = {}, []
+        self.writer.put(_Landing(window, buffer, rejects, resume, done=True))
 
-    def _validate(self, page: RawPage) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
-        """Validate a whole page in one pass; only a failing page is checked record by record."""
-        try:
-            models.parse_page(page.content)
-            return page.data, []
-        except ValidationError:
-            pass
-        good, bad = [], []
-        for record in page.data:
+    def _tables(
+        self, buffer: dict[str, bytes], rejects: list[tuple[Any, ...]]
+    ) -> dict[str, pa.Table] | None:
+        """The batch as typed tables, with the records that do not fit the declared schema
+        (a wrong type, a missing required field) moved to `rejects`, their error told by the
+        typed models. Valid batches cost one vectorised read."""
+        while buffer:
+            try:
+                tables = transaction_tables(raw=list(buffer.values()))
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                for record_id in _unreadable(list(buffer.items())):
+                    rejects.append(self._reject(orjson.loads(buffer.pop(record_id)), str(exc)))
+                continue
+            incomplete = _missing_required(tables["transactions"])
+            dropped = set()
+            for record_id in incomplete:
+                record = orjson.loads(buffer[record_id])
+                try:
+                    models.parse_transaction(record)
+                except ValidationError as exc:
+                    rejects.append(self._reject(record, exc))
+                    dropped.add(record_id)
+            if not dropped:
+                return tables
+            for record_id in dropped:
+                del buffer[record_id]
+        return None
+
+    def _reject(self, record: Any, error: ValidationError | str) -> tuple[Any, ...]:
+        """A rejected_records row; the error comes from the typed models where they refuse it."""
+        if isinstance(error, str) and isinstance(record, dict):
             try:
                 models.parse_transaction(record)
-                good.append(record)
             except ValidationError as exc:
-                bad.append(self._reject(record, exc))
-        return good, bad
-
-    def _reject(self, record: Any, exc: ValidationError) -> tuple[Any, ...]:
-        record_id = record.get("id") if isinstance(record, dict) else None
-        status = record.get("status") if isinstance(record, dict) else None
-        created = record.get("createdAt") if isinstance(record, dict) else None
-        try:
-            created_at = _parse_time(created) if isinstance(created, str) else None
-        except ValueError:
-            created_at = None
-        errors = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]
-        )
-        logger.warning("rejected transaction %s: %s", record_id, errors)
+                error = exc
+        if isinstance(error, ValidationError):
+            error = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()[:5]
+            )
+        fields = record if isinstance(record, dict) else {}
+        status = fields.get("status")
+        logger.warning("rejected transaction %s: %s", fields.get("id"), error)
         return (
             self.run_id,
             "transactions",
-            record_id,
+            fields.get("id") if isinstance(fields.get("id"), str) else None,
             status if isinstance(status, str) else None,
-            created_at,
-            errors,
+            _parse_time_or_none(fields.get("createdAt")),
+            error,
             orjson.dumps(record).decode(),
             self.started,
         )
 
-    def _land(
-        self,
-        window: Window,
-        records: list[dict[str, Any]],
-        rejects: list[tuple[Any, ...]],
-        *,
-        done: bool,
-    ) -> None:
-        unique = list({r["id"]: r for r in records}.values())
-        tables = transaction_tables(unique) if unique else None
-        resume = max((r["createdAt"] for r in unique), default=None)
+    def _land(self, landings: list[_Landing]) -> None:
+        """Commit landings (of one or several windows) in one transaction: their rows, their
+        rejects and each window's checkpoint, so a window's progress never runs ahead of its
+        rows."""
+        buffer: dict[str, bytes] = {}
+        rejects: list[tuple[Any, ...]] = []
+        for landing in landings:
+            buffer.update(landing.buffer)
+            rejects += landing.rejects
+        tables = self._tables(buffer, rejects)
         with self.db_lock:
             self.con.execute("BEGIN TRANSACTION")
             try:
@@ -372,26 +505,32 @@ class TransactionSync:
                         _store.upsert(
                             self.con, name, tables[name], run_id=self.run_id, now=self.started
                         )
-                    outgoing_ids = tables["outgoing_fees"].column("id")
                     _store.replace_children(
                         self.con,
-                        outgoing_ids,
+                        tables["outgoing_fees"].column("id"),
                         tables["payment_instructions"],
                         run_id=self.run_id,
                         now=self.started,
                     )
                 _store.record_rejects(self.con, rejects)
-                self.con.execute(
-                    """UPDATE sync_slices SET resume_from = coalesce(?::TIMESTAMPTZ, resume_from),
-                              done = ?, records = records + ?
-                       WHERE run_id = ? AND resource = 'transactions' AND slice_key = ?""",
-                    [resume, done, len(unique), self.run_id, window.key],
-                )
+                for landing in landings:
+                    self.con.execute(
+                        """UPDATE sync_slices SET resume_from = coalesce(?::TIMESTAMPTZ, resume_from),
+                                  done = done OR ?, records = records + ?
+                           WHERE run_id = ? AND resource = 'transactions' AND slice_key = ?""",
+                        [
+                            landing.resume,
+                            landing.done,
+                            len(landing.buffer),
+                            self.run_id,
+                            landing.window.key,
+                        ],
+                    )
                 self.con.execute("COMMIT")
             except BaseException:
                 self.con.execute("ROLLBACK")
                 raise
-        self.tally.add(records=len(unique), rejected=len(rejects))
+        self.tally.add(records=len(buffer), rejected=len(rejects))
 
     # -- what is stored --------------------------------------------------------------------
 
@@ -504,8 +643,9 @@ def sync_small_resource(
     resource: str,
     run_id: int,
     started: datetime,
-) -> dict[str, int]:
-    """Re-read a small resource whole (they are thousands of rows, not millions) and upsert it."""
+) -> int:
+    """Re-read a small resource whole (thousands of rows, not millions) and upsert it;
+    returns how many records were rejected."""
     adapter = models.page_adapter(_RESOURCE_MODELS[resource])
     item = _RESOURCE_MODELS[resource]
     from pydantic import TypeAdapter
@@ -541,14 +681,13 @@ def sync_small_resource(
     with db_lock:
         con.execute("BEGIN TRANSACTION")
         try:
-            counts = _store.upsert(con, resource, batch, run_id=run_id, now=started)
+            _store.upsert(con, resource, batch, run_id=run_id, now=started)
             _store.record_rejects(con, rejects)
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
             raise
-    counts["rejected"] = len(rejects)
-    return counts
+    return len(rejects)
 
 
 def utcnow() -> datetime:

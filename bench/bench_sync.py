@@ -1,0 +1,143 @@
+"""Sync benchmark: full-sync throughput and peak memory, incremental request ratio, and the
+sliced-versus-sequential speed-up under latency, against the sandbox served over loopback HTTP
+in its own process (so the server does not share the sync's interpreter).
+
+    python bench/bench_sync.py                      # 1,000,000 transactions (several minutes)
+    python bench/bench_sync.py --transactions 100000 --latency-transactions 20000
+
+Prints a JSON line per measurement and a summary; `--out FILE` also writes the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+
+_SYNC = r"""
+import json, resource, sys, time
+from paylens import Client
+from paylens.warehouse import sync_file
+base_url, client_id, secret, db, concurrency = sys.argv[1:6]
+client = Client(base_url, client_id, secret, timeout=60)
+started = time.perf_counter()
+report = sync_file(db, client, progress=False, concurrency=int(concurrency), resources=["transactions"])
+elapsed = time.perf_counter() - started
+print(json.dumps({
+    "mode": report.mode, "seconds": elapsed, "requests": report.requests,
+    "new": report.new, "changed": report.changed, "unchanged": report.unchanged,
+    "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+}))
+"""
+
+_SEQUENTIAL = r"""
+import json, sys, time
+from paylens import Client
+base_url, client_id, secret = sys.argv[1:4]
+client = Client(base_url, client_id, secret, timeout=60)
+started = time.perf_counter()
+records = sum(len(page.data) for page in client.transactions.list().pages(raw=True))
+print(json.dumps({"seconds": time.perf_counter() - started, "records": records}))
+"""
+
+
+@contextmanager
+def served(transactions: int, latency: float = 0.0) -> Iterator[dict[str, str]]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "paylens.cli",
+        "sandbox",
+        "serve",
+        "--port",
+        "0",
+        "--transactions",
+        str(transactions),
+        "--latency",
+        str(latency),
+    ]
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        env = dict(proc.stdout.readline().strip().split("=", 1) for _ in range(3))
+        env["generated_seconds"] = f"{time.perf_counter() - started:.1f}"
+        yield env
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def run(script: str, *args: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def control(env: dict[str, str], action: str, body: dict[str, Any]) -> Any:
+    root = env["PAYLENS_BASE_URL"].rsplit("/", 1)[0]
+    auth = (env["PAYLENS_CLIENT_ID"], env["PAYLENS_CLIENT_SECRET"])
+    return httpx.post(f"{root}/_control/{action}", json=body, auth=auth, timeout=600).json()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--transactions", type=int, default=1_000_000)
+    parser.add_argument("--latency-transactions", type=int, default=30_000)
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--advance-hours", type=float, default=12.0)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    results: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
+    }
+
+    with tempfile.TemporaryDirectory() as tmp, served(args.transactions) as env:
+        db = str(Path(tmp) / "bench.duckdb")
+        creds = (env["PAYLENS_BASE_URL"], env["PAYLENS_CLIENT_ID"], env["PAYLENS_CLIENT_SECRET"])
+        results["sandbox_generation_seconds"] = float(env["generated_seconds"])
+        full = run(_SYNC, *creds, db, "16")
+        full["records_per_second"] = full["new"] / full["seconds"]
+        results["full_sync"] = full
+        print(json.dumps({"full_sync": full}), flush=True)
+        changes = control(env, "advance", {"seconds": args.advance_hours * 3600})
+        again = run(_SYNC, *creds, db, "16")
+        again["changed_share"] = (again["new"] + again["changed"]) / args.transactions
+        again["request_ratio"] = again["requests"] / full["requests"]
+        again["sandbox_changes"] = changes
+        results["incremental_sync"] = again
+        print(json.dumps({"incremental_sync": again}), flush=True)
+
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        served(args.latency_transactions, args.latency) as env,
+    ):
+        creds = (env["PAYLENS_BASE_URL"], env["PAYLENS_CLIENT_ID"], env["PAYLENS_CLIENT_SECRET"])
+        sequential = run(_SEQUENTIAL, *creds)
+        sliced = run(_SYNC, *creds, str(Path(tmp) / "latency.duckdb"), "16")
+        results["latency"] = {
+            "latency_seconds": args.latency,
+            "transactions": args.latency_transactions,
+            "sequential_seconds": sequential["seconds"],
+            "sliced_seconds": sliced["seconds"],
+            "speedup": sequential["seconds"] / sliced["seconds"],
+        }
+        print(json.dumps({"latency": results["latency"]}), flush=True)
+
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=2))
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
