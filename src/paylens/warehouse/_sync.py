@@ -26,6 +26,7 @@ a `full=True` sync.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue
 import threading
@@ -313,7 +314,7 @@ class TransactionSync:
         count = max(1, min(4096, wanted, -(-(total or 0) // 300)))
         step = (newest - start) / count
         bounds = [start + step * i for i in range(count)] + [newest + _TICK]
-        windows = [Window(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
+        windows = [Window(a, b) for a, b in itertools.pairwise(bounds)]
         windows.append(Window(newest + _TICK, None))
         return windows
 
@@ -372,7 +373,7 @@ class TransactionSync:
         count = -(-total // self.options.slice_records)
         step = (window.end - window.start) / count
         bounds = [window.start + step * i for i in range(count)] + [window.end]
-        return [Window(a, b, window.status) for a, b in zip(bounds, bounds[1:], strict=False)]
+        return [Window(a, b, window.status) for a, b in itertools.pairwise(bounds)]
 
     # -- the service -------------------------------------------------------------------------
 
