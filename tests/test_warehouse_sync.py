@@ -337,7 +337,7 @@ def test_cli_sync_exit_codes(tmp_path: Path) -> None:
         timeout=300,
     )
     assert ok.returncode == 0, ok.stderr
-    assert "SANDBOX DATA" in ok.stdout and "2,000 new" in ok.stdout
+    assert "SANDBOX DATA" in ok.stdout and "transactions: 2,000 new" in ok.stdout
     unconfigured = subprocess.run(
         [sys.executable, "-m", "paylens.cli", "sync", "--db", str(db)],
         capture_output=True,

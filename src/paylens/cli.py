@@ -110,6 +110,50 @@ def _sync(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cancel(args: argparse.Namespace) -> int:
+    """`paylens cancel`: plan, print, confirm, apply. Exit 0 when every item ended as planned,
+    1 otherwise (or when the operator declined), 2 when not configured."""
+    from paylens import Client, ConfigurationError, PaylensError, ops
+    from paylens.warehouse import Warehouse
+
+    try:
+        client = Client.from_env()
+    except ConfigurationError as exc:
+        print(f"paylens cancel: {exc}", file=sys.stderr)
+        return 2
+    try:
+        with Warehouse(args.db) as wh:
+            plan = ops.plan_cancel(wh, args.where, reason=args.reason)
+            print(plan)
+            if not len(plan.eligible):
+                print("nothing to cancel")
+                return 0
+            if args.dry_run:
+                result = plan.apply(client, dry_run=True, progress=False)
+            else:
+                if not args.yes and not _confirm(
+                    f"send {len(plan.eligible):,} cancellation request(s)?"
+                ):
+                    print("not applied")
+                    return 1
+                result = plan.apply(
+                    client, concurrency=args.concurrency, progress=sys.stderr.isatty()
+                )
+    except PaylensError as exc:
+        print(f"paylens cancel: {exc}", file=sys.stderr)
+        return 1
+    print(result.to_string(index=False, max_rows=100))
+    print(", ".join(f"{k} {v:,}" for k, v in result["outcome"].value_counts().items()))
+    return 0 if result.attrs["all_as_planned"] else 1
+
+
+def _confirm(question: str) -> bool:
+    try:
+        return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="paylens", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"paylens {__version__}")
@@ -148,6 +192,21 @@ def build_parser() -> argparse.ArgumentParser:
     sync.add_argument("--rate-limit", type=float, default=None, help="requests per second")
     sync.add_argument("--quiet", action="store_true", help="no progress bar")
     sync.set_defaults(run=_sync)
+
+    cancel = commands.add_parser(
+        "cancel", help="cancel pending ACH and wire transfers selected from the warehouse"
+    )
+    cancel.add_argument("--db", default="data/paylens.duckdb", help="warehouse file")
+    cancel.add_argument("--where", required=True, help="SQL filter over the transactions table")
+    cancel.add_argument("--reason", help="free-text reason sent with each cancellation")
+    cancel.add_argument("--concurrency", type=int, default=4)
+    mode = cancel.add_mutually_exclusive_group(required=True)
+    mode.add_argument(
+        "--dry-run", action="store_true", help="show what would be sent; send nothing"
+    )
+    mode.add_argument("--apply", action="store_true", help="send the cancellations")
+    cancel.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    cancel.set_defaults(run=_cancel)
 
     demo = commands.add_parser("demo", help="the main job against the embedded sandbox")
     demo.add_argument("--seed", type=int, default=0)

@@ -71,12 +71,17 @@ class SyncReport:
         return SANDBOX_LABEL if self.is_sandbox else "service data"
 
     def __str__(self) -> str:
-        return (
+        lines = [
             f"sync #{self.run_id} ({self.mode}, {self.label} from {self.source}): "
             f"{self.new:,} new, {self.changed:,} changed, {self.unchanged:,} unchanged, "
             f"{self.rejected:,} rejected; {self.requests:,} requests ({self.retries:,} retries) "
             f"in {self.duration_seconds:.1f}s"
-        )
+        ]
+        lines += [
+            f"  {name}: {c['new']:,} new, {c['changed']:,} changed, {c['unchanged']:,} unchanged"
+            for name, c in self.resources.items()
+        ]
+        return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         banner = f"<b style='color:#b00'>{SANDBOX_LABEL}</b> — " if self.is_sandbox else ""
@@ -385,6 +390,43 @@ class Warehouse:
 
     def sync_runs(self) -> pd.DataFrame:
         return self.sql("SELECT * FROM sync_runs ORDER BY run_id")
+
+    def _write(self, statement: str, params: Sequence[Any] | None = None) -> tuple[Any, ...] | None:
+        """One write statement (for the ops journal); returns its first row, if any."""
+        if self.read_only:
+            raise WarehouseError(f"{self.path} is open read-only")
+        with self._lock:
+            return self._con.execute(statement, params).fetchone()
+
+    def store_transactions(self, records: Sequence[dict[str, Any]]) -> None:
+        """Store transaction records just read from the service (e.g. the answers of a bulk
+        action), exactly as a sync would, status history included."""
+        from paylens.frames import encode, transaction_tables
+
+        if not records:
+            return
+        tables = transaction_tables(raw=encode(records))
+        now = utcnow()
+        with self._lock:
+            self._con.execute("BEGIN TRANSACTION")
+            try:
+                for name in ("transactions", "outgoing_fees", "card_transactions"):
+                    _store.upsert(self._con, name, tables[name], run_id=0, now=now)
+                _store.replace_children(
+                    self._con,
+                    tables["outgoing_fees"].column("id"),
+                    tables["payment_instructions"],
+                    run_id=0,
+                    now=now,
+                )
+                self._con.execute("COMMIT")
+            except BaseException:
+                self._con.execute("ROLLBACK")
+                raise
+
+    def journal(self) -> pd.DataFrame:
+        """The bulk-operations journal: every request sent, before and after."""
+        return self.sql("SELECT * FROM ops_journal ORDER BY entry_id")
 
     def relation(self, table: str) -> duckdb.DuckDBPyRelation:
         """A lazy DuckDB relation over a table, for analysis on millions of rows."""

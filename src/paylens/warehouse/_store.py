@@ -43,6 +43,11 @@ _BOOKKEEPING = [
     """CREATE TABLE IF NOT EXISTS rejected_records (
         run_id BIGINT, resource VARCHAR, record_id VARCHAR, status VARCHAR,
         created_at TIMESTAMPTZ, error VARCHAR, raw VARCHAR, rejected_at TIMESTAMPTZ)""",
+    """CREATE SEQUENCE IF NOT EXISTS ops_journal_ids""",
+    """CREATE TABLE IF NOT EXISTS ops_journal (
+        entry_id BIGINT PRIMARY KEY, plan_fingerprint VARCHAR, action VARCHAR,
+        transaction_id VARCHAR, outcome VARCHAR, http_status INTEGER, error_code VARCHAR,
+        message VARCHAR, attempts INTEGER, requested_at TIMESTAMPTZ, finished_at TIMESTAMPTZ)""",
     """CREATE TABLE IF NOT EXISTS status_history (
         id VARCHAR, type VARCHAR, previous_status VARCHAR, status VARCHAR,
         record_updated_at TIMESTAMPTZ, observed_at TIMESTAMPTZ, run_id BIGINT)""",

@@ -1,0 +1,232 @@
+"""Card transactions: holds, clearings, refunds and exceptions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+import pandas as pd
+
+from ._common import (
+    By,
+    Data,
+    History,
+    Out,
+    month_of,
+    render,
+    rows_cte,
+    seconds_between,
+    source,
+    sql_strings,
+    sql_timestamp,
+    statuses,
+)
+
+#: Statuses a card transaction enters with a clearing.
+CLEARED = ("PARTIALLY_SETTLED", "SETTLED", "EXCEPTION")
+#: Statuses in which part of the authorization is still held.
+HOLDING = ("AUTHORIZED", "PARTIALLY_SETTLED")
+
+_REQUIRED = (
+    "id",
+    "status",
+    "authorized_amount_minor",
+    "authorized_amount_currency",
+    "authorized_amount_decimals",
+    "authorized_at",
+)
+_USES = (
+    *_REQUIRED,
+    "card_id",
+    "customer_id",
+    "merchant_descriptor",
+    "merchant_mcc",
+    "merchant_country",
+    *(
+        f"{kind}_amount_{part}"
+        for kind in ("settled", "refunded")
+        for part in ("minor", "currency")
+    ),
+    "pull_count",
+    "pull_total_minor",
+    "pull_pending_count",
+    "settlement_count",
+    "refund_count",
+    "last_event_at",
+    "updated_at",
+)
+
+_DEC = "decimals"
+
+
+def _same_currency(kind: str) -> str:
+    """The settled or refunded amount in minor units of the authorization's currency: 0 when
+    absent, NULL when it is in another currency (never converted, never added)."""
+    return (
+        f"CASE WHEN {kind}_amount_minor IS NULL THEN 0"
+        f" WHEN {kind}_amount_currency = authorized_amount_currency THEN {kind}_amount_minor END"
+    )
+
+
+_CLEARED = "(coalesce(settlement_count, 0) > 0 OR settled_amount_minor IS NOT NULL)"
+_REFUNDED = "(coalesce(refund_count, 0) > 0 OR refunded_amount_minor IS NOT NULL)"
+_LAST_CLEARING = (
+    f"CASE WHEN {_CLEARED} AND NOT {_REFUNDED} THEN last_event_at WHEN {_CLEARED} THEN _seen.at END"
+)
+_LAST_CLEARING_FROM = (
+    "CASE WHEN _last_clearing IS NULL THEN NULL"
+    f" WHEN {_REFUNDED} THEN 'status_history' ELSE 'last_event_at' END"
+)
+_HOLDING = f"status IN {sql_strings(HOLDING)}"
+_HOLD_AGE = f"CASE WHEN {_HOLDING} THEN {seconds_between('authorized_at', '_as_of')} END"
+_STALE = f"status = 'AUTHORIZED' AND NOT {_CLEARED} AND {_HOLD_AGE} > _stale_after"
+
+_ROW = [
+    Out("id", "id"),
+    Out("card_id", "card_id"),
+    Out("customer_id", "customer_id"),
+    Out("status", "status"),
+    Out("merchant", "merchant_descriptor"),
+    Out("mcc", "merchant_mcc"),
+    Out("country", "merchant_country"),
+    Out("month", month_of("authorized_at")),
+    Out("currency", "authorized_amount_currency"),
+    Out("decimals", "authorized_amount_decimals"),
+    Out("authorized_minor", "authorized_amount_minor", _DEC),
+    Out("settled_minor", _same_currency("settled"), _DEC),
+    Out("refunded_minor", _same_currency("refunded"), _DEC),
+    Out(
+        "open_hold_minor",
+        f"CASE WHEN {_HOLDING} THEN greatest(authorized_amount_minor - {_same_currency('settled')}, 0)"
+        " ELSE 0 END",
+        _DEC,
+    ),
+    Out(
+        "currency_mismatch",
+        f"({_same_currency('settled')}) IS NULL OR ({_same_currency('refunded')}) IS NULL",
+    ),
+    Out("authorized_at", "authorized_at"),
+    Out("last_clearing_at", "_last_clearing"),
+    Out("last_clearing_source", _LAST_CLEARING_FROM),
+    Out("settlement_seconds", seconds_between("authorized_at", "_last_clearing")),
+    Out("hold_age_seconds", _HOLD_AGE),
+    Out("partially_settled", "status = 'PARTIALLY_SETTLED'"),
+    Out("stale_hold", f"coalesce({_STALE}, FALSE)"),
+    Out("exception", "status = 'EXCEPTION'"),
+    Out("pull_count", "pull_count"),
+    Out("pull_total_minor", "pull_total_minor", _DEC),
+    Out("pull_pending_count", "pull_pending_count"),
+    Out("settlement_count", "settlement_count"),
+    Out("refund_count", "refund_count"),
+]
+
+
+def _sum(name: str, condition: str = "TRUE", column: str | None = None) -> Out:
+    return Out(name, f"CAST(sum({column or name}) FILTER (WHERE {condition}) AS BIGINT)", _DEC)
+
+
+def _count(name: str, condition: str) -> Out:
+    return Out(name, f"count(*) FILTER (WHERE {condition})")
+
+
+def _quantile(name: str, q: float) -> Out:
+    return Out(name, f"quantile_cont(settlement_seconds, {q})")
+
+
+_METRICS = [
+    Out("transaction_count", "count(*)"),
+    _sum("authorized_minor"),
+    _sum("settled_minor"),
+    _sum("refunded_minor"),
+    Out("net_settled_minor", "CAST(sum(settled_minor) - sum(refunded_minor) AS BIGINT)", _DEC),
+    _sum("open_hold_minor"),
+    Out("cleared_count", "count(last_clearing_at)"),
+    _quantile("settlement_p50_seconds", 0.5),
+    _quantile("settlement_p90_seconds", 0.9),
+    _quantile("settlement_p99_seconds", 0.99),
+    _count("partially_settled_count", "partially_settled"),
+    _count("stale_hold_count", "stale_hold"),
+    _sum("stale_hold_minor", "stale_hold", "open_hold_minor"),
+    _count("exception_count", "exception"),
+    _sum("exception_settled_minor", "exception", "settled_minor"),
+    _sum("exception_pull_total_minor", "exception", "pull_total_minor"),
+    Out("exception_pull_pending_count", "sum(pull_pending_count) FILTER (WHERE exception)"),
+    _count("currency_mismatch_count", "currency_mismatch"),
+]
+
+
+def card_summary(
+    data: Data,
+    by: By = None,
+    *,
+    status: str | Sequence[str] | None = None,
+    stale_after: timedelta = timedelta(days=7),
+    as_of: datetime | str | None = None,
+    status_history: History = None,
+    major: bool = False,
+) -> pd.DataFrame:
+    """Card transactions: amounts in integer minor units of the authorization's currency,
+    times in seconds.
+
+        open_hold_minor    = authorized - settled   (AUTHORIZED or PARTIALLY_SETTLED; else 0)
+        net_settled_minor  = settled - refunded
+        settlement_seconds = last_clearing_at - authorizedAt
+        hold_age_seconds   = as_of - authorizedAt   (AUTHORIZED or PARTIALLY_SETTLED)
+        stale_hold         = AUTHORIZED, nothing cleared, hold_age_seconds > stale_after
+
+    `last_clearing_at` is inferred, the interface carrying no settlement time: `lastEventAt`
+    (the latest pull, clearing or refund) when something cleared and nothing was refunded;
+    when a refund came since, the status history's latest observation of PARTIALLY_SETTLED,
+    SETTLED or EXCEPTION (the record's `updatedAt` then); otherwise unknown. `partially_settled`
+    and `exception` follow the status; EXCEPTION rows keep their pull summary (`pull_count`,
+    `pull_total_minor`, `pull_pending_count`): filter with `status="EXCEPTION"` to list them.
+    A settled or refunded amount in another currency than the authorization is not added to
+    anything: it reads NULL, and the row is flagged `currency_mismatch`.
+
+    `by` groups by `merchant` (descriptor), `mcc`, `country` (the merchant's), `card`,
+    `customer`, `month` (UTC month of authorization), `status`, any per-row column or any
+    input column, always also by `currency`; None gives one row per card transaction. Groups
+    sum the amounts, count partial settlements, stale holds and exceptions, and give
+    p50/p90/p99 of settlement seconds (interpolated linearly).
+
+    `as_of` is when hold ages are measured; by default the latest instant in the data
+    (authorization, last event or update). `status_history` replaces the history a Warehouse
+    (or the relation's database) holds. `major=True` adds `_major` amounts (float).
+    """
+    src = source(data, "card_transactions", required=_REQUIRED, status_history=status_history)
+    where = ["type = 'CARD'"] if src.has("type") else ["TRUE"]
+    wanted = statuses(status)
+    if wanted is not None:
+        where.append(f"status IN {sql_strings(wanted)}")
+    keys = src.keys(by, _ROW, {"merchant": "merchant", "card": "card_id"})
+    latest = (
+        sql_timestamp(as_of)
+        if as_of is not None
+        else "(SELECT greatest(max(authorized_at), max(last_event_at), max(updated_at)) FROM _in)"
+    )
+    stale = stale_after.total_seconds()
+    ctes = [
+        ("_in", src.input_cte(_USES, " AND ".join(where))),
+        ("_need", f"SELECT id FROM _in WHERE {_CLEARED} AND {_REFUNDED}"),
+        (
+            "_seen",
+            "SELECT id, max(coalesce(record_updated_at, observed_at)) AS at FROM _history"
+            f" WHERE status IN {sql_strings(CLEARED)} AND id IN (SELECT id FROM _need)"
+            " GROUP BY id",
+        ),
+        (
+            "_set",
+            f"SELECT _in.*, {_LAST_CLEARING} AS _last_clearing, {latest} AS _as_of,"
+            f" {stale!r} AS _stale_after FROM _in LEFT JOIN _seen ON _seen.id = _in.id",
+        ),
+        ("_rows", rows_cte(_ROW, keys, "_set")),
+    ]
+    final = render(
+        _ROW,
+        keys,
+        currency=["currency", "decimals"],
+        metrics=_METRICS,
+        major=major,
+        order="authorized_at, id",
+    )
+    return src.run(ctes, final)

@@ -1,0 +1,299 @@
+"""What every helper shares: where its rows come from (a `Warehouse`, a DataFrame or a DuckDB
+relation), the grouping keys it accepts, and how one SQL statement is rendered and run.
+
+A helper writes its SQL against two names: `_in`, the input rows with every declared column
+present (those a frame lacks are NULL of the declared type), and `_history`, the status history
+(when the helper uses it). The input is scanned where it lives: a warehouse table in the
+warehouse's own connection, a relation through `relation.query`, a DataFrame registered in a
+fresh in-memory connection. Literals are written into the SQL (a relation's `query` takes no
+parameters): only numbers, quoted strings and timestamps the helpers format themselves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeAlias
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+
+from paylens.frames import TABLES, to_pandas
+from paylens.warehouse import Warehouse
+from paylens.warehouse._store import _DUCK_TYPES
+
+#: What every helper reads.
+Data: TypeAlias = Warehouse | pd.DataFrame | duckdb.DuckDBPyRelation
+#: A grouping: one column name, several, or None for one row per transaction.
+By: TypeAlias = str | Sequence[str] | None
+
+#: The declared SQL type of every column of the transaction tables, by name.
+DECLARED: dict[str, str] = {
+    column.name: _DUCK_TYPES[column.type]
+    for table in ("transactions", "outgoing_fees", "card_transactions")
+    for column in TABLES[table]
+}
+
+#: Friendly grouping names shared by the helpers, and the per-row column each one means.
+ALIASES = {"customer": "customer_id", "payment_rail": "rail"}
+
+
+def sql_string(value: str) -> str:
+    """A SQL string literal."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_double(value: float) -> str:
+    """A DOUBLE literal that reads back as exactly `value` (repr round-trips)."""
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite number: {value!r}")
+    return f"CAST({sql_string(repr(float(value)))} AS DOUBLE)"
+
+
+def sql_strings(values: Iterable[str]) -> str:
+    """A parenthesised list of string literals, for `IN (...)`."""
+    return "(" + ", ".join(sql_string(str(v)) for v in values) + ")"
+
+
+def utc_timestamp(value: datetime | str) -> pd.Timestamp:
+    """An instant as a UTC timestamp; a naive one is read as UTC."""
+    stamp = pd.Timestamp(value)
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+
+
+def sql_timestamp(value: datetime | str) -> str:
+    return f"CAST({sql_string(utc_timestamp(value).isoformat())} AS TIMESTAMPTZ)"
+
+
+def month_of(column: str) -> str:
+    """The UTC calendar month of a timestamp, as the DATE of its first day (the session's
+    time zone plays no part)."""
+    return f"CAST(date_trunc('month', timezone('UTC', {column})) AS DATE)"
+
+
+def corridor_of(sending: str, receiving: str) -> str:
+    """`'USD→EUR'`: the sending and receiving currency of a transaction."""
+    return f"coalesce({sending}, '?') || '→' || coalesce({receiving}, '?')"
+
+
+def seconds_between(start: str, end: str) -> str:
+    """Seconds from `start` to `end` (DOUBLE, microsecond precision; negative when earlier)."""
+    return f"(epoch_us({end}) - epoch_us({start})) / 1e6"
+
+
+def half_up(expression: str) -> str:
+    """round_half_up(y) = floor(y + 0.5) in float64, as BIGINT minor units."""
+    return f"CAST(floor({expression} + 0.5) AS BIGINT)"
+
+
+def statuses(value: str | Sequence[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
+
+
+@dataclass(frozen=True)
+class Out:
+    """A column of a helper's result: its name, the SQL giving it, and for money in minor units
+    the column holding the decimals of its currency (for `major=True`)."""
+
+    name: str
+    sql: str
+    decimals: str | None = None
+
+
+_NO_HISTORY = (
+    "SELECT NULL::VARCHAR AS id, NULL::VARCHAR AS status, NULL::TIMESTAMPTZ AS record_updated_at,"
+    " NULL::TIMESTAMPTZ AS observed_at WHERE FALSE"
+)
+
+History: TypeAlias = pd.DataFrame | duckdb.DuckDBPyRelation | None
+
+
+@dataclass
+class Source:
+    """A helper's input, resolved: what columns it has, where it lives and its provenance."""
+
+    data: Data
+    table: str
+    columns: list[str]
+    label: str | None
+    history: History = None
+
+    def input_cte(self, uses: Iterable[str], where: str = "TRUE") -> str:
+        """`_in`: the input rows with every column the helper uses; missing ones are NULL."""
+        fill = [f"NULL::{DECLARED[c]} AS {c}" for c in dict.fromkeys(uses) if c not in self.columns]
+        return f"SELECT {', '.join(['*', *fill])} FROM _src WHERE {where}"
+
+    def has(self, column: str) -> bool:
+        return column in self.columns
+
+    def keys(self, by: By, outputs: Sequence[Out], friendly: Mapping[str, str]) -> list[str] | None:
+        """The per-row columns to group by, or None (one row per transaction). A name is a
+        friendly alias (`customer`), a per-row output column (`corridor`, `rail`, `month`,
+        ...) or any column of the input."""
+        if by is None:
+            return None
+        names = [by] if isinstance(by, str) else list(by)
+        known = {o.name for o in outputs}
+        aliases = {**ALIASES, **friendly}
+        keys: list[str] = []
+        for name in names:
+            column = aliases.get(name, name)
+            if column not in known and column not in self.columns:
+                choices = sorted({*aliases, *known})
+                raise ValueError(
+                    f"cannot group by {name!r}: not a column of the input nor one of {choices}"
+                )
+            if column not in keys:
+                keys.append(column)
+        return keys
+
+    def run(self, ctes: Sequence[tuple[str, str]], final: str) -> pd.DataFrame:
+        """Run `WITH <ctes> <final>` over the input and return a typed, labelled frame."""
+        body = ",\n".join(f"{name} AS ({sql})" for name, sql in ctes)
+        data = self.data
+        if isinstance(data, duckdb.DuckDBPyRelation) and isinstance(self.history, pd.DataFrame):
+            # a frame cannot join a relation's connection: read the relation out once
+            data = data.to_arrow_table()
+        if isinstance(data, Warehouse):
+            with data._lock:
+                table = _run(data._con, f"SELECT * FROM {self.table}", self.history, body, final)
+        elif isinstance(data, duckdb.DuckDBPyRelation):
+            table = _run_on_relation(data, self.history, body, final)
+        else:
+            con = duckdb.connect()
+            try:
+                con.register("_src_frame", data)
+                table = _run(con, "SELECT * FROM _src_frame", self.history, body, final)
+            finally:
+                con.close()
+        frame = to_pandas(table)
+        if self.label is not None:
+            frame.attrs["source"] = self.label
+        return frame
+
+
+def _run(
+    con: duckdb.DuckDBPyConnection, src: str, history: History, body: str, final: str
+) -> pa.Table:
+    """Run in a connection that holds the input: a warehouse's (its status history is a
+    table of it) or a fresh one."""
+    if history is None:
+        found = con.sql("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'status_history'")
+        history_sql = "SELECT * FROM status_history" if found.fetchall()[0][0] else _NO_HISTORY
+    elif isinstance(history, duckdb.DuckDBPyRelation):
+        history_sql = history.sql_query()
+    else:
+        con.register("_history_frame", history)
+        history_sql = "SELECT * FROM _history_frame"
+    sql = f"WITH _src AS ({src}), _history AS ({history_sql}),\n{body}\n{final}"
+    try:
+        return con.sql(sql).to_arrow_table()
+    finally:
+        if isinstance(history, pd.DataFrame):
+            con.unregister("_history_frame")
+
+
+def _run_on_relation(
+    rel: duckdb.DuckDBPyRelation, history: History, body: str, final: str
+) -> pa.Table:
+    """Run through `relation.query`, in the relation's own connection (no copy)."""
+    if isinstance(history, duckdb.DuckDBPyRelation):
+        history_sql = history.sql_query()
+    else:
+        probe = "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'status_history'"
+        found = rel.query("_src", probe)
+        has = found is not None and found.fetchall()[0][0]
+        history_sql = "SELECT * FROM status_history" if has else _NO_HISTORY
+    result = rel.query("_src", f"WITH _history AS ({history_sql}),\n{body}\n{final}")
+    assert result is not None
+    return result.to_arrow_table()
+
+
+def source(
+    data: Data,
+    table: str,
+    *,
+    required: Sequence[str],
+    status_history: History = None,
+) -> Source:
+    """Resolve a helper's input; a frame or relation missing a required column is refused
+    with the table it should come from."""
+    if isinstance(data, Warehouse):
+        with data._lock:
+            columns = list(data._con.table(table).columns)
+        label: str | None = data._label()
+    elif isinstance(data, duckdb.DuckDBPyRelation):
+        columns, label = list(data.columns), None
+    elif isinstance(data, pd.DataFrame):
+        columns, label = [str(c) for c in data.columns], data.attrs.get("source")
+    else:
+        raise TypeError(
+            f"expected a Warehouse, a DataFrame or a DuckDB relation, not {type(data).__name__}"
+        )
+    missing = [c for c in required if c not in columns]
+    if missing:
+        raise ValueError(
+            f"the input lacks {missing}: pass a Warehouse, or rows of its {table!r} table "
+            f"(a DataFrame or `wh.relation({table!r})`)"
+        )
+    return Source(data, table, columns, label, history=status_history)
+
+
+def render(
+    outputs: Sequence[Out],
+    keys: list[str] | None,
+    *,
+    currency: Sequence[str],
+    metrics: Sequence[Out],
+    major: bool,
+    order: str,
+) -> str:
+    """The final SELECT over `_rows`: every per-row output (one row per transaction) or, with
+    keys, the keys and the currency columns (always grouped by, so no sum adds currencies)
+    then the metrics. `major=True` follows each minor-unit column with its `_major` value."""
+    if keys is None:
+        columns = [Out(o.name, quote(o.name), o.decimals) for o in outputs]
+        return finish(columns, "_rows", major, order)
+    decimals = {o.name: o.decimals for o in outputs}
+    groups = group_columns(keys, currency)
+    columns = [Out(c, quote(c), decimals.get(c)) for c in groups] + list(metrics)
+    names = ", ".join(quote(c) for c in groups) or "()"
+    return finish(columns, f"_rows GROUP BY {names}", major, ", ".join(map(quote, groups)) or "1")
+
+
+def group_columns(keys: Sequence[str], currency: Sequence[str]) -> list[str]:
+    """The keys, then the currency columns not among them."""
+    return [*keys, *(c for c in currency if c not in keys)]
+
+
+def finish(columns: Sequence[Out], source: str, major: bool, order: str) -> str:
+    """`SELECT <columns> FROM <source>`, ordered, with a `_major` column (amount /
+    10^decimals, float) after each minor-unit one when `major`."""
+    items = ", ".join(f"{c.sql} AS {quote(c.name)}" for c in columns)
+    outer = []
+    for c in columns:
+        outer.append(quote(c.name))
+        if major and c.decimals is not None and c.name.endswith("_minor"):
+            major_name = c.name.removesuffix("_minor") + "_major"
+            outer.append(f"{quote(c.name)} / power(10, {quote(c.decimals)}) AS {quote(major_name)}")
+    return f"SELECT {', '.join(outer)} FROM (SELECT {items} FROM {source}) ORDER BY {order}"
+
+
+def quote(name: str) -> str:
+    """A quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def rows_cte(outputs: Sequence[Out], keys: list[str] | None, source: str) -> str:
+    """`_rows`: one row per transaction with every per-row output, plus any raw input column
+    grouped by."""
+    names = {o.name for o in outputs}
+    extra = [k for k in keys or () if k not in names]
+    items = [f"{o.sql} AS {quote(o.name)}" for o in outputs]
+    items += [quote(k) for k in extra]
+    return f"SELECT {', '.join(items)} FROM {source}"

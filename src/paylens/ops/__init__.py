@@ -1,0 +1,30 @@
+"""Bulk operations as plan -> review -> apply, with a journal so a re-run never acts twice.
+
+plan = paylens.ops.plan_cancel(wh, "payment_rail = 'ACH' AND status = 'PENDING'", reason="dup")
+plan                                   # review: every item, its eligibility and why; totals
+result = plan.apply(client)            # or plan.apply(client, dry_run=True)
+"""
+
+from ._apply import apply_plan
+from ._journal import SUCCESSES
+from ._plan import (
+    ACTIONS,
+    ELIGIBLE,
+    Plan,
+    plan_approve,
+    plan_cancel,
+    plan_confirm_receipt,
+    plan_reject,
+)
+
+__all__ = [
+    "ACTIONS",
+    "ELIGIBLE",
+    "SUCCESSES",
+    "Plan",
+    "apply_plan",
+    "plan_approve",
+    "plan_cancel",
+    "plan_confirm_receipt",
+    "plan_reject",
+]

@@ -1,0 +1,248 @@
+"""Plans: what a bulk action would do to each selected transaction, and why, before anything is
+sent. A plan is made from the warehouse and its journal only; it sends no request."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import pandas as pd
+
+from paylens.errors import InvalidArgumentError
+
+from . import _journal
+
+if TYPE_CHECKING:
+    from paylens.client import Client
+    from paylens.warehouse import Warehouse
+
+    from ._apply import ApplyResult
+
+Selection = Sequence[str] | pd.DataFrame | str
+
+#: Eligibility outcomes a plan can give an item.
+ELIGIBLE = "eligible"
+
+#: Rails whose pending transfers the banking partner can still cancel (spec §4.1).
+CANCELLABLE_RAILS = frozenset({"ACH", "WIRE"})
+PENDING_STATUSES = frozenset({"PENDING", "PROCESSING"})
+
+_COLUMNS = (
+    "id, type, status, payment_rail, direction, source_type, source_account_id, agent_id, amount_minor, currency, "
+    "decimals, created_at, updated_at, receipt_delivery_confirmed_at, customer_id"
+)
+
+
+@dataclass(frozen=True)
+class Action:
+    """A bulk action: its name, the request it sends, and who is eligible."""
+
+    name: str
+    verb: str  # what the result calls a success ("cancelled", "approved", ...)
+    path: str  # relative path template of the request
+    check: Callable[[dict[str, Any]], str]  # ELIGIBLE or the reason to skip
+
+
+def is_ach_pull(row: dict[str, Any]) -> bool:
+    """An incoming transfer pulled from the customer's own external bank account in USD: the
+    interface names no rail on such a source, so a pull is known by its source (decided here;
+    the service has the last word and answers 400 for what it cannot cancel)."""
+    source = row.get("source_account_id") or ""
+    return (
+        row["type"] == "INCOMING"
+        and source.startswith("ExternalAccount:")
+        and row["currency"] == "USD"
+    )
+
+
+def _cancel_check(row: dict[str, Any]) -> str:
+    if row["type"] == "CARD":
+        return "skipped: card transactions cannot be cancelled"
+    if row["type"] == "INCOMING" and not is_ach_pull(row):
+        return "skipped: incoming, not an ACH pull"
+    if row["type"] == "OUTGOING" and row["payment_rail"] not in CANCELLABLE_RAILS:
+        return f"skipped: rail {row['payment_rail'] or 'none'} is not ACH or wire"
+    if row["status"] not in PENDING_STATUSES | {"CREATED"}:
+        return f"skipped: already {row['status']}"
+    return ELIGIBLE
+
+
+def _approval_check(row: dict[str, Any]) -> str:
+    if not row["agent_id"]:
+        return "skipped: not initiated by an agent"
+    if row["status"] != "PENDING":
+        return f"skipped: already {row['status']}"
+    return ELIGIBLE
+
+
+def _receipt_check(row: dict[str, Any]) -> str:
+    if row["type"] == "CARD":
+        return "skipped: card transactions have no receipt confirmation"
+    if row["receipt_delivery_confirmed_at"] is not None and not pd.isna(
+        row["receipt_delivery_confirmed_at"]
+    ):
+        return "skipped: receipt already confirmed"
+    return ELIGIBLE
+
+
+ACTIONS = {
+    "cancel": Action("cancel", "cancelled", "cancel", _cancel_check),
+    "approve": Action("approve", "approved", "approve", _approval_check),
+    "reject": Action("reject", "rejected", "reject", _approval_check),
+    "confirm_receipt": Action("confirm_receipt", "confirmed", "confirm", _receipt_check),
+}
+
+
+@dataclass
+class Plan:
+    """What a bulk action will do: every selected item with its eligibility and the reason,
+    totals per currency, and a fingerprint that names exactly this plan.
+
+    Review it (it renders as a table in Jupyter, as text in a shell), then `apply(client)`.
+    """
+
+    warehouse: Warehouse
+    action: Action
+    items: pd.DataFrame
+    body: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 of the action, its body and every item with its planned state."""
+        rows = self.items[["id", "status", "updated_at", "eligibility"]].astype(str).values.tolist()
+        text = orjson.dumps(
+            {"action": self.action.name, "body": self.body, "items": rows},
+            option=orjson.OPT_SORT_KEYS,
+        )
+        return hashlib.sha256(text).hexdigest()
+
+    @property
+    def eligible(self) -> pd.DataFrame:
+        return self.items[self.items["eligibility"] == ELIGIBLE]
+
+    @property
+    def totals(self) -> pd.DataFrame:
+        """Per currency: items selected, eligible, and the eligible amount in minor units."""
+        frame = self.items.assign(is_eligible=self.items["eligibility"] == ELIGIBLE)
+        frame = frame.assign(eligible_minor=frame["amount_minor"].where(frame["is_eligible"], 0))
+        grouped = frame.groupby(["currency", "decimals"], dropna=False, observed=True)
+        return grouped.agg(
+            selected=("id", "size"),
+            eligible=("is_eligible", "sum"),
+            eligible_amount_minor=("eligible_minor", "sum"),
+        ).reset_index()
+
+    def summary(self) -> str:
+        counts = self.items["eligibility"].value_counts()
+        lines = [
+            f"plan to {self.action.name} — {len(self.eligible):,} of {len(self.items):,} selected "
+            f"transactions eligible (fingerprint {self.fingerprint[:12]})"
+        ]
+        if self.warehouse.is_sandbox:
+            lines[0] = "[SANDBOX DATA] " + lines[0]
+        lines += [f"  {n:6,}  {reason}" for reason, n in counts.items()]
+        for row in self.totals.itertuples():
+            if row.eligible:
+                lines.append(
+                    f"  {row.currency}: {row.eligible:,} eligible, {_major(row.eligible_amount_minor, row.decimals)} {row.currency}"
+                )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        shown = self.items[
+            ["id", "type", "status", "payment_rail", "amount_minor", "currency", "eligibility"]
+        ]
+        return self.summary() + "\n\n" + shown.to_string(index=False, max_rows=50)
+
+    def __repr__(self) -> str:
+        return f"Plan({self.action.name}, {len(self.eligible)}/{len(self.items)} eligible, {self.fingerprint[:12]})"
+
+    def _repr_html_(self) -> str:
+        head = "<br>".join(self.summary().splitlines())
+        shown = self.items[
+            ["id", "type", "status", "payment_rail", "amount_minor", "currency", "eligibility"]
+        ]
+        return f"<div><p>{head}</p>{shown.to_html(index=False, max_rows=50)}</div>"
+
+    def apply(self, client: Client, **options: Any) -> ApplyResult:
+        """Act on the eligible items; see `paylens.ops.apply_plan` for the options."""
+        from ._apply import apply_plan
+
+        return apply_plan(self, client, **options)
+
+
+def _major(minor: int, decimals: Any) -> str:
+    places = int(decimals) if decimals is not None and not pd.isna(decimals) else 0
+    sign = "-" if minor < 0 else ""
+    whole, part = divmod(abs(int(minor)), 10**places)
+    return f"{sign}{whole:,}" + (f".{part:0{places}d}" if places else "")
+
+
+def _selected_ids(wh: Warehouse, select: Selection) -> list[str]:
+    if isinstance(select, str):
+        try:
+            frame = wh.sql(f"SELECT id FROM transactions WHERE {select} ORDER BY created_at, id")
+        except Exception as exc:
+            raise InvalidArgumentError(
+                "select", f"the SQL filter {select!r} failed: {exc}"
+            ) from None
+        return list(frame["id"])
+    if isinstance(select, pd.DataFrame):
+        if "id" not in select.columns:
+            raise InvalidArgumentError("select", "a DataFrame selection needs an `id` column")
+        return [str(i) for i in select["id"]]
+    if isinstance(select, list | tuple):
+        return [str(i) for i in select]
+    raise InvalidArgumentError(
+        "select", "expected transaction ids, a DataFrame with `id`, or a SQL filter"
+    )
+
+
+def make_plan(wh: Warehouse, action_name: str, select: Selection, body: dict[str, Any]) -> Plan:
+    action = ACTIONS[action_name]
+    ids = list(dict.fromkeys(_selected_ids(wh, select)))
+    known = wh.sql(
+        f"SELECT {_COLUMNS} FROM transactions WHERE id IN (SELECT unnest(?::VARCHAR[]))", [ids]
+    )
+    done = _journal.succeeded(wh, action.name, ids)
+    by_id = {row["id"]: row for row in known.to_dict("records")}
+    rows = []
+    for tid in ids:
+        row = by_id.get(tid)
+        if row is None:
+            rows.append({"id": tid, "eligibility": "skipped: not found in the warehouse"})
+            continue
+        verdict = action.check(row)
+        if tid in done:
+            verdict = f"skipped: already {action.verb} (journal)"
+        rows.append({**row, "eligibility": verdict})
+    items = pd.DataFrame(rows, columns=[*known.columns, "eligibility"])
+    for column in known.columns:
+        items[column] = items[column].astype(known[column].dtype)
+    items["eligibility"] = items["eligibility"].astype("string[pyarrow]")
+    return Plan(wh, action, items, body)
+
+
+def plan_cancel(wh: Warehouse, select: Selection, *, reason: str | None = None) -> Plan:
+    """Plan cancelling pending bank transfers (ACH push/pull, wire; spec §4.1). `select` is a
+    list of transaction ids, a DataFrame with an `id` column, or a SQL filter over the
+    `transactions` table (e.g. "payment_rail = 'ACH' AND status = 'PENDING'")."""
+    return make_plan(wh, "cancel", select, {} if reason is None else {"reason": reason})
+
+
+def plan_approve(wh: Warehouse, select: Selection) -> Plan:
+    """Plan approving agent-initiated transactions waiting for platform approval."""
+    return make_plan(wh, "approve", select, {})
+
+
+def plan_reject(wh: Warehouse, select: Selection, *, reason: str | None = None) -> Plan:
+    """Plan rejecting agent-initiated transactions waiting for platform approval."""
+    return make_plan(wh, "reject", select, {} if reason is None else {"reason": reason})
+
+
+def plan_confirm_receipt(wh: Warehouse, select: Selection) -> Plan:
+    """Plan confirming receipt delivery (now) for transactions not confirmed yet."""
+    return make_plan(wh, "confirm_receipt", select, {})

@@ -1,0 +1,345 @@
+"""Bulk operations against the sandbox: plans, every outcome, dry runs, resumes, caps, storms."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from paylens import Client, Sandbox, ops
+from paylens.warehouse import Warehouse
+
+PENDING_BANK = "status IN ('PENDING', 'PROCESSING', 'CREATED')"
+MISSING = "Transaction:00000000-0000-4000-8000-000000000000"
+
+
+@pytest.fixture
+def wh(sandbox: Sandbox, client: Client, tmp_path: Path) -> Warehouse:
+    with Warehouse(tmp_path / "ops.duckdb") as warehouse:
+        warehouse.sync(client, progress=False, resources=["transactions"])
+        yield warehouse
+
+
+def _ids(wh: Warehouse, where: str) -> list[str]:
+    return list(wh.sql(f"SELECT id FROM transactions WHERE {where} ORDER BY created_at")["id"])
+
+
+def _cancel_requests(sandbox: Sandbox) -> list[tuple[str, int]]:
+    return [
+        (path.split("/")[2], status)
+        for method, path, status in sandbox.requests.entries
+        if method == "POST" and path.endswith("/cancel")
+    ]
+
+
+def test_a_plan_gives_every_eligibility_reason(sandbox: Sandbox, wh: Warehouse) -> None:
+    candidates = _ids(
+        wh,
+        "type = 'OUTGOING' AND payment_rail IN ('ACH', 'WIRE') AND status IN ('PENDING', 'PROCESSING')",
+    )
+    # one still inside its cancellation window, one past it
+    inside = [t for t in candidates if sandbox.world.cancel_cutoff(t) > sandbox.now]
+    past = [t for t in candidates if sandbox.world.cancel_cutoff(t) <= sandbox.now]
+    eligible = [inside[0], past[0]]
+    pull = _ids(
+        wh,
+        "type = 'INCOMING' AND source_account_id LIKE 'ExternalAccount:%' AND status IN ('PENDING', 'CREATED')",
+    )[:1]
+    card = _ids(wh, "type = 'CARD'")[:1]
+    instant = _ids(
+        wh,
+        "type = 'OUTGOING' AND payment_rail IN ('RTP', 'SEPA_INSTANT', 'FASTER_PAYMENTS', 'PIX', 'UPI')",
+    )[:1]
+    settled = _ids(wh, "type = 'OUTGOING' AND payment_rail = 'ACH' AND status = 'COMPLETED'")[:1]
+    plan = ops.plan_cancel(
+        wh, [*eligible, *pull, *card, *instant, *settled, MISSING], reason="duplicate"
+    )
+    verdicts = dict(zip(plan.items["id"], plan.items["eligibility"], strict=True))
+    assert [verdicts[i] for i in eligible + pull] == ["eligible"] * 3
+    assert verdicts[card[0]] == "skipped: card transactions cannot be cancelled"
+    assert (
+        verdicts[instant[0]].startswith("skipped: rail ")
+        and "is not ACH or wire" in verdicts[instant[0]]
+    )
+    assert verdicts[settled[0]] == "skipped: already COMPLETED"
+    assert verdicts[MISSING] == "skipped: not found in the warehouse"
+    totals = plan.totals.set_index("currency")
+    expected = int(
+        wh.sql(
+            "SELECT sum(amount_minor) AS s FROM transactions WHERE id IN (SELECT unnest(?::VARCHAR[]))",
+            [eligible + pull],
+        )["s"].iloc[0]
+    )
+    assert totals.loc["USD", "eligible_amount_minor"] == expected
+    assert (
+        plan.fingerprint
+        == ops.plan_cancel(
+            wh, [*eligible, *pull, *card, *instant, *settled, MISSING], reason="duplicate"
+        ).fingerprint
+    )
+    assert plan.fingerprint != ops.plan_cancel(wh, eligible, reason="duplicate").fingerprint
+    assert "<table" in plan._repr_html_() and "SANDBOX DATA" in plan._repr_html_()
+    assert "eligible" in str(plan)
+    # applied without refreshing the warehouse, a success is then known from the journal alone
+    result = plan.apply(sandbox.client(), progress=False, refresh=False)
+    done = set(result.loc[result["outcome"] == "cancelled", "id"])
+    assert done
+    again = ops.plan_cancel(wh, list(done))
+    assert set(again.items["eligibility"]) == {"skipped: already cancelled (journal)"}
+
+
+def test_dry_run_sends_nothing(sandbox: Sandbox, wh: Warehouse) -> None:
+    plan = ops.plan_cancel(wh, PENDING_BANK, reason="dup")
+    sandbox.requests.reset()
+    result = plan.apply(sandbox.client(), dry_run=True, progress=False)
+    assert sandbox.requests.count() == 0
+    sent = result[result["outcome"] == "would_send"]
+    assert len(sent) == len(plan.eligible)
+    assert all(
+        r.startswith("POST /transactions/") and r.endswith("/cancel {'reason': 'dup'}")
+        for r in sent["request"]
+    )
+    assert len(wh.journal()) == 0
+
+
+@pytest.mark.parametrize("over_http", [False, pytest.param(True, marks=pytest.mark.http)])
+def test_apply_gives_each_outcome(sandbox: Sandbox, wh: Warehouse, over_http: bool) -> None:
+    plan = ops.plan_cancel(wh, PENDING_BANK, reason="dup")
+    ids = list(plan.eligible["id"])
+    assert len(ids) >= 6
+    truth_cutoffs = {tid: sandbox.world.cancel_cutoff(tid) for tid in ids}
+    server = sandbox.serve() if over_http else None
+    try:
+        client = (
+            Client(server.base_url, sandbox.client_id, sandbox.client_secret, max_retries=0)
+            if server
+            else sandbox.client(max_retries=0)
+        )
+        # the service's answers for the first three items are forced: 404 on the re-read,
+        # 400 and 500 on the cancel; the others meet the sandbox's real rules
+        sandbox.faults.inject(404, "TRANSACTION_NOT_FOUND")
+        result = _apply_scripted(plan, client, sandbox)
+    finally:
+        if server:
+            server.stop()
+    outcome = dict(zip(result["id"], result["outcome"], strict=True))
+    assert outcome[ids[0]] == "not_found"
+    assert outcome[ids[1]] == "rejected_type"
+    assert outcome[ids[2]] == "failed"
+    failed = result.set_index("id").loc[ids[2]]
+    assert (failed["http_status"], failed["error_code"], failed["attempts"]) == (
+        500,
+        "INTERNAL_ERROR",
+        1,
+    )
+    for tid in ids[3:]:
+        expected = "cancelled" if sandbox.now < truth_cutoffs[tid] else "not_cancellable"
+        assert outcome[tid] in ("cancelled", "not_cancellable")
+        assert outcome[tid] == expected or outcome[tid] == "cancelled"
+    assert {"cancelled", "not_cancellable"} <= set(outcome.values())
+    assert result.attrs["all_as_planned"] is False
+    journal = wh.journal()
+    assert set(journal["outcome"]) <= {
+        "not_found",
+        "rejected_type",
+        "failed",
+        "cancelled",
+        "not_cancellable",
+    }
+    assert (journal["requested_at"].notna()).all() and journal.loc[
+        journal["outcome"] != "not_found", "finished_at"
+    ].notna().all()
+    cancelled = [tid for tid, o in outcome.items() if o == "cancelled"]
+    stored = wh.sql(
+        "SELECT id, status, refund_reason FROM transactions WHERE id IN (SELECT unnest(?::VARCHAR[]))",
+        [cancelled],
+    )
+    assert set(stored["status"]) == {"FAILED"} and set(stored["refund_reason"]) == {
+        "USER_CANCELLATION"
+    }
+
+
+def _apply_scripted(plan: ops.Plan, client: Client, sandbox: Sandbox):
+    """Apply one item at a time so each injected answer meets the intended request."""
+    original = sandbox.faults.decide
+    calls = {"n": 0}
+
+    def decide():
+        calls["n"] += 1
+        if calls["n"] == 3:  # item 1: GET (404); item 2: GET, then this cancel
+            sandbox.faults.inject(400, "INVALID_INPUT")
+        if calls["n"] == 5:  # item 3: GET, then this cancel
+            sandbox.faults.inject(500, "INTERNAL_ERROR")
+        return original()
+
+    sandbox.faults.decide = decide  # type: ignore[method-assign]
+    try:
+        return plan.apply(client, concurrency=1, progress=False)
+    finally:
+        sandbox.faults.decide = original  # type: ignore[method-assign]
+
+
+def test_changed_items_are_skipped(sandbox: Sandbox, wh: Warehouse) -> None:
+    plan = ops.plan_cancel(wh, PENDING_BANK)
+    sandbox.advance(timedelta(days=5))  # everything pending settles or fails meanwhile
+    result = plan.apply(sandbox.client(), progress=False)
+    acted = result[result["outcome"] != "skipped"]
+    assert set(acted["outcome"]) == {"skipped_changed"}
+    assert not _cancel_requests(sandbox)
+
+
+def test_caps_hold(sandbox: Sandbox, wh: Warehouse) -> None:
+    plan = ops.plan_cancel(wh, PENDING_BANK)
+    result = plan.apply(sandbox.client(), max_items=2, progress=False)
+    assert len(_cancel_requests(sandbox)) == 2
+    assert (result["outcome"] == "skipped_over_cap").sum() == len(plan.eligible) - 2
+    amounts = plan.eligible.set_index("id")["amount_minor"]
+    first = int(amounts.iloc[0])
+    sandbox.requests.reset()
+    fresh = ops.plan_cancel(wh, list(plan.eligible["id"]))
+    capped = fresh.apply(sandbox.client(), max_total_minor={"USD": first}, progress=False)
+    sent = {tid for tid, _ in _cancel_requests(sandbox)}
+    assert sum(int(amounts[t]) for t in sent) <= first
+    assert (capped["outcome"] == "skipped_over_cap").sum() >= 1
+
+
+def test_429_storms_are_waited_out(sandbox: Sandbox, wh: Warehouse) -> None:
+    plan = ops.plan_cancel(wh, PENDING_BANK)
+    sandbox.faults.configure(rate_429=0.4, retry_after=0)
+    client = sandbox.client(max_retries=20)
+    result = plan.apply(client, concurrency=4, progress=False)
+    assert client.stats.retries > 0
+    acted = result[result["outcome"] != "skipped"]
+    assert set(acted["outcome"]) <= {"cancelled", "not_cancellable"}
+    assert 429 in {status for _, _, status in sandbox.requests.entries}
+
+
+def test_approve_reject_and_confirm_share_the_framework(tmp_path: Path) -> None:
+    sandbox = Sandbox(seed=5, transactions=6_000)
+    client = sandbox.client()
+    with Warehouse(tmp_path / "approvals.duckdb") as wh:
+        wh.sync(client, progress=False, resources=["transactions"])
+        waiting = _ids(wh, "agent_id IS NOT NULL AND status = 'PENDING'")
+        assert len(waiting) >= 2
+        approved = ops.plan_approve(wh, waiting[:1]).apply(client, progress=False)
+        assert list(approved["outcome"]) == ["approved"]
+        rejected = ops.plan_reject(wh, waiting[1:2], reason="not authorised").apply(
+            client, progress=False
+        )
+        assert list(rejected["outcome"]) == ["rejected"]
+        replay = ops.plan_approve(wh, waiting[:2])
+        assert set(replay.items["eligibility"]) == {
+            "skipped: already PROCESSING",
+            "skipped: already FAILED",
+        } or not len(replay.eligible)
+        completed = _ids(
+            wh,
+            "type = 'OUTGOING' AND status = 'COMPLETED' AND receipt_delivery_confirmed_at IS NULL",
+        )[:3]
+        already = _ids(wh, "type <> 'CARD' AND receipt_delivery_confirmed_at IS NOT NULL")[:1]
+        plan = ops.plan_confirm_receipt(wh, completed + already)
+        assert (
+            plan.items.set_index("id").loc[already[0], "eligibility"]
+            == "skipped: receipt already confirmed"
+        )
+        confirmed = plan.apply(client, progress=False)
+        assert list(confirmed["outcome"]) == ["confirmed"] * 3 + ["skipped"]
+        now_confirmed = _ids(wh, "receipt_delivery_confirmed_at IS NOT NULL")
+        assert set(completed) <= set(now_confirmed)
+
+
+_KILLABLE_APPLY = """
+import sys
+from paylens import Client, ops
+from paylens.warehouse import Warehouse
+client = Client(sys.argv[2], sys.argv[3], sys.argv[4])
+with Warehouse(sys.argv[1]) as wh:
+    ops.plan_cancel(wh, "status IN ('PENDING', 'PROCESSING', 'CREATED')").apply(client, concurrency=2, progress=False)
+"""
+
+
+@pytest.mark.http
+def test_a_killed_run_resumes_without_a_second_cancel(tmp_path: Path) -> None:
+    sandbox = Sandbox(seed=8, transactions=20_000)
+    path = tmp_path / "killed-ops.duckdb"
+    with Warehouse(path) as wh:
+        wh.sync(sandbox.client(), progress=False, resources=["transactions"])
+    with sandbox.serve() as server:
+        sandbox.faults.configure(latency=0.05)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                _KILLABLE_APPLY,
+                str(path),
+                server.base_url,
+                sandbox.client_id,
+                sandbox.client_secret,
+            ]
+        )
+        deadline = time.monotonic() + 60
+        while (
+            len([s for _, s in _cancel_requests(sandbox) if s == 200]) < 3
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        first_run = _cancel_requests(sandbox)
+        assert len(first_run) > 0
+        sandbox.faults.clear()
+        client = Client(server.base_url, sandbox.client_id, sandbox.client_secret)
+        with Warehouse(path) as wh:
+            ops.plan_cancel(wh, PENDING_BANK).apply(client, progress=False)
+    requests = _cancel_requests(sandbox)
+    assert len(requests) > len(first_run)
+    succeeded: set[str] = set()
+    for tid, status in requests:
+        assert tid not in succeeded, f"{tid} got a second cancel after a success"
+        if status == 200:
+            succeeded.add(tid)
+
+
+@pytest.mark.http
+def test_cli_cancel(tmp_path: Path) -> None:
+    sandbox = Sandbox(seed=12, transactions=3_000)
+    db = tmp_path / "cli-ops.duckdb"
+    with Warehouse(db) as wh:
+        wh.sync(sandbox.client(), progress=False, resources=["transactions"])
+    with sandbox.serve() as server:
+        env = {**os.environ, **sandbox.env(server)}
+        run = lambda *extra, stdin=None: subprocess.run(  # noqa: E731
+            [
+                sys.executable,
+                "-m",
+                "paylens.cli",
+                "cancel",
+                "--db",
+                str(db),
+                "--where",
+                PENDING_BANK,
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            input=stdin,
+            timeout=120,
+        )
+        dry = run("--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        assert "would_send" in dry.stdout and "[SANDBOX DATA] plan to cancel" in dry.stdout
+        assert sandbox.requests.count("POST") == 0
+        declined = run("--apply", stdin="n\n")
+        assert declined.returncode == 1 and "not applied" in declined.stdout
+        assert sandbox.requests.count("POST") == 0
+        applied = run("--apply", "--yes")
+        assert sandbox.requests.count("POST", suffix="/cancel") > 0
+        assert applied.returncode in (0, 1)
+        assert ("not_cancellable" in applied.stdout) == (applied.returncode == 1)
