@@ -122,7 +122,8 @@ _ROW = [
 
 
 def _sum(name: str, condition: str = "TRUE", column: str | None = None) -> Out:
-    return Out(name, f"CAST(sum({column or name}) FILTER (WHERE {condition}) AS BIGINT)", _DEC)
+    total = f"sum({column or name}) FILTER (WHERE {condition})"
+    return Out(name, f"CAST(coalesce({total}, 0) AS BIGINT)", _DEC)
 
 
 def _count(name: str, condition: str) -> Out:
@@ -150,7 +151,10 @@ _METRICS = [
     _count("exception_count", "exception"),
     _sum("exception_settled_minor", "exception", "settled_minor"),
     _sum("exception_pull_total_minor", "exception", "pull_total_minor"),
-    Out("exception_pull_pending_count", "sum(pull_pending_count) FILTER (WHERE exception)"),
+    Out(
+        "exception_pull_pending_count",
+        "CAST(coalesce(sum(pull_pending_count) FILTER (WHERE exception), 0) AS BIGINT)",
+    ),
     _count("currency_mismatch_count", "currency_mismatch"),
 ]
 

@@ -11,10 +11,10 @@ from typing import Any, Self, TypeVar
 
 import httpx
 
+from ._auth import Auth
 from ._config import Credentials, check_base_url, settings_from_env
 from ._policy import Attempts, Call, RateBudget, RequestStats, RetryPolicy, logger
 from ._resources import (
-    Auth,
     Cards,
     Config,
     Customers,

@@ -401,35 +401,7 @@ class Config(_Resource):
         return self._run(Call("GET", "config", _parse(m.PlatformConfig)))
 
 
-class _Credentials(_Resource):
-    def list(self, account_id: str) -> list[m.AuthMethod]:
-        """The wallet credentials of an account (not paginated)."""
-        params = {"accountId": p.text("account_id", account_id)}
-        return self._run(
-            Call("GET", "auth/credentials", _parse_data_list(m.AuthMethod), params=params)
-        )
-
-
-class _Sessions(_Resource):
-    def list(self, account_id: str) -> list[m.AuthSession]:
-        """The wallet sessions of an account (not paginated)."""
-        params = {"accountId": p.text("account_id", account_id)}
-        return self._run(
-            Call("GET", "auth/sessions", _parse_data_list(m.AuthSession), params=params)
-        )
-
-
-class Auth(_Resource):
-    """Wallet credentials and sessions (`client.auth.credentials`, `client.auth.sessions`)."""
-
-    def __init__(self, client: Client | AsyncClient) -> None:
-        super().__init__(client)
-        self.credentials = _Credentials(client)
-        self.sessions = _Sessions(client)
-
-
 __all__ = [
-    "Auth",
     "Cards",
     "Config",
     "Customers",
