@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from paylens import errors, models
 from paylens._version import __version__
 from paylens.client import AsyncClient, Client, Paginator, RawPage, RetryPolicy
+from paylens.client._signing import SessionKey
 from paylens.errors import (
     APIConnectionError,
     APIError,
@@ -22,13 +23,20 @@ from paylens.errors import (
     ConflictError,
     InternalServerError,
     InvalidArgumentError,
+    InvalidSignatureError,
     LockedError,
     NotFoundError,
     PaginationError,
     PaylensError,
     RateLimitError,
+    RequestIdMissingError,
     ResponseValidationError,
     UnexpectedStatusError,
+    WalletOperationPendingError,
+    WalletSignatureBodyMismatchError,
+    WalletSignatureInvalidError,
+    WalletSignatureMalformedError,
+    WalletSignatureMissingError,
 )
 
 if TYPE_CHECKING:
@@ -56,6 +64,7 @@ __all__ = [
     "ConflictError",
     "InternalServerError",
     "InvalidArgumentError",
+    "InvalidSignatureError",
     "LockedError",
     "NotFoundError",
     "PaginationError",
@@ -63,10 +72,17 @@ __all__ = [
     "PaylensError",
     "RateLimitError",
     "RawPage",
+    "RequestIdMissingError",
     "ResponseValidationError",
     "RetryPolicy",
     "Sandbox",
+    "SessionKey",
     "UnexpectedStatusError",
+    "WalletOperationPendingError",
+    "WalletSignatureBodyMismatchError",
+    "WalletSignatureInvalidError",
+    "WalletSignatureMalformedError",
+    "WalletSignatureMissingError",
     "__version__",
     "errors",
     "models",

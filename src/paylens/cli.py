@@ -20,7 +20,7 @@ def _sandbox_serve(args: argparse.Namespace) -> int:
     from paylens.sandbox import Sandbox
 
     started = time.perf_counter()
-    sandbox = Sandbox(seed=args.seed, transactions=args.transactions)
+    sandbox = Sandbox(seed=args.seed, transactions=args.transactions, scenarios=args.scenarios)
     sandbox.faults.configure(
         latency=args.latency, rate_429=args.rate_429, rate_limit=args.rate_limit
     )
@@ -171,6 +171,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--seed", type=int, default=0)
     serve.add_argument("--transactions", type=int, default=100_000)
     serve.add_argument("--latency", type=float, default=0.0, help="seconds added to each request")
+    serve.add_argument(
+        "--scenarios", type=int, default=None,
+        help="planted rows per scenario (pending transfers in and past their window, approvals)",
+    )
     serve.add_argument(
         "--rate-429", type=float, default=0.0, help="fraction of requests answered 429"
     )

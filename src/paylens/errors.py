@@ -4,12 +4,20 @@
     ├── ConfigurationError            missing PAYLENS_* variables, a base URL that is not https, ...
     ├── InvalidArgumentError          a bad argument, caught before any request is sent (also a ValueError)
     ├── PaginationError               the service's cursors loop or claim more pages that never come
+    ├── WalletOperationPendingError   a signed wallet operation still answered PROCESSING after every poll
     ├── ResponseValidationError       a 2xx body that does not have the interface's shape
     ├── APIConnectionError            the service could not be reached (after the retries)
     │   └── APITimeoutError           ... because it did not answer in time
     └── APIError                      the service answered with an error status
         ├── BadRequestError           400  (INVALID_INPUT, TRANSACTION_SIZE_LIMIT_EXCEEDED, ...)
-        ├── AuthenticationError       401  (UNAUTHORIZED, WALLET_SIGNATURE_*, REQUEST_ID_MISSING, ...)
+        ├── AuthenticationError       401  (UNAUTHORIZED: the platform's client id and secret)
+        │   ├── WalletSignatureMissingError      WALLET_SIGNATURE_MISSING: Request-Id sent without a stamp
+        │   ├── WalletSignatureMalformedError    WALLET_SIGNATURE_MALFORMED: the stamp cannot be read
+        │   ├── WalletSignatureBodyMismatchError WALLET_SIGNATURE_BODY_MISMATCH: retry differs from the challenged request
+        │   ├── WalletSignatureInvalidError      WALLET_SIGNATURE_INVALID: wrong key, or a bad signature
+        │   ├── RequestIdMissingError            REQUEST_ID_MISSING: a stamp sent without its Request-Id
+        │   └── InvalidSignatureError            INVALID_SIGNATURE: a lapsed, reused or unknown requestId,
+        │                                        or a failed OTP / OIDC token / passkey assertion
         ├── NotFoundError             404  (TRANSACTION_NOT_FOUND, QUOTE_NOT_FOUND, ...)
         ├── ConflictError             409  (TRANSACTION_NOT_CANCELLABLE, CARD_ALREADY_CLOSED, ...)
         ├── LockedError               423  (ACCOUNT_LOCKED)
@@ -21,6 +29,9 @@ Every `APIError` carries `status`, `code`, `message`, `details`, `field_errors` 
 `details.errors`, spec §7), `retry_after` (seconds, when the service said), `request` (method and
 URL of the request that failed; never its credentials) and `attempts`. `code` is the service's
 string; `code_is_known` tells whether it is one the specification lists.
+
+The 401 subclasses of the signed-retry protocol (spec §5.4, §5.11) end their message with what
+to do about it; `details["reason"]` (when the service gives one) narrows an INVALID_SIGNATURE.
 
 No error message, repr or attribute ever holds the client secret or a session key.
 """
@@ -42,13 +53,21 @@ __all__ = [
     "FieldErrorInfo",
     "InternalServerError",
     "InvalidArgumentError",
+    "InvalidSignatureError",
     "LockedError",
     "NotFoundError",
     "PaginationError",
     "PaylensError",
     "RateLimitError",
+    "RequestIdMissingError",
     "ResponseValidationError",
     "UnexpectedStatusError",
+    "WalletOperationPendingError",
+    "WalletSignatureBodyMismatchError",
+    "WalletSignatureInvalidError",
+    "WalletSignatureMalformedError",
+    "WalletSignatureMissingError",
+    "error_class_for",
     "error_class_for_status",
 ]
 
@@ -71,6 +90,11 @@ class InvalidArgumentError(PaylensError, ValueError):
 
 class PaginationError(PaylensError):
     """The service's pagination misbehaved (a repeated cursor, or empty pages that claim more)."""
+
+
+class WalletOperationPendingError(PaylensError):
+    """A signed wallet operation still answered 200 PROCESSING after every re-send. The service
+    keeps reconciling it: re-run the same call later (a lapsed challenge restarts cleanly)."""
 
 
 @dataclass(frozen=True)
@@ -156,8 +180,13 @@ class APIError(PaylensError):
 
         return self.code in ERROR_CODES.get(self.status, frozenset())
 
+    #: What to do about it, appended to the message (the signed-retry errors set one).
+    hint: str = ""
+
     def _describe(self) -> str:
         text = f"{self.status} {self.code}: {self.message}"
+        if self.hint:
+            text += f" — {self.hint}"
         if self.field_errors:
             text += " [" + "; ".join(str(e) for e in self.field_errors) + "]"
         if self.retry_after is not None:
@@ -204,6 +233,69 @@ class AuthenticationError(APIError):
     """401: platform credentials rejected (UNAUTHORIZED) or a wallet signature problem."""
 
     status_code = 401
+
+
+class WalletSignatureMissingError(AuthenticationError):
+    """401 WALLET_SIGNATURE_MISSING: a signed retry carried `Request-Id` but no stamp."""
+
+    hint = (
+        "stamp the challenge's payloadToSign with a session key (signer=) and send it as "
+        "Service-Wallet-Signature together with Request-Id"
+    )
+
+
+class WalletSignatureMalformedError(AuthenticationError):
+    """401 WALLET_SIGNATURE_MALFORMED: the `Service-Wallet-Signature` value cannot be read."""
+
+    hint = (
+        "send the API-key stamp as built by SessionKey.stamp(): base64url of JSON with publicKey "
+        "(compressed hex), scheme SIGNATURE_SCHEME_TK_API_P256 and signature (DER hex)"
+    )
+
+
+class WalletSignatureBodyMismatchError(AuthenticationError):
+    """401 WALLET_SIGNATURE_BODY_MISMATCH: the signed retry is not the request the challenge was
+    issued for (another body, path or method)."""
+
+    hint = "re-send the identical request (same method, path and body bytes) or start over"
+
+
+class WalletSignatureInvalidError(AuthenticationError):
+    """401 WALLET_SIGNATURE_INVALID: the stamp does not verify, or its key is not one allowed to
+    authorise this operation (see `details["reason"]`)."""
+
+    hint = (
+        "sign with the key of an active session of this account (for a credential revoke: a "
+        "session of another credential; for an OTP verify: the key whose public half was "
+        "encrypted into the OTP bundle); log in again if the session expired"
+    )
+
+
+class RequestIdMissingError(AuthenticationError):
+    """401 REQUEST_ID_MISSING: a stamp (or a passkey assertion) was sent without `Request-Id`."""
+
+    hint = "echo the requestId of the challenge as the Request-Id header"
+
+
+class InvalidSignatureError(AuthenticationError):
+    """401 INVALID_SIGNATURE: the proof or the challenge it answers was refused. `reason` (from
+    `details`) says which: REQUEST_ID_EXPIRED, REQUEST_ID_REUSED, REQUEST_ID_UNKNOWN,
+    OTP_INVALID, OTP_EXPIRED, OIDC_TOKEN_REJECTED, PASSKEY_ASSERTION_INVALID, SESSION_EXPIRED."""
+
+    hint = (
+        "a requestId is single-use and valid until expiresAt: start the operation again for a "
+        "fresh challenge; for an OTP, OIDC token or passkey, obtain a fresh one"
+    )
+
+    @property
+    def reason(self) -> str | None:
+        value = self.details.get("reason")
+        return value if isinstance(value, str) else None
+
+    @property
+    def challenge_lapsed(self) -> bool:
+        """True when the challenge expired before the signed retry arrived."""
+        return self.reason == "REQUEST_ID_EXPIRED"
 
 
 class NotFoundError(APIError):
@@ -255,6 +347,22 @@ _BY_STATUS: dict[int, type[APIError]] = {
 }
 
 
+_BY_CODE: dict[tuple[int, str], type[APIError]] = {
+    (401, "WALLET_SIGNATURE_MISSING"): WalletSignatureMissingError,
+    (401, "WALLET_SIGNATURE_MALFORMED"): WalletSignatureMalformedError,
+    (401, "WALLET_SIGNATURE_BODY_MISMATCH"): WalletSignatureBodyMismatchError,
+    (401, "WALLET_SIGNATURE_INVALID"): WalletSignatureInvalidError,
+    (401, "REQUEST_ID_MISSING"): RequestIdMissingError,
+    (401, "INVALID_SIGNATURE"): InvalidSignatureError,
+}
+
+
 def error_class_for_status(status: int) -> type[APIError]:
     """The `APIError` subclass raised for an HTTP status."""
     return _BY_STATUS.get(status, UnexpectedStatusError)
+
+
+def error_class_for(status: int, code: str | None) -> type[APIError]:
+    """The `APIError` subclass raised for an HTTP status and error code (the 401 codes of the
+    signed-retry protocol have classes of their own)."""
+    return _BY_CODE.get((status, code or "")) or error_class_for_status(status)

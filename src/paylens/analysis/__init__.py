@@ -1,6 +1,46 @@
+"""What analysts open the notebook for: read-only helpers over the warehouse, and their plots.
+
+    from paylens.analysis import fee_breakdown, plot_fee_breakdown
+    fee_breakdown(wh)                                  # one row per outgoing transaction
+    fee_breakdown(wh, by="corridor", status="COMPLETED", reference_rates=mids)
+    settlement_times(wh, by=["rail", "month"])         # p50/p90/p99, breaches, pending
+    failure_breakdown(wh, by="rail")                   # counts, rates, volume per reason
+    card_summary(wh, by="mcc")                         # holds, clearings, refunds, exceptions
+    plot_fee_breakdown(wh, by="corridor")              # a labelled matplotlib Figure
+
+Each helper takes a `Warehouse`, a DataFrame of the warehouse table it reads, or a DuckDB
+relation over it, and `by=` (one column name or a list; None gives one row per transaction):
+`corridor` ('USD→EUR'), `rail`, `customer`, `month` (UTC, as the first day's date), `status`,
+any per-row column of the result or any input column. It computes in one DuckDB statement
+and returns a typed, Arrow-backed DataFrame whose column names carry their units (`_minor`,
+`_seconds`, `_bps`, `_rate` a fraction, `_count`), labelled with `attrs["source"]` (sandbox
+data says so) when its input is. Money stays in integer minor units beside its currency and
+is grouped by that currency, so nothing adds two currencies; `major=True` adds `_major`
+values computed with each row's own decimals. Each docstring opens with its formula.
+"""
+
 from ._cards import card_summary
+from ._common import By, Data
 from ._failures import failure_breakdown
-from ._fees import fee_breakdown
+from ._fees import ReferenceRates, fee_breakdown
+from ._plots import (
+    plot_card_summary,
+    plot_failure_breakdown,
+    plot_fee_breakdown,
+    plot_settlement_times,
+)
 from ._settlement import settlement_times
 
-__all__ = ["card_summary", "failure_breakdown", "fee_breakdown", "settlement_times"]
+__all__ = [
+    "By",
+    "Data",
+    "ReferenceRates",
+    "card_summary",
+    "failure_breakdown",
+    "fee_breakdown",
+    "plot_card_summary",
+    "plot_failure_breakdown",
+    "plot_fee_breakdown",
+    "plot_settlement_times",
+    "settlement_times",
+]

@@ -12,7 +12,9 @@ from ._common import (
     Data,
     History,
     Out,
+    count_where,
     month_of,
+    percentiles,
     render,
     rows_cte,
     seconds_between,
@@ -126,14 +128,6 @@ def _sum(name: str, condition: str = "TRUE", column: str | None = None) -> Out:
     return Out(name, f"CAST(coalesce({total}, 0) AS BIGINT)", _DEC)
 
 
-def _count(name: str, condition: str) -> Out:
-    return Out(name, f"count(*) FILTER (WHERE {condition})")
-
-
-def _quantile(name: str, q: float) -> Out:
-    return Out(name, f"quantile_cont(settlement_seconds, {q})")
-
-
 _METRICS = [
     Out("transaction_count", "count(*)"),
     _sum("authorized_minor"),
@@ -142,20 +136,18 @@ _METRICS = [
     Out("net_settled_minor", "CAST(sum(settled_minor) - sum(refunded_minor) AS BIGINT)", _DEC),
     _sum("open_hold_minor"),
     Out("cleared_count", "count(last_clearing_at)"),
-    _quantile("settlement_p50_seconds", 0.5),
-    _quantile("settlement_p90_seconds", 0.9),
-    _quantile("settlement_p99_seconds", 0.99),
-    _count("partially_settled_count", "partially_settled"),
-    _count("stale_hold_count", "stale_hold"),
+    *percentiles("settlement_seconds", "settlement_"),
+    count_where("partially_settled_count", "partially_settled"),
+    count_where("stale_hold_count", "stale_hold"),
     _sum("stale_hold_minor", "stale_hold", "open_hold_minor"),
-    _count("exception_count", "exception"),
+    count_where("exception_count", "exception"),
     _sum("exception_settled_minor", "exception", "settled_minor"),
     _sum("exception_pull_total_minor", "exception", "pull_total_minor"),
     Out(
         "exception_pull_pending_count",
         "CAST(coalesce(sum(pull_pending_count) FILTER (WHERE exception), 0) AS BIGINT)",
     ),
-    _count("currency_mismatch_count", "currency_mismatch"),
+    count_where("currency_mismatch_count", "currency_mismatch"),
 ]
 
 
@@ -194,7 +186,7 @@ def card_summary(
     p50/p90/p99 of settlement seconds (interpolated linearly).
 
     `as_of` is when hold ages are measured; by default the latest instant in the data
-    (authorization, last event or update). `status_history` replaces the history a Warehouse
+    (authorization, last event or update); a naive time is read as UTC. `status_history` replaces the history a Warehouse
     (or the relation's database) holds. `major=True` adds `_major` amounts (float).
     """
     src = source(data, "card_transactions", required=_REQUIRED, status_history=status_history)

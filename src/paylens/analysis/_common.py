@@ -29,6 +29,8 @@ from paylens.warehouse._store import _DUCK_TYPES
 Data: TypeAlias = Warehouse | pd.DataFrame | duckdb.DuckDBPyRelation
 #: A grouping: one column name, several, or None for one row per transaction.
 By: TypeAlias = str | Sequence[str] | None
+#: Status history rows (the warehouse's `status_history` table), when not the warehouse's own.
+History: TypeAlias = pd.DataFrame | duckdb.DuckDBPyRelation | None
 
 #: The declared SQL type of every column of the transaction tables, by name.
 DECLARED: dict[str, str] = {
@@ -110,7 +112,31 @@ _NO_HISTORY = (
     " NULL::TIMESTAMPTZ AS observed_at WHERE FALSE"
 )
 
-History: TypeAlias = pd.DataFrame | duckdb.DuckDBPyRelation | None
+
+#: The columns every outgoing or incoming transaction row of a result starts with.
+TRANSACTION = [
+    Out("id", "id"),
+    Out("status", "status"),
+    Out("created_at", "created_at"),
+    Out("month", month_of("created_at")),
+    Out("customer_id", "customer_id"),
+    Out("rail", "payment_rail"),
+    Out("corridor", corridor_of("sent_amount_currency", "received_amount_currency")),
+]
+
+
+def count_where(name: str, condition: str) -> Out:
+    return Out(name, f"count(*) FILTER (WHERE {condition})")
+
+
+def quantile(name: str, column: str, q: float, condition: str = "TRUE") -> Out:
+    """A linearly interpolated quantile of the rows meeting `condition`."""
+    return Out(name, f"quantile_cont({column}, {q}) FILTER (WHERE {condition})")
+
+
+def percentiles(column: str, prefix: str = "") -> list[Out]:
+    """`<prefix>p50_seconds`, `p90` and `p99` of a column of seconds."""
+    return [quantile(f"{prefix}p{round(q * 100)}_seconds", column, q) for q in (0.5, 0.9, 0.99)]
 
 
 @dataclass

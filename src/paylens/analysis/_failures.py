@@ -13,13 +13,12 @@ from paylens.models import (
 )
 
 from ._common import (
+    TRANSACTION,
     By,
     Data,
     Out,
-    corridor_of,
     finish,
     group_columns,
-    month_of,
     quote,
     render,
     rows_cte,
@@ -70,14 +69,8 @@ def _headline(part: str) -> str:
 
 
 _ROW = [
-    Out("id", "id"),
     Out("type", "_kind"),
-    Out("status", "status"),
-    Out("created_at", "created_at"),
-    Out("month", month_of("created_at")),
-    Out("customer_id", "customer_id"),
-    Out("rail", "payment_rail"),
-    Out("corridor", corridor_of("sent_amount_currency", "received_amount_currency")),
+    *TRANSACTION,
     Out("failed", _FAILED),
     Out("failure_reason", "failure_reason"),
     Out("reason_kind", _REASON_KIND),
@@ -104,7 +97,8 @@ def failure_breakdown(
 
     A group is the transaction type (incoming and outgoing are never mixed), the `by` keys
     and the currency; its `attempted_count` is every transaction in it, pending ones included.
-    Each row is one failure reason of a group (groups without failures have none). Each reason
+    Each row is one failure reason of a group; a group without failures has one row with no
+    reason and `failed_count` 0, so every attempt is in the result. Each reason
     has a `reason_kind`: `granular_payout` (the payout partner said why), `coarse_payout`
     (COUNTERPARTY_POST_TX_FAILED, the fallback when no granular reason is available),
     `removed` (a reason the interface no longer returns, on old records), `known` (another
@@ -151,15 +145,25 @@ def failure_breakdown(
         *(Out(c, quote(c)) for c in group_list),
         Out("failure_reason", "failure_reason"),
         Out("reason_kind", "reason_kind"),
-        Out("failed_count", "n"),
+        Out("failed_count", "CASE WHEN failed THEN n ELSE 0 END"),
         Out("attempted_count", "CAST(attempted AS BIGINT)"),
-        Out("failure_rate", "n / attempted"),
-        Out("share_of_failures", "n / group_failed"),
-        Out("failed_amount_minor", "CAST(amount AS BIGINT)", "decimals"),
+        Out("failure_rate", "CASE WHEN failed THEN n ELSE 0 END / attempted"),
+        Out("share_of_failures", "CASE WHEN failed THEN n END / nullif(group_failed, 0)"),
+        Out(
+            "failed_amount_minor",
+            "CAST(CASE WHEN failed THEN amount ELSE 0 END AS BIGINT)",
+            "decimals",
+        ),
         Out("attempted_amount_minor", "CAST(attempted_amount AS BIGINT)", "decimals"),
-        Out("failed_amount_rate", "amount / nullif(attempted_amount, 0)"),
+        Out(
+            "failed_amount_rate",
+            "CASE WHEN failed THEN amount ELSE 0 END / nullif(attempted_amount, 0)",
+        ),
     ]
     final = finish(
-        columns, "_groups WHERE failed", major, f"{groups}, failed_count DESC, failure_reason"
+        columns,
+        "_groups WHERE failed OR group_failed = 0",
+        major,
+        f"{groups}, failed_count DESC, failure_reason",
     )
     return src.run(ctes, final)

@@ -7,12 +7,12 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from ._common import (
+    TRANSACTION,
     By,
     Data,
     Out,
-    corridor_of,
+    count_where,
     half_up,
-    month_of,
     render,
     rows_cte,
     source,
@@ -58,13 +58,7 @@ _COMPONENTS = (
 
 _S, _R = "sent_decimals", "received_decimals"
 _ROW = [
-    Out("id", "id"),
-    Out("status", "status"),
-    Out("created_at", "created_at"),
-    Out("month", month_of("created_at")),
-    Out("customer_id", "customer_id"),
-    Out("rail", "payment_rail"),
-    Out("corridor", corridor_of("sent_amount_currency", "received_amount_currency")),
+    *TRANSACTION,
     Out("sent_currency", "sent_amount_currency"),
     Out("sent_decimals", "sent_amount_decimals"),
     Out("received_currency", "received_amount_currency"),
@@ -115,11 +109,8 @@ _SENDING_METRICS = [
     _sum("counterparty_fixed_fee_minor"),
     _sum("components_minor"),
     _sum("residual_minor"),
-    Out("residual_count", "count(*) FILTER (WHERE residual_minor <> 0)"),
-    Out(
-        "service_variable_fee_mismatch_count",
-        "count(*) FILTER (WHERE service_variable_fee_mismatch_minor <> 0)",
-    ),
+    count_where("residual_count", "residual_minor <> 0"),
+    count_where("service_variable_fee_mismatch_count", "service_variable_fee_mismatch_minor <> 0"),
     Out("with_reference_count", "count(reference_rate)"),
     _sum("fx_spread_cost_minor"),
     Out(

@@ -7,12 +7,14 @@ from datetime import datetime
 import pandas as pd
 
 from ._common import (
+    TRANSACTION,
     By,
     Data,
     History,
     Out,
-    corridor_of,
-    month_of,
+    count_where,
+    percentiles,
+    quantile,
     render,
     rows_cte,
     seconds_between,
@@ -54,14 +56,8 @@ _LATE = seconds_between("expected_settlement_at", "_settled_at")
 _AGE = f"CASE WHEN _state = 'pending' THEN {seconds_between('created_at', '_as_of')} END"
 
 _ROW = [
-    Out("id", "id"),
-    Out("status", "status"),
+    *TRANSACTION,
     Out("settlement_state", "_state"),
-    Out("created_at", "created_at"),
-    Out("month", month_of("created_at")),
-    Out("customer_id", "customer_id"),
-    Out("rail", "payment_rail"),
-    Out("corridor", corridor_of("sent_amount_currency", "received_amount_currency")),
     Out("settled_at", "_settled_at"),
     Out("settled_at_source", "_settled_from"),
     Out("settlement_seconds", _SECONDS),
@@ -79,41 +75,31 @@ _ROW = [
 ]
 
 
-def _count(name: str, condition: str) -> Out:
-    return Out(name, f"count(*) FILTER (WHERE {condition})")
-
-
-def _quantile(name: str, column: str, q: float, condition: str = "TRUE") -> Out:
-    return Out(name, f"quantile_cont({column}, {q}) FILTER (WHERE {condition})")
-
-
 _METRICS = [
     Out("transaction_count", "count(*)"),
-    _count("settled_count", "settlement_state = 'settled'"),
-    _count("pending_count", "settlement_state = 'pending'"),
-    _count("failed_count", "settlement_state = 'failed'"),
-    _count("from_history_count", "settled_at_source = 'status_history'"),
-    _count("time_unknown_count", "settlement_state = 'settled' AND settled_at IS NULL"),
-    _quantile("p50_seconds", "settlement_seconds", 0.5),
-    _quantile("p90_seconds", "settlement_seconds", 0.9),
-    _quantile("p99_seconds", "settlement_seconds", 0.99),
+    count_where("settled_count", "settlement_state = 'settled'"),
+    count_where("pending_count", "settlement_state = 'pending'"),
+    count_where("failed_count", "settlement_state = 'failed'"),
+    count_where("from_history_count", "settled_at_source = 'status_history'"),
+    count_where("time_unknown_count", "settlement_state = 'settled' AND settled_at IS NULL"),
+    *percentiles("settlement_seconds"),
     Out("mean_seconds", "avg(settlement_seconds)"),
     Out("expected_count", "count(late_seconds)"),
-    _count("expected_breach_count", "expected_breach"),
+    count_where("expected_breach_count", "expected_breach"),
     Out(
         "expected_breach_rate",
         "count(*) FILTER (WHERE expected_breach) / nullif(count(late_seconds), 0)",
     ),
-    _quantile("late_p50_seconds", "late_seconds", 0.5, "expected_breach"),
-    _quantile("late_p90_seconds", "late_seconds", 0.9, "expected_breach"),
+    quantile("late_p50_seconds", "late_seconds", 0.5, "expected_breach"),
+    quantile("late_p90_seconds", "late_seconds", 0.9, "expected_breach"),
     Out("late_max_seconds", "max(late_seconds) FILTER (WHERE expected_breach)"),
     Out("timeline_count", "count(timeline_breach)"),
-    _count("timeline_breach_count", "timeline_breach"),
+    count_where("timeline_breach_count", "timeline_breach"),
     Out(
         "timeline_breach_rate",
         "count(*) FILTER (WHERE timeline_breach) / nullif(count(timeline_breach), 0)",
     ),
-    _count("pending_overdue_count", "overdue"),
+    count_where("pending_overdue_count", "overdue"),
     Out("pending_max_seconds", "max(pending_seconds)"),
 ]
 
@@ -149,11 +135,11 @@ def settlement_times(
     carry it) and how late the breaches were, and pending ones overdue.
 
     `type` is OUTGOING (rail and expectations from the `outgoing_fees` table) or INCOMING (from
-    `transactions`; no expectations). `as_of` is when pending ages are measured; by default the
-    latest instant in the data (creation, update or settlement), not the wall clock, so a
-    sandbox's clock or an old warehouse measures consistently. `status_history` replaces the
-    history a Warehouse (or the relation's database) holds; a DataFrame input has none unless
-    given one.
+    `transactions`; no expectations). `as_of` is when pending ages are measured (a naive time
+    is read as UTC); by default the latest instant in the data (creation, update or
+    settlement), not the wall clock, so a sandbox's clock or an old warehouse measures
+    consistently. `status_history` replaces the history a Warehouse (or the relation's
+    database) holds; a DataFrame input has none unless given one.
     """
     kind = type.upper()
     if kind not in ("OUTGOING", "INCOMING"):

@@ -21,6 +21,7 @@ from paylens.errors import (
     APIError,
     APITimeoutError,
     FailedRequest,
+    error_class_for,
     error_class_for_status,
 )
 
@@ -54,7 +55,11 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class Call(Generic[T]):
-    """One request of the interface and how to read its answer."""
+    """One request of the interface and how to read its answer.
+
+    `content` is a JSON body already encoded (it wins over `json`): the signed retry re-sends
+    the very bytes of its first request, so it encodes them once.
+    """
 
     method: str
     path: str
@@ -62,9 +67,12 @@ class Call(Generic[T]):
     params: Mapping[str, str] | Sequence[tuple[str, str]] | None = None
     json: Any = None
     headers: dict[str, str] | None = None
+    content: bytes | None = None
 
     def build(self, http: httpx.Client | httpx.AsyncClient) -> httpx.Request:
-        content = None if self.json is None else orjson.dumps(self.json)
+        content = self.content
+        if content is None and self.json is not None:
+            content = orjson.dumps(self.json)
         headers = dict(self.headers or {})
         if content is not None:
             headers["Content-Type"] = "application/json"
@@ -196,7 +204,6 @@ def build_api_error(response: httpx.Response, request: FailedRequest, attempts: 
     """The typed error for an error response; a body that is not the error shape still gives a
     clear error with the status and a snippet of the body."""
     status = response.status_code
-    cls = error_class_for_status(status)
     retry_after = parse_retry_after(response.headers.get("Retry-After"))
     try:
         body = orjson.loads(response.content) if response.content else None
@@ -204,6 +211,7 @@ def build_api_error(response: httpx.Response, request: FailedRequest, attempts: 
         body = None
     if isinstance(body, dict) and isinstance(body.get("code"), str):
         details = body.get("details")
+        cls = error_class_for(status, body["code"])
         return cls(
             status=status,
             code=body["code"],
@@ -214,7 +222,7 @@ def build_api_error(response: httpx.Response, request: FailedRequest, attempts: 
             attempts=attempts,
         )
     snippet = response.content[:_SNIPPET].decode("utf-8", errors="replace")
-    return cls(
+    return error_class_for_status(status)(
         status=status,
         code=f"HTTP_{status}",
         message=f"the service answered {status} {response.reason_phrase} without an error body",

@@ -3,6 +3,8 @@
 plan = paylens.ops.plan_cancel(wh, "payment_rail = 'ACH' AND status = 'PENDING'", reason="dup")
 plan                                   # review: every item, its eligibility and why; totals
 result = plan.apply(client)            # or plan.apply(client, dry_run=True)
+
+plan_revoke_sessions(wh, wh.stale_sessions(), signer=key) revokes wallet sessions the same way.
 """
 
 from ._apply import apply_plan
@@ -16,6 +18,7 @@ from ._plan import (
     plan_confirm_receipt,
     plan_reject,
 )
+from ._sessions import plan_revoke_sessions, signer_for
 
 __all__ = [
     "ACTIONS",
@@ -27,4 +30,6 @@ __all__ = [
     "plan_cancel",
     "plan_confirm_receipt",
     "plan_reject",
+    "plan_revoke_sessions",
+    "signer_for",
 ]

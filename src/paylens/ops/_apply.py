@@ -59,7 +59,7 @@ def _within_caps(
     acting, over = [], []
     spent: defaultdict[str, int] = defaultdict(int)
     for row in plan.eligible.to_dict("records"):
-        currency, amount = row["currency"], int(row["amount_minor"] or 0)
+        currency, amount = row.get("currency"), int(row.get("amount_minor") or 0)
         limit = (max_total_minor or {}).get(currency)
         if max_items is not None and len(acting) >= max_items:
             over.append(
@@ -93,16 +93,18 @@ def apply_plan(
 ) -> pd.DataFrame:
     """Act on the plan's eligible items and return one row per selected item with its outcome.
 
-    - Each item is re-read just before acting and skipped (`skipped_changed`) when its status or
-      `updated_at` moved since the plan; an item the journal records as done is never sent again.
+    - Each item is re-read just before acting and skipped (`skipped_changed`) when it moved
+      since the plan (a transaction's status or `updated_at`; a session no longer active); an
+      item the journal records as done is never sent again.
     - `concurrency` requests at once (default 4), at most `rate_limit` per second; 429s are
       waited out by the client's retry policy (`Retry-After`).
     - Caps: `max_items`, and `max_total_minor` per currency (minor units); items beyond them
       are `skipped_over_cap`.
     - `dry_run=True` sends nothing: each row shows the request that would be sent.
-    - Outcomes: the action's success (`cancelled`, `approved`, `rejected`, `confirmed`),
-      `not_cancellable` / `not_pending_approval` (409), `rejected_type` (400), `not_found`
-      (404), `failed` (any other error, with status, code, message and attempts), or a skip.
+    - Outcomes: the action's success (`cancelled`, `approved`, `rejected`, `confirmed`,
+      `revoked`), `not_cancellable` / `not_pending_approval` (409), `rejected_type` (400),
+      `not_found` (404), `failed` (any other error, with status, code, message and attempts),
+      or a skip.
     - With `refresh`, the answers are stored in the warehouse, which then shows the new states.
 
     The frame's `attrs["all_as_planned"]` tells whether every item acted on succeeded.
@@ -117,9 +119,8 @@ def apply_plan(
         if r["eligibility"] != ELIGIBLE
     ]
     if dry_run:
-        outcomes += [
-            _Outcome(r["id"], "would_send", request=_describe(plan, r["id"])) for r in acting
-        ]
+        kind = plan.action.kind or TRANSACTIONS
+        outcomes += [_Outcome(r["id"], "would_send", request=kind.describe(plan, r)) for r in acting]
         return _frame(plan, skipped + outcomes, fingerprint, dry_run=True)
     ids = [r["id"] for r in acting]
     done = _journal.succeeded(wh, action.name, ids)
@@ -150,8 +151,31 @@ def apply_plan(
         bar.close()
         client.rate_budget = budget_before
     if refresh and answers:
-        wh.store_transactions(answers)
+        (action.kind or TRANSACTIONS).store(wh, answers)
     return _frame(plan, skipped + outcomes, fingerprint, dry_run=False)
+
+
+class _Transactions:
+    """Transactions as the items of a bulk action: re-read by id, acted on by a POST."""
+
+    def changed(self, client: Client, row: dict[str, Any]) -> str | None:
+        current = client.transactions.get(row["id"])
+        return f"changed since the plan: now {current.status}" if _changed(row, current) else None
+
+    def send(self, plan: Plan, client: Client, row: dict[str, Any]) -> tuple[int, Any]:
+        path = f"transactions/{row['id']}/{plan.action.path}"
+        response = client.request(Call("POST", path, lambda r: r, json=plan.body))
+        return response.status_code, response.json()
+
+    def store(self, wh: Warehouse, answers: list[Any]) -> None:
+        wh.store_transactions(answers)
+
+    def describe(self, plan: Plan, row: dict[str, Any]) -> str:
+        body = f" {plan.body}" if plan.body else ""
+        return f"POST /transactions/{row['id']}/{plan.action.path}{body}"
+
+
+TRANSACTIONS = _Transactions()
 
 
 def _act(
@@ -159,31 +183,28 @@ def _act(
 ) -> _Outcome:
     wh: Warehouse = plan.warehouse
     action = plan.action
+    kind = action.kind or TRANSACTIONS
     tid = row["id"]
     if tid in done:
         return _Outcome(tid, "skipped_journal", message=f"already {action.verb} (journal)")
     try:
-        current = client.transactions.get(tid)
+        message = kind.changed(client, row)
     except NotFoundError as exc:
         return _Outcome(tid, "not_found", exc.status, exc.code, exc.message, exc.attempts)
     except (APIError, APIConnectionError) as exc:
         return _failed(tid, exc)
-    if _changed(row, current):
-        message = f"changed since the plan: now {current.status}"
+    if message is not None:
         _journal.record(wh, fingerprint, action.name, tid, "skipped_changed", message)
         return _Outcome(tid, "skipped_changed", message=message)
     entry = _journal.begin(wh, fingerprint, action.name, tid)
-    call = Call("POST", f"transactions/{tid}/{action.path}", lambda r: r, json=plan.body)
     try:
-        response = client.request(call)
+        status, answer = kind.send(plan, client, row)
     except APIError as exc:
         outcome = _Outcome(tid, _refusal(exc), exc.status, exc.code, exc.message, exc.attempts)
     except (APIConnectionError, PaylensError) as exc:
         outcome = _failed(tid, exc)
     else:
-        outcome = _Outcome(
-            tid, action.verb, response.status_code, attempts=1, request=response.json()
-        )
+        outcome = _Outcome(tid, action.verb, status, attempts=1, request=answer)
     _journal.finish(
         wh,
         entry,
@@ -216,11 +237,6 @@ def _changed(row: dict[str, Any], current: Transaction) -> bool:
     if planned_updated is None or pd.isna(planned_updated) or now_updated is None:
         return False
     return pd.Timestamp(now_updated) != pd.Timestamp(planned_updated)
-
-
-def _describe(plan: Plan, tid: str) -> str:
-    body = f" {plan.body}" if plan.body else ""
-    return f"POST /transactions/{tid}/{plan.action.path}{body}"
 
 
 def _frame(

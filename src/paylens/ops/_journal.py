@@ -16,6 +16,7 @@ SUCCESSES = {
     "approve": "approved",
     "reject": "rejected",
     "confirm_receipt": "confirmed",
+    "revoke_session": "revoked",
 }
 
 

@@ -1,12 +1,13 @@
-"""Plans: what a bulk action would do to each selected transaction, and why, before anything is
-sent. A plan is made from the warehouse and its journal only; it sends no request."""
+"""Plans: what a bulk action would do to each selected item (a transaction, or a wallet session
+for `plan_revoke_sessions`), and why, before anything is sent. A plan is made from the warehouse
+and its journal only; it sends no request."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 import pandas as pd
@@ -34,16 +35,40 @@ _COLUMNS = (
     "id, type, status, payment_rail, direction, source_type, source_account_id, agent_id, amount_minor, currency, "
     "decimals, created_at, updated_at, receipt_delivery_confirmed_at, customer_id"
 )
+_SHOWN = ("id", "type", "status", "payment_rail", "amount_minor", "currency", "eligibility")
+
+
+class ItemKind(Protocol):
+    """How `apply_plan` handles one kind of item: re-read it, act on it, store the answers.
+    Transactions are the default (`_apply.TRANSACTIONS`); `_sessions` has wallet sessions."""
+
+    def changed(self, client: Client, row: dict[str, Any]) -> str | None:
+        """Why the item no longer is as planned, or None (NotFoundError when it is gone)."""
+
+    def send(self, plan: Plan, client: Client, row: dict[str, Any]) -> tuple[int, Any]:
+        """Act on the item: the HTTP status and the answer to store."""
+
+    def store(self, wh: Warehouse, answers: list[Any]) -> None:
+        """Record the successful answers in the warehouse."""
+
+    def describe(self, plan: Plan, row: dict[str, Any]) -> str:
+        """The request a dry run would send."""
 
 
 @dataclass(frozen=True)
 class Action:
-    """A bulk action: its name, the request it sends, and who is eligible."""
+    """A bulk action: its name, the request it sends, who is eligible, and the items it acts
+    on (the warehouse table and columns a plan reads; transactions unless said)."""
 
     name: str
     verb: str  # what the result calls a success ("cancelled", "approved", ...)
     path: str  # relative path template of the request
     check: Callable[[dict[str, Any]], str]  # ELIGIBLE or the reason to skip
+    table: str = "transactions"
+    columns: str = _COLUMNS
+    shown: tuple[str, ...] = _SHOWN  # columns a review shows
+    state: tuple[str, ...] = ("id", "status", "updated_at")  # what the fingerprint pins
+    kind: ItemKind | None = None  # None: transactions
 
 
 def is_ach_pull(row: dict[str, Any]) -> bool:
@@ -112,7 +137,7 @@ class Plan:
     @property
     def fingerprint(self) -> str:
         """SHA-256 of the action, its body and every item with its planned state."""
-        rows = self.items[["id", "status", "updated_at", "eligibility"]].astype(str).values.tolist()
+        rows = self.items[[*self.action.state, "eligibility"]].astype(str).values.tolist()
         text = orjson.dumps(
             {"action": self.action.name, "body": self.body, "items": rows},
             option=orjson.OPT_SORT_KEYS,
@@ -125,8 +150,13 @@ class Plan:
 
     @property
     def totals(self) -> pd.DataFrame:
-        """Per currency: items selected, eligible, and the eligible amount in minor units."""
+        """Per currency: items selected, eligible, and the eligible amount in minor units
+        (items without an amount: selected and eligible only)."""
         frame = self.items.assign(is_eligible=self.items["eligibility"] == ELIGIBLE)
+        if "amount_minor" not in frame.columns:
+            return pd.DataFrame(
+                {"selected": [len(frame)], "eligible": [int(frame["is_eligible"].sum())]}
+            )
         frame = frame.assign(eligible_minor=frame["amount_minor"].where(frame["is_eligible"], 0))
         grouped = frame.groupby(["currency", "decimals"], dropna=False, observed=True)
         return grouped.agg(
@@ -137,24 +167,23 @@ class Plan:
 
     def summary(self) -> str:
         counts = self.items["eligibility"].value_counts()
+        noun = self.action.table.replace("wallet_", "")
         lines = [
             f"plan to {self.action.name} — {len(self.eligible):,} of {len(self.items):,} selected "
-            f"transactions eligible (fingerprint {self.fingerprint[:12]})"
+            f"{noun} eligible (fingerprint {self.fingerprint[:12]})"
         ]
         if self.warehouse.is_sandbox:
             lines[0] = "[SANDBOX DATA] " + lines[0]
         lines += [f"  {n:6,}  {reason}" for reason, n in counts.items()]
         for row in self.totals.itertuples():
-            if row.eligible:
+            if row.eligible and "currency" in self.totals.columns:
                 lines.append(
                     f"  {row.currency}: {row.eligible:,} eligible, {_major(row.eligible_amount_minor, row.decimals)} {row.currency}"
                 )
         return "\n".join(lines)
 
     def __str__(self) -> str:
-        shown = self.items[
-            ["id", "type", "status", "payment_rail", "amount_minor", "currency", "eligibility"]
-        ]
+        shown = self.items[list(self.action.shown)]
         return self.summary() + "\n\n" + shown.to_string(index=False, max_rows=50)
 
     def __repr__(self) -> str:
@@ -162,9 +191,7 @@ class Plan:
 
     def _repr_html_(self) -> str:
         head = "<br>".join(self.summary().splitlines())
-        shown = self.items[
-            ["id", "type", "status", "payment_rail", "amount_minor", "currency", "eligibility"]
-        ]
+        shown = self.items[list(self.action.shown)]
         return f"<div><p>{head}</p>{shown.to_html(index=False, max_rows=50)}</div>"
 
     def apply(self, client: Client, **options: Any) -> ApplyResult:
@@ -181,10 +208,10 @@ def _major(minor: int, decimals: Any) -> str:
     return f"{sign}{whole:,}" + (f".{part:0{places}d}" if places else "")
 
 
-def _selected_ids(wh: Warehouse, select: Selection) -> list[str]:
+def _selected_ids(wh: Warehouse, select: Selection, table: str = "transactions") -> list[str]:
     if isinstance(select, str):
         try:
-            frame = wh.sql(f"SELECT id FROM transactions WHERE {select} ORDER BY created_at, id")
+            frame = wh.sql(f"SELECT id FROM {table} WHERE {select} ORDER BY created_at, id")
         except Exception as exc:
             raise InvalidArgumentError(
                 "select", f"the SQL filter {select!r} failed: {exc}"
@@ -197,15 +224,18 @@ def _selected_ids(wh: Warehouse, select: Selection) -> list[str]:
     if isinstance(select, list | tuple):
         return [str(i) for i in select]
     raise InvalidArgumentError(
-        "select", "expected transaction ids, a DataFrame with `id`, or a SQL filter"
+        "select", f"expected {table} ids, a DataFrame with `id`, or a SQL filter"
     )
 
 
-def make_plan(wh: Warehouse, action_name: str, select: Selection, body: dict[str, Any]) -> Plan:
-    action = ACTIONS[action_name]
-    ids = list(dict.fromkeys(_selected_ids(wh, select)))
+def make_plan(
+    wh: Warehouse, action_name: str | Action, select: Selection, body: dict[str, Any]
+) -> Plan:
+    action = ACTIONS[action_name] if isinstance(action_name, str) else action_name
+    ids = list(dict.fromkeys(_selected_ids(wh, select, action.table)))
     known = wh.sql(
-        f"SELECT {_COLUMNS} FROM transactions WHERE id IN (SELECT unnest(?::VARCHAR[]))", [ids]
+        f"SELECT {action.columns} FROM {action.table} WHERE id IN (SELECT unnest(?::VARCHAR[]))",
+        [ids],
     )
     done = _journal.succeeded(wh, action.name, ids)
     by_id = {row["id"]: row for row in known.to_dict("records")}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,6 +31,7 @@ from ._gen_entities import CARD_STATES, CUSTOMER_TYPES, INTERNAL_TYPES, NO_ROW
 from ._generate import CARD_STATUSES, KINDS, ST, STATUSES
 from ._world import QuoteRequest, ServiceError, World, invalid, to_us
 from ._world_store import RowSet
+from ._world_wallets import SignedRequest, is_p256_point
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 20
@@ -410,13 +412,14 @@ def list_customers(r: Request) -> tuple[int, Any]:
         q,
         "customers",
         select,
-        lambda rows: [w.views.customer(i) for i in rows.tolist()],
+        lambda rows: [w.wallets.customer_view(w.views.customer(i), i) for i in rows.tolist()],
         sortable=False,
     )
 
 
 def get_customer(r: Request) -> tuple[int, Any]:
-    return 200, r.world.views.customer(r.world.customer_row(r.args[0]))
+    row = r.world.customer_row(r.args[0])
+    return 200, r.world.wallets.customer_view(r.world.views.customer(row), row)
 
 
 def _account_rows(r: Request, q: Query, *, external: bool, platform: bool) -> Callable[[], RowSet]:
@@ -622,6 +625,163 @@ def list_sessions(r: Request) -> tuple[int, Any]:
     return 200, {"data": r.world.wallets.list_sessions(_wallet_account(r), r.world.now_us)}
 
 
+# --- wallet writes (signed retries; semantics in _world_wallets) ----------------------------------
+
+_AUTH_TYPES = ("EMAIL_OTP", "SMS_OTP", "OAUTH", "PASSKEY")
+_TRANSPORTS = ("usb", "nfc", "ble", "internal", "hybrid")
+_PUBLIC_KEY_FORM = re.compile(r"^(0[23][0-9a-fA-F]{64}|04[0-9a-fA-F]{128})$")
+
+
+def _signed(r: Request, operation: str) -> SignedRequest:
+    return SignedRequest(operation, r.body, r.headers, r.world.now_us)
+
+
+def _texts(obj: Any, names: tuple[str, ...], prefix: str, errors: list[dict[str, str]]) -> None:
+    """Each of `names` must be a non-empty string of the object `obj` (named `prefix`)."""
+    if not isinstance(obj, dict):
+        errors.append({"field": prefix.rstrip("."), "message": "is required and must be an object"})
+        return
+    for name in names:
+        if not isinstance(obj.get(name), str) or not obj[name]:
+            errors.append({"field": prefix + name, "message": "is required and must be a string"})
+
+
+def _client_key(body: dict[str, Any], errors: list[dict[str, str]], *, required: bool) -> Any:
+    value = body.get("clientPublicKey")
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not _PUBLIC_KEY_FORM.match(value):
+        errors.append(
+            {"field": "clientPublicKey", "message": "must be a P-256 public key in hex (02/03/04…)"}
+        )
+        return None
+    if not is_p256_point(value):
+        errors.append({"field": "clientPublicKey", "message": "is not a point on P-256"})
+    return value
+
+
+def _checked(errors: list[dict[str, str]]) -> None:
+    if errors:
+        raise invalid(errors)
+
+
+def add_credential(r: Request) -> tuple[int, Any]:
+    body, errors = _body(r), []
+    kind = body.get("type")
+    if kind not in _AUTH_TYPES:
+        errors.append({"field": "type", "message": f"must be one of {', '.join(_AUTH_TYPES)}"})
+    _texts(body, ("accountId",), "", errors)
+    if kind == "OAUTH":
+        _texts(body, ("oidcToken",), "", errors)
+    if kind == "PASSKEY":
+        _texts(body, ("nickname", "challenge"), "", errors)
+        attestation = body.get("attestation")
+        _texts(
+            attestation,
+            ("credentialId", "clientDataJson", "attestationObject"),
+            "attestation.",
+            errors,
+        )
+        transports = attestation.get("transports") if isinstance(attestation, dict) else None
+        if transports is not None and (
+            not isinstance(transports, list) or any(t not in _TRANSPORTS for t in transports)
+        ):
+            errors.append(
+                {"field": "attestation.transports", "message": f"items: {', '.join(_TRANSPORTS)}"}
+            )
+    _checked(errors)
+    row = r.world.account_row(body["accountId"])
+    if not r.world.wallets.is_wallet(row):
+        raise invalid(
+            [{"field": "accountId", "message": "must be an Embedded Wallet internal account"}]
+        )
+    return r.world.wallets.add(_signed(r, "POST /auth/credentials"), row, kind, body)
+
+
+def revoke_credential(r: Request) -> tuple[int, Any]:
+    operation = f"DELETE /auth/credentials/{r.args[0]}"
+    return r.world.wallets.revoke(_signed(r, operation), r.args[0])
+
+
+def challenge_credential(r: Request) -> tuple[int, Any]:
+    errors: list[dict[str, str]] = []
+    key = _client_key(_body(r), errors, required=False)
+    _checked(errors)
+    return 200, r.world.wallets.challenge(r.args[0], key, r.world.now_us)
+
+
+def verify_credential(r: Request) -> tuple[int, Any]:
+    w, body, errors = r.world, _body(r), []
+    credential = w.wallets.credential(r.args[0])[1]
+    kind = credential["type"]
+    if body.get("type") != kind:
+        errors.append({"field": "type", "message": f"must be {kind}, the credential's type"})
+    elif kind == "OAUTH":
+        _texts(body, ("oidcToken",), "", errors)
+        key = _client_key(body, errors, required=True)
+    elif kind == "PASSKEY":
+        fields = ("credentialId", "clientDataJson", "authenticatorData", "signature")
+        _texts(body.get("assertion"), fields, "assertion.", errors)
+    else:
+        _texts(body, ("encryptedOtpBundle",), "", errors)
+    _checked(errors)
+    signed = _signed(r, f"POST /auth/credentials/{r.args[0]}/verify")
+    if kind == "OAUTH":
+        return 200, w.wallets.verify_oauth(r.args[0], body["oidcToken"], key, w.now_us)
+    if kind == "PASSKEY":
+        request_id = signed.header("request-id")
+        return 200, w.wallets.verify_passkey(r.args[0], request_id, body["assertion"], w.now_us)
+    return w.wallets.verify_otp(signed, r.args[0], body["encryptedOtpBundle"])
+
+
+def revoke_session(r: Request) -> tuple[int, Any]:
+    operation = f"DELETE /auth/sessions/{r.args[0]}"
+    return r.world.wallets.revoke_session_signed(_signed(r, operation), r.args[0])
+
+
+def refresh_session(r: Request) -> tuple[int, Any]:
+    errors: list[dict[str, str]] = []
+    key = _client_key(_body(r), errors, required=True)
+    _checked(errors)
+    operation = f"POST /auth/sessions/{r.args[0]}/refresh"
+    return r.world.wallets.refresh(_signed(r, operation), r.args[0], key)
+
+
+def export_account(r: Request) -> tuple[int, Any]:
+    errors: list[dict[str, str]] = []
+    key = _client_key(_body(r), errors, required=True)
+    _checked(errors)
+    row = r.world.account_row(r.args[0])
+    if not r.world.wallets.is_wallet(row):
+        raise invalid([{"field": "id", "message": "must be an Embedded Wallet internal account"}])
+    operation = f"POST /internal-accounts/{r.args[0]}/export"
+    return r.world.wallets.export(_signed(r, operation), row, key)
+
+
+def patch_customer(r: Request) -> tuple[int, Any]:
+    w = r.world
+    row = w.customer_row(r.args[0])
+    body = _body(r)
+    kind = CUSTOMER_TYPES[w.entities.customers.kind[row]]
+    if "email" in body and "phoneNumber" in body:
+        raise invalid(
+            [{"field": "phoneNumber", "message": "update email and phoneNumber in separate calls"}]
+        )
+    if set(body) - {"customerType", "email"} or "email" not in body:
+        raise ServiceError(
+            501,
+            "NOT_IMPLEMENTED",
+            "the sandbox updates only a customer's email ({customerType, email})",
+        )
+    errors: list[dict[str, str]] = []
+    if body.get("customerType") != kind:
+        errors.append({"field": "customerType", "message": f"must be {kind}, the customer's type"})
+    _texts(body, ("email",), "", errors)
+    _checked(errors)
+    signed = _signed(r, f"PATCH /customers/{r.args[0]}")
+    return w.wallets.update_email(signed, row, body["email"], lambda: w.views.customer(row))
+
+
 # --- routing --------------------------------------------------------------------------------------
 
 ROUTES: dict[str, dict[str, Handler]] = {
@@ -634,7 +794,7 @@ ROUTES: dict[str, dict[str, Handler]] = {
     "/cards": {"GET": list_cards},
     "/cards/{id}": {"GET": get_card, "PATCH": patch_card},
     "/customers": {"GET": list_customers},
-    "/customers/{id}": {"GET": get_customer},
+    "/customers/{id}": {"GET": get_customer, "PATCH": patch_customer},
     "/customers/internal-accounts": {
         "GET": _account_list("internal-accounts", external=False, platform=False)
     },
@@ -654,18 +814,23 @@ ROUTES: dict[str, dict[str, Handler]] = {
     "/quotes/{id}/execute": {"POST": execute_quote},
     "/exchange-rates": {"GET": list_exchange_rates},
     "/config": {"GET": get_config},
-    "/auth/credentials": {"GET": list_credentials},
+    "/auth/credentials": {"GET": list_credentials, "POST": add_credential},
+    "/auth/credentials/{id}": {"DELETE": revoke_credential},
+    "/auth/credentials/{id}/challenge": {"POST": challenge_credential},
+    "/auth/credentials/{id}/verify": {"POST": verify_credential},
     "/auth/sessions": {"GET": list_sessions},
+    "/auth/sessions/{id}": {"DELETE": revoke_session},
+    "/auth/sessions/{id}/refresh": {"POST": refresh_session},
+    "/internal-accounts/{id}/export": {"POST": export_account},
 }
 #: Methods the interface defines on paths the sandbox serves only in part (501 for these).
 INTERFACE_ONLY: dict[str, frozenset[str]] = {
     "/cards": frozenset({"POST"}),
     "/customers": frozenset({"POST"}),
-    "/customers/{id}": frozenset({"PATCH", "DELETE"}),
+    "/customers/{id}": frozenset({"DELETE"}),
     "/customers/external-accounts": frozenset({"POST"}),
     "/platform/external-accounts": frozenset({"POST"}),
     "/config": frozenset({"PATCH"}),
-    "/auth/credentials": frozenset({"POST"}),
 }
 _TEMPLATES = sorted(ROUTES, key=lambda t: t.count("{"))  # literal segments win over {id}
 

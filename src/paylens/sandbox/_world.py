@@ -174,6 +174,7 @@ class World:
         platform_fee_bps: int = 50,
         platform_fixed_fee: int = 25,
         mix: tuple[float, float, float] = DEFAULT_MIX,
+        scenarios: int | None = None,
     ) -> None:
         if transactions < 0:
             raise ValueError("transactions must be >= 0")
@@ -193,7 +194,10 @@ class World:
         )
         self.views = EntityViews(self.entities)
         self._arrivals = Arrivals(start_us // 1000, end_us // 1000)
-        per_scenario = scenario_count(transactions)
+        # planted rows per scenario (pending transfers in and past their window, approvals)
+        per_scenario = scenario_count(transactions) if scenarios is None else scenarios
+        if 7 * per_scenario > transactions:
+            raise ValueError(f"scenarios={per_scenario} needs at least {7 * per_scenario} transactions")
         regular = transactions - 7 * per_scenario
         created, weight = self._arrivals.draw(
             streams[_STREAM_ARRIVALS], start_us // 1000, end_us // 1000, regular

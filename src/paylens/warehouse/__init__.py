@@ -6,7 +6,9 @@
     wh.sql("SELECT currency, sum(amount_minor) FROM transactions GROUP BY 1")
 
 Tables: transactions, outgoing_fees, card_transactions, payment_instructions, cards, customers,
-internal_accounts, external_accounts, status_history, rejected_records, sync_runs, sync_slices.
+internal_accounts, external_accounts, status_history, rejected_records, sync_runs, sync_slices;
+the wallet inventory (`wh.sync_wallets(client)`): wallet_credentials, wallet_sessions,
+wallet_inventory.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from paylens.client import Client
 from paylens.client._params import timestamp
 from paylens.frames import to_pandas
 
-from . import _store
+from . import _store, _wallets
 from ._store import SCHEMA_VERSION, WarehouseError, WarehouseLockedError
 from ._sync import SMALL_RESOURCES, SyncOptions, TransactionSync, sync_small_resource, utcnow
 
@@ -423,6 +425,31 @@ class Warehouse:
             except BaseException:
                 self._con.execute("ROLLBACK")
                 raise
+
+    # -- wallet inventory (credentials and sessions of embedded wallets; see _wallets) ----------
+
+    def sync_wallets(
+        self, client: Client, account_ids: Sequence[str] | None = None, *, concurrency: int = 8
+    ) -> dict[str, int]:
+        """Inventory the credentials and sessions of `account_ids` (default: every embedded
+        wallet account); returns how many accounts, credentials and sessions it found."""
+        return _wallets.sync_wallets(self, client, account_ids, concurrency=concurrency)
+
+    def credentials(self, *, include_removed: bool = False) -> pd.DataFrame:
+        """Wallet credentials of the inventory, by account."""
+        return _wallets.credentials(self, include_removed=include_removed)
+
+    def sessions(self, *, include_ended: bool = False) -> pd.DataFrame:
+        """Wallet sessions of the inventory (active at its last look, unless `include_ended`)."""
+        return _wallets.sessions(self, include_ended=include_ended)
+
+    def single_credential_accounts(self) -> pd.DataFrame:
+        """Inventoried wallet accounts that hold exactly one credential."""
+        return _wallets.single_credential_accounts(self)
+
+    def stale_sessions(self, **options: Any) -> pd.DataFrame:
+        """Active sessions opened long ago (`max_age`, default 8 h, before `as_of`)."""
+        return _wallets.stale_sessions(self, **options)
 
     def journal(self) -> pd.DataFrame:
         """The bulk-operations journal: every request sent, before and after."""

@@ -170,7 +170,6 @@ def upsert(
         return
     keys = PRIMARY_KEYS[table]
     on = " AND ".join(f"t.{k} = b.{k}" for k in keys)
-    same = "t.raw IS NOT DISTINCT FROM b.raw" if "raw" in batch.column_names else "FALSE"
     con.register("_batch", batch)
     try:
         if table == "transactions":
@@ -182,13 +181,21 @@ def upsert(
                 [now, run_id],
             )
         columns = ", ".join(batch.column_names)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in batch.column_names if c not in keys)
+        changed = (
+            f"CASE WHEN {table}.raw IS DISTINCT FROM excluded.raw THEN $run "
+            f"ELSE {table}.last_changed_run_id END"
+            if "raw" in batch.column_names
+            else "$run"
+        )
+        # ON CONFLICT finds existing rows through the primary-key index: the cost follows the
+        # batch, not the table (a join would read every stored row on every batch)
         con.execute(
-            f"""INSERT OR REPLACE INTO {table}
+            f"""INSERT INTO {table}
                     ({columns}, first_seen_at, first_run_id, last_changed_run_id, last_synced_at, sync_run_id)
-                SELECT b.*, coalesce(t.first_seen_at, $now), coalesce(t.first_run_id, $run),
-                       CASE WHEN t.{keys[0]} IS NOT NULL AND {same} THEN t.last_changed_run_id ELSE $run END,
-                       $now, $run
-                FROM _batch b LEFT JOIN {table} t ON {on}""",
+                SELECT *, $now, $run, $run, $now, $run FROM _batch
+                ON CONFLICT ({", ".join(keys)}) DO UPDATE SET {updates},
+                    last_changed_run_id = {changed}, last_synced_at = $now, sync_run_id = $run""",
             {"now": now, "run": run_id},
         )
     finally:

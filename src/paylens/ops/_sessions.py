@@ -1,0 +1,108 @@
+"""Bulk revoke of wallet sessions on the plan -> review -> apply framework.
+
+    stale = wh.stale_sessions(max_age=timedelta(hours=8))
+    plan = paylens.ops.plan_revoke_sessions(wh, stale, signer=keys_by_account)
+    plan                                  # review: each session, eligible or why not
+    plan.apply(client)                    # signed retries, journal, re-read before acting
+
+Each revoke is a signed retry (spec §5.4) stamped by a session key of the same account, so the
+plan needs a signer per account: one signer for all, a mapping `account_id -> signer`, or a
+callable `account_id -> signer | None`. Sessions without one are skipped at plan time. Just
+before acting, the account's sessions are listed again; a session no longer active is
+`skipped_changed`. A success marks the session `ended_at` with end_reason `revoked`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from paylens.client._signing import SessionKey, Signer
+from paylens.errors import InvalidArgumentError
+
+from ._plan import ELIGIBLE, Action, Plan, Selection, make_plan
+
+if TYPE_CHECKING:
+    from paylens.client import Client
+    from paylens.warehouse import Warehouse
+
+Signers = Signer | Mapping[str, Signer] | Callable[[str], Signer | None]
+
+_COLUMNS = "id, account_id, type, nickname, credential_id, created_at, expires_at, ended_at"
+
+
+def _signer_lookup(signer: Signers) -> Callable[[str], Signer | None]:
+    if isinstance(signer, SessionKey):
+        return lambda _account: signer
+    if isinstance(signer, Mapping):
+        return signer.get
+    if callable(signer):
+        # a signer takes a payload and returns a stamp; a lookup takes an account id
+        return signer if getattr(signer, "is_signer_lookup", False) else lambda _account: signer
+    raise InvalidArgumentError(
+        "signer", "expected a SessionKey, a mapping account_id -> signer, or signer_for(...)"
+    )
+
+
+def signer_for(lookup: Callable[[str], Signer | None]) -> Callable[[str], Signer | None]:
+    """Mark a callable `account_id -> signer | None` as a lookup (a bare callable is taken as
+    the one signer of every account)."""
+    lookup.is_signer_lookup = True  # type: ignore[attr-defined]
+    return lookup
+
+
+@dataclass(frozen=True)
+class _Sessions:
+    """Wallet sessions as the items of a bulk action."""
+
+    signers: Callable[[str], Signer | None]
+
+    def changed(self, client: Client, row: dict[str, Any]) -> str | None:
+        active = {s.id for s in client.auth.sessions.list(row["account_id"])}
+        return None if row["id"] in active else "no longer active (revoked elsewhere or expired)"
+
+    def send(self, plan: Plan, client: Client, row: dict[str, Any]) -> tuple[int, Any]:
+        signer = self.signers(row["account_id"])
+        assert signer is not None, "the plan checked it"
+        client.auth.sessions.revoke(row["id"], signer=signer)
+        return 204, {"id": row["id"]}
+
+    def store(self, wh: Warehouse, answers: list[Any]) -> None:
+        from paylens.warehouse._wallets import mark_sessions_ended
+
+        mark_sessions_ended(wh, [a["id"] for a in answers], "revoked")
+
+    def describe(self, plan: Plan, row: dict[str, Any]) -> str:
+        return f"DELETE /auth/sessions/{row['id']} (signed retry, account {row['account_id']})"
+
+
+def plan_revoke_sessions(wh: Warehouse, select: Selection, *, signer: Signers) -> Plan:
+    """Plan revoking wallet sessions of the inventory (`wh.sync_wallets`). `select` is a list of
+    session ids, a DataFrame with an `id` column (e.g. `wh.stale_sessions()`), or a SQL filter
+    over `wallet_sessions`. `signer`: see the module docstring."""
+    from paylens.warehouse._wallets import ensure_tables
+
+    with wh._lock:
+        ensure_tables(wh._con)
+    signers = _signer_lookup(signer)
+
+    def check(row: dict[str, Any]) -> str:
+        if row["ended_at"] is not None and str(row["ended_at"]) not in ("NaT", "<NA>"):
+            return "skipped: already ended"
+        if signers(row["account_id"]) is None:
+            return "skipped: no signing key for its account"
+        return ELIGIBLE
+
+    action = Action(
+        "revoke_session",
+        "revoked",
+        "",
+        check,
+        table="wallet_sessions",
+        columns=_COLUMNS,
+        shown=("id", "account_id", "type", "created_at", "expires_at", "eligibility"),
+        state=("id", "account_id", "expires_at"),
+        kind=_Sessions(signers),
+    )
+    return make_plan(wh, action, select, {})

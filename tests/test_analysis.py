@@ -1,0 +1,573 @@
+"""The analysis helpers on small hand-built data sets, each answer worked out by hand here.
+
+Rows are written straight into the warehouse's tables; every figure asserted below follows
+from the rows by the arithmetic written next to it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from paylens.analysis import card_summary, failure_breakdown, fee_breakdown, settlement_times
+from paylens.warehouse import Warehouse
+
+T0 = pd.Timestamp("2025-03-01T00:00:00Z")
+
+
+def at(seconds: float) -> pd.Timestamp:
+    return T0 + pd.Timedelta(seconds=seconds)
+
+
+def insert(wh: Warehouse, table: str, rows: list[dict[str, Any]]) -> None:
+    wh._con.register("_rows", pd.DataFrame(rows))
+    try:
+        wh._con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _rows")
+    finally:
+        wh._con.unregister("_rows")
+
+
+@pytest.fixture
+def wh(tmp_path: Path) -> Iterator[Warehouse]:
+    with Warehouse(tmp_path / "hand.duckdb") as warehouse:
+        yield warehouse
+
+
+def by_id(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    return {row["id"]: row for row in frame.to_dict("records")}
+
+
+# -- fees ------------------------------------------------------------------------------------
+
+
+def fee_row(id: str, sent: str, received: str, **values: Any) -> dict[str, Any]:
+    decimals = {"USD": 2, "EUR": 2, "JPY": 0}
+    return {
+        "id": id,
+        "status": "COMPLETED",
+        "customer_id": "Customer:a",
+        "created_at": T0,
+        "payment_rail": "SEPA",
+        "sent_amount_currency": sent,
+        "sent_amount_decimals": decimals[sent],
+        "received_amount_currency": received,
+        "received_amount_decimals": decimals[received],
+        "platform_fees_minor": 0,
+        "counterparty_fixed_fee_minor": 0,
+        **values,
+    }
+
+
+FEE_ROWS = [
+    # A: USD 1,000.00 to EUR at x = 1.1 USD per EUR. F = 30, V = round(100000 * 0.003) = 300,
+    # P = 122, C = 50 euro cents: C_s = floor(50 * 1.1 * 10^0 + 0.5) = 55; fees = 507;
+    # received = floor((100000 - 507) / 1.1 + 0.5) = 90448.
+    fee_row(
+        "A", "USD", "EUR", sent_amount_minor=100_000, received_amount_minor=90_448,
+        exchange_rate=1.1, fees_minor=507, grid_api_fixed_fee_minor=30,
+        grid_api_variable_fee_rate=0.003, grid_api_variable_fee_amount_minor=300,
+        platform_fees_minor=122, counterparty_fixed_fee_minor=50,
+    ),
+    # B: USD 500.00 to JPY (0 decimals) at x = 0.0067 USD per yen. F = 25, V = 250, C = 100 yen:
+    # C_s = floor(100 * 0.0067 * 10^(2 - 0) + 0.5) = 67; components 342, but fees say 345.
+    fee_row(
+        "B", "USD", "JPY", sent_amount_minor=50_000, received_amount_minor=7_411_940,
+        exchange_rate=0.0067, fees_minor=345, grid_api_fixed_fee_minor=25,
+        grid_api_variable_fee_rate=0.005, grid_api_variable_fee_amount_minor=250,
+        counterparty_fixed_fee_minor=100, payment_rail="WIRE",
+    ),
+    # C: EUR 200.00 to EUR, failed; V = 0 although 20000 * 0.001 rounds to 20.
+    fee_row(
+        "C", "EUR", "EUR", sent_amount_minor=20_000, received_amount_minor=19_990,
+        exchange_rate=1.0, fees_minor=10, grid_api_fixed_fee_minor=10,
+        grid_api_variable_fee_rate=0.001, grid_api_variable_fee_amount_minor=0,
+        status="FAILED", customer_id="Customer:b",
+    ),
+    # D: USD 100.00 to EUR in April: F = 30, V = 30, C_s = 55, fees = 115;
+    # received = floor((10000 - 115) / 1.1 + 0.5) = 8986.
+    fee_row(
+        "D", "USD", "EUR", sent_amount_minor=10_000, received_amount_minor=8_986,
+        exchange_rate=1.1, fees_minor=115, grid_api_fixed_fee_minor=30,
+        grid_api_variable_fee_rate=0.003, grid_api_variable_fee_amount_minor=30,
+        counterparty_fixed_fee_minor=50, created_at=pd.Timestamp("2025-04-15T10:00:00Z"),
+    ),
+]  # fmt: skip
+MID = {("USD", "EUR"): 1.08}
+
+
+@pytest.fixture
+def fees_wh(wh: Warehouse) -> Warehouse:
+    insert(wh, "outgoing_fees", FEE_ROWS)
+    return wh
+
+
+def test_fee_components_per_transaction(fees_wh: Warehouse) -> None:
+    rows = by_id(fee_breakdown(fees_wh, reference_rates=MID))
+    a = rows["A"]
+    assert (a["service_fixed_fee_minor"], a["service_variable_fee_minor"]) == (30, 300)
+    assert (a["platform_fee_minor"], a["counterparty_fixed_fee_received_minor"]) == (122, 50)
+    assert a["counterparty_fixed_fee_minor"] == 55
+    assert (a["components_minor"], a["residual_minor"]) == (507, 0)
+    assert a["take_rate_bps"] == 507 / 100_000 * 10_000
+    assert a["reference_rate"] == 1.08
+    assert a["fx_spread_bps"] == (1.1 / 1.08 - 1) * 10_000
+    # what the 90,448 euro cents delivered cost at 1.1 beyond their cost at 1.08: 1808.96 cents
+    assert a["fx_spread_cost_minor"] == math.floor(90_448.0 * 1.0 * (1.1 - 1.08) + 0.5) == 1809
+    assert a["total_cost_minor"] == 507 + 1809
+    assert a["all_in_cost_bps"] == 2316 / 100_000 * 10_000
+    assert (a["corridor"], a["rail"], a["month"]) == ("USD→EUR", "SEPA", T0.date())
+
+    b = rows["B"]
+    assert b["counterparty_fixed_fee_minor"] == 67
+    assert (b["components_minor"], b["residual_minor"]) == (342, 3)
+    # no reference rate for USD→JPY: the spread and the all-in cost are unknown, not 0
+    assert pd.isna(b["fx_spread_bps"]) and pd.isna(b["fx_spread_cost_minor"])
+    assert pd.isna(b["total_cost_minor"]) and pd.isna(b["all_in_cost_bps"])
+
+    c = rows["C"]
+    assert (c["residual_minor"], c["service_variable_fee_mismatch_minor"]) == (0, 0 - 20)
+    assert (c["reference_rate"], c["fx_spread_bps"], c["fx_spread_cost_minor"]) == (1.0, 0.0, 0)
+
+
+def test_fees_by_corridor_sum_per_currency(fees_wh: Warehouse) -> None:
+    frame = fee_breakdown(fees_wh, "corridor", reference_rates=MID)
+    assert list(frame["corridor"]) == ["EUR→EUR", "USD→EUR", "USD→JPY"]
+    usd_eur = frame.set_index("corridor").loc["USD→EUR"]
+    assert (usd_eur["sent_currency"], usd_eur["received_currency"]) == ("USD", "EUR")
+    assert usd_eur["transaction_count"] == 2
+    assert usd_eur["sent_minor"] == 100_000 + 10_000
+    assert usd_eur["fees_minor"] == 507 + 115
+    assert usd_eur["service_fixed_fee_minor"] == 30 + 30
+    assert usd_eur["service_variable_fee_minor"] == 300 + 30
+    assert usd_eur["platform_fee_minor"] == 122
+    assert usd_eur["counterparty_fixed_fee_minor"] == 55 + 55
+    assert usd_eur["counterparty_fixed_fee_received_minor"] == 50 + 50
+    assert usd_eur["received_minor"] == 90_448 + 8_986
+    assert usd_eur["residual_minor"] == 0
+    # D's spread: floor(8986 * (1.1 - 1.08) + 0.5) = floor(180.22) = 180
+    assert usd_eur["fx_spread_cost_minor"] == 1809 + 180
+    assert usd_eur["take_rate_bps"] == 622 / 110_000 * 10_000
+    assert usd_eur["all_in_cost_bps"] == (622 + 1989) / 110_000 * 10_000
+    spread = (90_448.0 * (1.1 - 1.08) + 8_986.0 * (1.1 - 1.08)) / (90_448.0 * 1.08 + 8_986.0 * 1.08)
+    assert usd_eur["fx_spread_bps"] == spread * 10_000
+    usd_jpy = frame.set_index("corridor").loc["USD→JPY"]
+    assert (usd_jpy["residual_minor"], usd_jpy["residual_count"]) == (3, 1)
+    assert usd_jpy["with_reference_count"] == 0 and pd.isna(usd_jpy["fx_spread_cost_minor"])
+
+
+def test_fees_by_rail_and_month_never_add_currencies(fees_wh: Warehouse) -> None:
+    frame = fee_breakdown(fees_wh, ["rail", "month"])
+    assert "received_minor" not in frame.columns  # receiving currencies differ within a group
+    got = {
+        (r["rail"], str(r["month"]), r["sent_currency"]): (r["transaction_count"], r["fees_minor"])
+        for r in frame.to_dict("records")
+    }
+    assert got == {
+        ("SEPA", "2025-03-01", "EUR"): (1, 10),
+        ("SEPA", "2025-03-01", "USD"): (1, 507),
+        ("SEPA", "2025-04-01", "USD"): (1, 115),
+        ("WIRE", "2025-03-01", "USD"): (1, 345),
+    }
+    assert frame["service_variable_fee_mismatch_count"].sum() == 1
+
+
+def test_fees_status_filter_customer_key_and_major_units(fees_wh: Warehouse) -> None:
+    frame = fee_breakdown(fees_wh, "customer", status="COMPLETED", major=True)
+    assert list(frame["customer_id"]) == ["Customer:a"]
+    row = frame.iloc[0]
+    assert row["sent_minor"] == 160_000 and row["sent_major"] == 1_600.0
+    assert row["fees_minor"] == 507 + 345 + 115 and row["fees_major"] == 9.67
+    rows = by_id(fee_breakdown(fees_wh, major=True))
+    assert rows["B"]["received_major"] == 7_411_940.0  # yen have no decimals
+    assert rows["B"]["counterparty_fixed_fee_received_major"] == 100.0
+
+
+def test_fee_inputs_frame_relation_and_reference_forms(fees_wh: Warehouse) -> None:
+    expected = fee_breakdown(fees_wh, "corridor", reference_rates=MID)
+    from_frame = fee_breakdown(fees_wh.fees(), "corridor", reference_rates={"USD→EUR": 1.08})
+    mids = pd.DataFrame(
+        {"sent_currency": ["USD"], "received_currency": ["EUR"], "mid_rate": [1.08]}
+    )
+    from_relation = fee_breakdown(
+        fees_wh.relation("outgoing_fees"), "corridor", reference_rates=mids
+    )
+    pd.testing.assert_frame_equal(from_frame, expected)
+    pd.testing.assert_frame_equal(from_relation, expected, check_flags=False)
+    assert expected.attrs["source"] == from_frame.attrs["source"] == fees_wh._label()
+    assert from_relation.attrs == {}  # a bare relation carries no provenance
+
+
+def test_fee_input_errors(fees_wh: Warehouse) -> None:
+    with pytest.raises(ValueError, match="cannot group by 'nope'"):
+        fee_breakdown(fees_wh, "nope")
+    with pytest.raises(ValueError, match=r"lacks .*platform_fees_minor"):
+        fee_breakdown(fees_wh.fees().drop(columns="platform_fees_minor"))
+    with pytest.raises(ValueError, match="must be > 0"):
+        fee_breakdown(fees_wh, reference_rates={("USD", "EUR"): 0.0})
+    with pytest.raises(TypeError, match="Warehouse, a DataFrame or a DuckDB relation"):
+        fee_breakdown([1, 2, 3])  # type: ignore[arg-type]
+
+
+# -- settlement times ------------------------------------------------------------------------
+
+HOUR = 3600
+
+
+def settle_row(id: str, status: str, created: float, **values: Any) -> dict[str, Any]:
+    return {"id": id, "status": status, "created_at": at(created), "payment_rail": "ACH", **values}
+
+
+SETTLE_ROWS = [
+    # settled 100 s after creation, 10 s after the expected 90 s: breaches both expectations
+    settle_row("S1", "COMPLETED", 0, settled_at=at(100), expected_settlement_at=at(90),
+               settlement_timeline_seconds=90),
+    # settled after 200 s, 100 s early
+    settle_row("S2", "COMPLETED", HOUR, settled_at=at(HOUR + 200),
+               expected_settlement_at=at(HOUR + 300), settlement_timeline_seconds=300),
+    # completed without settledAt: the status history saw it COMPLETED 400 s after creation
+    settle_row("S3", "COMPLETED", 2 * HOUR, expected_settlement_at=at(2 * HOUR + 300),
+               settlement_timeline_seconds=300),
+    # still processing; its settledAt is a forecast and must be ignored
+    settle_row("S4", "PROCESSING", 3 * HOUR, settled_at=at(10 * HOUR),
+               expected_settlement_at=at(3 * HOUR + 600), settlement_timeline_seconds=600),
+    settle_row("S5", "FAILED", HOUR / 2),
+    settle_row("S6", "COMPLETED", 0, settled_at=at(5), payment_rail="RTP",
+               settlement_timeline_seconds=10),
+    settle_row("S7", "PENDING", 3.5 * HOUR, payment_rail="RTP", settlement_timeline_seconds=10),
+]  # fmt: skip
+HISTORY = [
+    {"id": "S3", "type": "OUTGOING", "previous_status": None, "status": "PROCESSING",
+     "record_updated_at": at(2 * HOUR + 10), "observed_at": at(2 * HOUR + 60), "run_id": 1},
+    {"id": "S3", "type": "OUTGOING", "previous_status": "PROCESSING", "status": "COMPLETED",
+     "record_updated_at": at(2 * HOUR + 400), "observed_at": at(5 * HOUR), "run_id": 2},
+]  # fmt: skip
+
+
+@pytest.fixture
+def settle_wh(wh: Warehouse) -> Warehouse:
+    insert(wh, "outgoing_fees", SETTLE_ROWS)
+    insert(wh, "status_history", HISTORY)
+    return wh
+
+
+def test_settlement_per_transaction(settle_wh: Warehouse) -> None:
+    rows = by_id(settlement_times(settle_wh, as_of=at(4 * HOUR)))
+    assert {i: r["settlement_state"] for i, r in rows.items()} == {
+        "S1": "settled", "S2": "settled", "S3": "settled", "S4": "pending", "S5": "failed",
+        "S6": "settled", "S7": "pending",
+    }  # fmt: skip
+    s1 = rows["S1"]
+    assert (s1["settlement_seconds"], s1["late_seconds"]) == (100.0, 10.0)
+    assert s1["expected_breach"] and s1["timeline_breach"]
+    assert s1["settled_at_source"] == "settled_at"
+    assert (rows["S2"]["late_seconds"], rows["S2"]["expected_breach"]) == (-100.0, False)
+    s3 = rows["S3"]
+    assert (s3["settled_at"], s3["settled_at_source"]) == (at(2 * HOUR + 400), "status_history")
+    assert (s3["settlement_seconds"], s3["late_seconds"]) == (400.0, 100.0)
+    s4 = rows["S4"]
+    assert pd.isna(s4["settled_at"]) and pd.isna(s4["settlement_seconds"])
+    assert (s4["pending_seconds"], s4["overdue"]) == (3600.0, True)  # expected at 3 h 10 min
+    assert (rows["S7"]["pending_seconds"], rows["S7"]["overdue"]) == (1800.0, True)  # > 10 s
+    assert pd.isna(rows["S5"]["overdue"]) and pd.isna(rows["S5"]["settlement_seconds"])
+
+
+def test_settlement_by_rail(settle_wh: Warehouse) -> None:
+    frame = settlement_times(settle_wh, "rail", as_of=at(4 * HOUR)).set_index("rail")
+    ach = frame.loc["ACH"]
+    assert (ach["transaction_count"], ach["settled_count"]) == (5, 3)
+    assert (ach["pending_count"], ach["failed_count"], ach["from_history_count"]) == (1, 1, 1)
+    assert ach["p50_seconds"] == 200.0  # of 100, 200, 400
+    assert ach["mean_seconds"] == 700 / 3
+    assert (ach["expected_count"], ach["expected_breach_count"]) == (3, 2)  # S1 and S3
+    assert ach["expected_breach_rate"] == 2 / 3
+    assert (ach["late_p50_seconds"], ach["late_max_seconds"]) == (55.0, 100.0)  # of 10 and 100
+    assert (ach["timeline_count"], ach["timeline_breach_count"]) == (3, 2)  # 100 > 90, 400 > 300
+    assert (ach["pending_overdue_count"], ach["pending_max_seconds"]) == (1, 3600.0)
+    rtp = frame.loc["RTP"]
+    assert (rtp["transaction_count"], rtp["settled_count"], rtp["pending_count"]) == (2, 1, 1)
+    assert (rtp["p50_seconds"], rtp["timeline_breach_rate"]) == (5.0, 0.0)
+    assert rtp["expected_count"] == 0 and pd.isna(rtp["expected_breach_rate"])
+    assert (rtp["pending_overdue_count"], rtp["pending_max_seconds"]) == (1, 1800.0)
+
+
+def test_settlement_default_as_of_is_the_latest_instant_in_the_data(settle_wh: Warehouse) -> None:
+    rows = by_id(settlement_times(settle_wh))  # latest: S7 created at 3 h 30 min
+    assert (rows["S4"]["pending_seconds"], rows["S7"]["pending_seconds"]) == (1800.0, 0.0)
+
+
+def test_settlement_history_for_frames_and_relations(settle_wh: Warehouse) -> None:
+    expected = settlement_times(settle_wh, as_of=at(4 * HOUR))
+    frame = settlement_times(
+        settle_wh.fees(), as_of=at(4 * HOUR), status_history=settle_wh.status_history()
+    )
+    pd.testing.assert_frame_equal(frame, expected)
+    relation = settlement_times(settle_wh.relation("outgoing_fees"), as_of=at(4 * HOUR))
+    pd.testing.assert_frame_equal(relation, expected, check_flags=False)
+    with_frame_history = settlement_times(
+        settle_wh.relation("outgoing_fees"),
+        as_of=at(4 * HOUR),
+        status_history=settle_wh.status_history(),
+    )
+    pd.testing.assert_frame_equal(with_frame_history, expected, check_flags=False)
+    # a frame alone has no history: S3's settlement time is unknown, not invented
+    alone = by_id(settlement_times(settle_wh.fees(), as_of=at(4 * HOUR)))
+    assert alone["S3"]["settlement_state"] == "settled" and pd.isna(alone["S3"]["settled_at"])
+    summary = settlement_times(settle_wh.fees(), [], as_of=at(4 * HOUR)).iloc[0]
+    assert (summary["time_unknown_count"], summary["from_history_count"]) == (1, 0)
+
+
+def test_settlement_percentiles_on_101_transactions(wh: Warehouse) -> None:
+    # settlement seconds 0, 10, ..., 1000 (inserted out of order): the k-th percentile is the
+    # value at position k of 100, with nothing to interpolate
+    order = sorted(range(101), key=lambda i: (i * 37) % 101)
+    insert(
+        wh,
+        "outgoing_fees",
+        [settle_row(f"P{i}", "COMPLETED", 0, settled_at=at(10 * i)) for i in order],
+    )
+    row = settlement_times(wh, []).iloc[0]
+    assert (row["p50_seconds"], row["p90_seconds"], row["p99_seconds"]) == (500.0, 900.0, 990.0)
+    assert row["mean_seconds"] == 500.0
+
+
+def test_settlement_incoming_from_transactions(wh: Warehouse) -> None:
+    insert(
+        wh,
+        "transactions",
+        [
+            {"id": "I1", "type": "INCOMING", "status": "COMPLETED", "created_at": T0,
+             "settled_at": at(30)},
+            {"id": "I2", "type": "INCOMING", "status": "CREATED", "created_at": at(60)},
+            {"id": "O1", "type": "OUTGOING", "status": "COMPLETED", "created_at": T0,
+             "settled_at": at(999)},
+        ],
+    )  # fmt: skip
+    row = settlement_times(wh, [], type="INCOMING").iloc[0]
+    assert (row["transaction_count"], row["settled_count"], row["pending_count"]) == (2, 1, 1)
+    assert (row["p50_seconds"], row["expected_count"]) == (30.0, 0)
+    with pytest.raises(ValueError, match="OUTGOING' or 'INCOMING"):
+        settlement_times(wh, type="CARD")
+
+
+# -- failures ----------------------------------------------------------------------------------
+
+
+def tx(
+    id: str, type: str, status: str, reason: str | None, amount: int, currency: str
+) -> dict[str, Any]:
+    sending = "MXN" if type == "INCOMING" else currency
+    receiving = currency if type == "INCOMING" else "EUR"
+    return {
+        "id": id, "type": type, "status": status, "failure_reason": reason, "created_at": T0,
+        "payment_rail": "WIRE" if type == "INCOMING" else "ACH", "amount_minor": amount,
+        "currency": currency, "decimals": 2, "sent_amount_currency": sending,
+        "received_amount_currency": receiving,
+    }  # fmt: skip
+
+
+FAILURE_ROWS = [
+    tx("F1", "OUTGOING", "FAILED", "PAYOUT_RETURNED", 1_000, "USD"),
+    tx("F2", "OUTGOING", "FAILED", "COUNTERPARTY_POST_TX_FAILED", 2_000, "USD"),
+    tx("F3", "OUTGOING", "FAILED", "TIMEOUT", 3_000, "USD"),
+    tx("F4", "OUTGOING", "FAILED", "BRAND_NEW_REASON", 4_000, "USD"),
+    tx("F5", "OUTGOING", "COMPLETED", None, 5_000, "USD"),
+    tx("F6", "OUTGOING", "PENDING", None, 6_000, "USD"),
+    tx("F7", "OUTGOING", "FAILED", None, 7_000, "USD"),
+    tx("F8", "OUTGOING", "COMPLETED", None, 100, "EUR"),
+    tx("I1", "INCOMING", "FAILED", "COLLECTION_FAILED", 500, "USD"),
+    tx("I2", "INCOMING", "COMPLETED", None, 1_500, "USD"),
+    tx("I3", "INCOMING", "FAILED", "TIMEOUT", 2_000, "USD"),
+    {"id": "K1", "type": "CARD", "status": "SETTLED", "created_at": T0},
+]
+
+
+@pytest.fixture
+def failures_wh(wh: Warehouse) -> Warehouse:
+    insert(wh, "transactions", FAILURE_ROWS)
+    return wh
+
+
+def test_failure_reasons_told_apart(failures_wh: Warehouse) -> None:
+    rows = by_id(failure_breakdown(failures_wh))
+    assert "K1" not in rows  # card transactions are not incoming or outgoing
+    kinds = {i: (r["failed"], r["reason_kind"]) for i, r in rows.items()}
+    assert kinds == {
+        "F1": (True, "granular_payout"), "F2": (True, "coarse_payout"), "F3": (True, "removed"),
+        "F4": (True, "unknown"), "F5": (False, None), "F6": (False, None),
+        "F7": (True, "missing"), "F8": (False, None), "I1": (True, "known"),
+        "I2": (False, None),
+        "I3": (True, "unknown"),  # TIMEOUT was an outgoing reason, never an incoming one
+    }  # fmt: skip
+    assert rows["F4"]["failure_reason"] == "BRAND_NEW_REASON"  # kept as sent
+    assert (rows["I1"]["corridor"], rows["I1"]["rail"]) == ("MXN→USD", "WIRE")
+
+
+def test_failure_counts_rates_and_volume(failures_wh: Warehouse) -> None:
+    frame = failure_breakdown(failures_wh, [])
+    outgoing_usd = frame[(frame["type"] == "OUTGOING") & (frame["currency"] == "USD")]
+    got = {
+        r["failure_reason"] if isinstance(r["failure_reason"], str) else None: (
+            r["failed_count"], r["failed_amount_minor"], r["reason_kind"]
+        )
+        for r in outgoing_usd.to_dict("records")
+    }  # fmt: skip
+    assert got == {
+        "PAYOUT_RETURNED": (1, 1_000, "granular_payout"),
+        "COUNTERPARTY_POST_TX_FAILED": (1, 2_000, "coarse_payout"),
+        "TIMEOUT": (1, 3_000, "removed"),
+        "BRAND_NEW_REASON": (1, 4_000, "unknown"),
+        None: (1, 7_000, "missing"),
+    }
+    # 7 attempted (pending F6 included), 5 failed, amounts 1000 + ... + 7000 = 28000
+    assert set(outgoing_usd["attempted_count"]) == {7}
+    assert set(outgoing_usd["failure_rate"]) == {1 / 7}
+    assert set(outgoing_usd["share_of_failures"]) == {1 / 5}
+    assert set(outgoing_usd["attempted_amount_minor"]) == {28_000}
+    payout = outgoing_usd[outgoing_usd["failure_reason"] == "PAYOUT_RETURNED"].iloc[0]
+    assert payout["failed_amount_rate"] == 1_000 / 28_000
+    # EUR outgoing had no failure: one row, no reason, so its attempt is still counted
+    eur = frame[frame["currency"] == "EUR"]
+    assert len(eur) == 1
+    row = eur.iloc[0]
+    assert pd.isna(row["failure_reason"]) and pd.isna(row["reason_kind"])
+    assert (row["failed_count"], row["attempted_count"], row["failure_rate"]) == (0, 1, 0.0)
+    incoming = frame[frame["type"] == "INCOMING"].set_index("failure_reason")
+    assert incoming.loc["COLLECTION_FAILED", "failure_rate"] == 1 / 3
+    assert incoming.loc["TIMEOUT", "reason_kind"] == "unknown"
+    assert set(incoming["attempted_amount_minor"]) == {500 + 1_500 + 2_000}
+
+
+def test_failures_by_rail_corridor_month_and_type(failures_wh: Warehouse) -> None:
+    frame = failure_breakdown(failures_wh, ["rail", "corridor", "month"], type="INCOMING")
+    assert set(frame["type"]) == {"INCOMING"}
+    assert set(zip(frame["rail"], frame["corridor"], frame["month"], strict=True)) == {
+        ("WIRE", "MXN→USD", T0.date())
+    }
+    assert sorted(frame["failed_count"]) == [1, 1]
+    major = failure_breakdown(failures_wh, "rail", type="OUTGOING", major=True)
+    assert set(major["attempted_amount_major"]) == {280.0, 1.0}
+
+
+def test_failures_from_outgoing_fee_rows_and_missing_type(failures_wh: Warehouse) -> None:
+    insert(failures_wh, "outgoing_fees", FEE_ROWS)
+    frame = failure_breakdown(failures_wh.fees(), [])
+    assert set(frame["type"]) == {"OUTGOING"}  # rows of outgoing_fees are outgoing
+    assert frame["attempted_count"].sum() == 1 + 3  # EUR: C; USD: A, B, D
+    with pytest.raises(ValueError, match="lacks 'type'"):
+        failure_breakdown(failures_wh.transactions().drop(columns="type"))
+
+
+# -- cards ---------------------------------------------------------------------------------------
+
+AS_OF = pd.Timestamp("2025-03-31T00:00:00Z")
+
+
+def card(id: str, status: str, authorized: int, **values: Any) -> dict[str, Any]:
+    return {
+        "id": id, "status": status, "authorized_amount_minor": authorized,
+        "authorized_amount_currency": "USD", "authorized_amount_decimals": 2,
+        "authorized_at": T0, "merchant_descriptor": "CAFE", "merchant_mcc": "5814",
+        "merchant_country": "US", "settlement_count": 0, "refund_count": 0,
+        "pull_count": 1, "pull_total_minor": authorized, "pull_pending_count": 0, **values,
+    }  # fmt: skip
+
+
+def settled(amount: int, after: float, currency: str = "USD") -> dict[str, Any]:
+    return {
+        "settled_amount_minor": amount,
+        "settled_amount_currency": currency,
+        "settled_amount_decimals": 2,
+        "settlement_count": 1,
+        "last_event_at": at(after),
+    }
+
+
+CARD_ROWS = [
+    card("C1", "SETTLED", 1_000, **settled(1_000, HOUR)),
+    card("C2", "PARTIALLY_SETTLED", 2_000, **settled(1_500, 2 * HOUR), merchant_mcc="5411"),
+    card("C3", "AUTHORIZED", 3_000),  # held 30 days: stale
+    card("C4", "AUTHORIZED", 400, authorized_at=pd.Timestamp("2025-03-30T00:00:00Z")),
+    card("C5", "REFUNDED", 5_000, **{**settled(5_000, 10 * 24 * HOUR), "refund_count": 1},
+         refunded_amount_minor=5_000, refunded_amount_currency="USD"),
+    card("C6", "EXCEPTION", 600, **settled(600, 60), pull_total_minor=0, merchant_country="GB"),
+    card("C7", "SETTLED", 700, **settled(700, 100, "EUR"), authorized_amount_currency="EUR"),
+    card("C8", "SETTLED", 800, **settled(900, 50, "GBP")),  # settled in another currency
+]  # fmt: skip
+CARD_HISTORY = [
+    {"id": "C5", "type": "CARD", "previous_status": "AUTHORIZED", "status": "SETTLED",
+     "record_updated_at": at(1_800), "observed_at": at(HOUR), "run_id": 1},
+    {"id": "C5", "type": "CARD", "previous_status": "SETTLED", "status": "REFUNDED",
+     "record_updated_at": at(10 * 24 * HOUR), "observed_at": at(11 * 24 * HOUR), "run_id": 2},
+]  # fmt: skip
+
+
+@pytest.fixture
+def cards_wh(wh: Warehouse) -> Warehouse:
+    insert(wh, "card_transactions", CARD_ROWS)
+    insert(wh, "status_history", CARD_HISTORY)
+    return wh
+
+
+def test_card_rows(cards_wh: Warehouse) -> None:
+    rows = by_id(card_summary(cards_wh, as_of=AS_OF))
+    assert (rows["C1"]["settlement_seconds"], rows["C1"]["last_clearing_source"]) == (
+        3600.0,
+        "last_event_at",
+    )
+    c2 = rows["C2"]
+    assert (c2["open_hold_minor"], c2["partially_settled"]) == (500, True)
+    assert c2["hold_age_seconds"] == 30 * 24 * HOUR
+    assert (rows["C3"]["stale_hold"], rows["C3"]["open_hold_minor"]) == (True, 3_000)
+    assert (rows["C4"]["stale_hold"], rows["C4"]["hold_age_seconds"]) == (False, 24 * HOUR)
+    c5 = rows["C5"]  # refunded since: its clearing time comes from the status history
+    assert (c5["last_clearing_at"], c5["last_clearing_source"]) == (at(1_800), "status_history")
+    assert (c5["settled_minor"], c5["refunded_minor"], c5["open_hold_minor"]) == (5_000, 5_000, 0)
+    c6 = rows["C6"]
+    assert c6["exception"] and (c6["pull_count"], c6["pull_total_minor"]) == (1, 0)
+    c8 = rows["C8"]
+    assert c8["currency_mismatch"] and pd.isna(c8["settled_minor"])
+
+
+def test_card_totals_per_currency(cards_wh: Warehouse) -> None:
+    frame = card_summary(cards_wh, [], as_of=AS_OF).set_index("currency")
+    usd = frame.loc["USD"]
+    assert usd["transaction_count"] == 7
+    assert usd["authorized_minor"] == 1_000 + 2_000 + 3_000 + 400 + 5_000 + 600 + 800
+    assert usd["settled_minor"] == 1_000 + 1_500 + 5_000 + 600  # C8's GBP is not added
+    assert (usd["refunded_minor"], usd["net_settled_minor"]) == (5_000, 8_100 - 5_000)
+    assert usd["open_hold_minor"] == 500 + 3_000 + 400
+    assert usd["cleared_count"] == 5  # C1, C2, C5, C6, C8
+    assert usd["settlement_p50_seconds"] == 1_800.0  # of 50, 60, 1800, 3600, 7200
+    assert (usd["partially_settled_count"], usd["stale_hold_count"]) == (1, 1)
+    assert (usd["stale_hold_minor"], usd["exception_count"]) == (3_000, 1)
+    assert (usd["exception_settled_minor"], usd["exception_pull_total_minor"]) == (600, 0)
+    assert usd["currency_mismatch_count"] == 1
+    eur = frame.loc["EUR"]
+    assert (eur["transaction_count"], eur["authorized_minor"], eur["settled_minor"]) == (
+        1,
+        700,
+        700,
+    )
+
+
+def test_cards_by_merchant_mcc_country_and_status(cards_wh: Warehouse) -> None:
+    by_mcc = card_summary(cards_wh, "mcc", as_of=AS_OF)
+    assert list(
+        zip(by_mcc["mcc"], by_mcc["currency"], by_mcc["transaction_count"], strict=True)
+    ) == [
+        ("5411", "USD", 1),
+        ("5814", "EUR", 1),
+        ("5814", "USD", 6),
+    ]
+    by_country = card_summary(cards_wh, ["merchant", "country"], status="EXCEPTION")
+    assert list(by_country["country"]) == ["GB"] and by_country["exception_count"].iloc[0] == 1
+    stale = card_summary(cards_wh, [], as_of=AS_OF, stale_after=timedelta(hours=12))
+    assert stale.set_index("currency").loc["USD", "stale_hold_count"] == 2  # C4 too now
+    major = card_summary(cards_wh, "currency", as_of=AS_OF, major=True).set_index("currency")
+    assert major.loc["USD", "authorized_major"] == 128.0

@@ -1,0 +1,182 @@
+"""The analysis helpers on sandbox data, where the sandbox's documented formula gives each
+answer exactly, and against the warehouse rows recomputed here with pandas."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from paylens import Sandbox
+from paylens.analysis import card_summary, failure_breakdown, fee_breakdown, settlement_times
+from paylens.warehouse import Warehouse
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Sandbox:
+    return Sandbox(seed=5, transactions=3_000)
+
+
+@pytest.fixture(scope="module")
+def wh(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Warehouse]:
+    with Warehouse(tmp_path_factory.mktemp("analysis") / "sandbox.duckdb") as warehouse:
+        warehouse.sync(sandbox.client(), progress=False)
+        yield warehouse
+
+
+@pytest.fixture(scope="module")
+def mids(sandbox: Sandbox) -> dict[tuple[str, str], float]:
+    """The sandbox's reference mid rates, as `GET /exchange-rates` serves them."""
+    rates = sandbox.client().exchange_rates.list()
+    return {(r.source_currency.code, r.destination_currency.code): r.exchange_rate for r in rates}
+
+
+def test_every_residual_is_zero(wh: Warehouse) -> None:
+    frame = fee_breakdown(wh)
+    assert len(frame) == len(wh.fees()) > 1_000
+    assert "SANDBOX DATA" in frame.attrs["source"]
+    assert (frame["residual_minor"] == 0).all()
+    assert (frame["fees_minor"] == frame["components_minor"]).all()
+    assert (frame["service_variable_fee_mismatch_minor"] == 0).all()
+    # every component took part somewhere, with currencies of 0, 2, 3, 6 and 8 decimals
+    for column in (
+        "service_variable_fee_minor",
+        "platform_fee_minor",
+        "counterparty_fixed_fee_minor",
+    ):
+        assert (frame[column] > 0).any()
+    assert {0, 2, 8} <= set(frame["received_decimals"]) and {2, 6} <= set(frame["sent_decimals"])
+
+
+def test_counterparty_fee_in_sending_currency_follows_the_formula(wh: Warehouse) -> None:
+    frame = fee_breakdown(wh)
+    c = frame["counterparty_fixed_fee_received_minor"].to_numpy(dtype=np.float64)
+    x = frame["exchange_rate"].to_numpy(dtype=np.float64)
+    shift = (frame["sent_decimals"].astype(int) - frame["received_decimals"].astype(int)).to_numpy()
+    c_s = np.floor(c * x * np.array([10.0**k for k in shift]) + 0.5).astype(np.int64)
+    assert (frame["counterparty_fixed_fee_minor"].to_numpy(dtype=np.int64) == c_s).all()
+
+
+def test_fx_spread_against_the_sandbox_mid_rates(
+    wh: Warehouse, mids: dict[tuple[str, str], float]
+) -> None:
+    frame = fee_breakdown(wh, reference_rates=mids)
+    cross = frame[
+        (frame["sent_currency"] != frame["received_currency"]) & frame["reference_rate"].notna()
+    ]
+    assert len(cross) > 500
+    for row in cross.to_dict("records"):
+        x, mid = row["exchange_rate"], mids[(row["sent_currency"], row["received_currency"])]
+        assert row["reference_rate"] == mid
+        assert row["fx_spread_bps"] == (x / mid - 1) * 10_000
+        scale = 10.0 ** (row["sent_decimals"] - row["received_decimals"])
+        cost = math.floor(float(row["received_minor"]) * scale * (x - mid) + 0.5)
+        assert row["fx_spread_cost_minor"] == cost
+        assert row["total_cost_minor"] == row["fees_minor"] + cost
+    # the sandbox draws its spread between 0.1 % and 1 % (float rounding aside)
+    assert cross["fx_spread_bps"].between(10 - 1e-6, 100 + 1e-6).all()
+
+
+def test_grouped_fees_are_the_sums_of_the_rows(
+    wh: Warehouse, mids: dict[tuple[str, str], float]
+) -> None:
+    rows = fee_breakdown(wh, reference_rates=mids)
+    grouped = fee_breakdown(wh, ["corridor", "month"], reference_rates=mids)
+    sums = ["sent_minor", "fees_minor", "platform_fee_minor", "counterparty_fixed_fee_minor"]
+    expected = rows.groupby(["corridor", "month"])[[*sums, "received_minor"]].sum()
+    got = grouped.set_index(["corridor", "month"])[[*sums, "received_minor"]]
+    pd.testing.assert_frame_equal(got.sort_index(), expected.sort_index(), check_dtype=False)
+    assert (grouped["residual_minor"] == 0).all() and (grouped["residual_count"] == 0).all()
+    by_rail = fee_breakdown(wh, "rail").groupby("sent_currency")["fees_minor"].sum()
+    assert by_rail.to_dict() == rows.groupby("sent_currency")["fees_minor"].sum().to_dict()
+
+
+def test_settlement_states_and_times(wh: Warehouse) -> None:
+    fees = wh.fees()
+    rows = settlement_times(wh)
+    assert len(rows) == len(fees)
+    states = rows.set_index("id")["settlement_state"]
+    status = fees.set_index("id")["status"]
+    assert (states[status == "COMPLETED"] == "settled").all()
+    assert (states[status.isin(["FAILED", "EXPIRED"])] == "failed").all()
+    assert (
+        states[status.isin(["PENDING", "PROCESSING", "PENDING_AUTHORIZATION"])] == "pending"
+    ).all()
+    assert (states == "pending").sum() > 0
+    settled = rows[rows["settlement_state"] == "settled"]
+    seconds = (settled["settled_at"] - settled["created_at"]).dt.total_seconds()
+    assert (settled["settlement_seconds"] == seconds).all()
+    assert (settled["settled_at_source"] == "settled_at").all()
+
+
+def test_settlement_by_rail_matches_pandas(wh: Warehouse) -> None:
+    rows = settlement_times(wh)
+    frame = settlement_times(wh, "rail").set_index("rail")
+    for rail, group in rows.groupby("rail"):
+        got = frame.loc[rail]
+        settled = group["settlement_seconds"].dropna().astype(float)
+        assert got["transaction_count"] == len(group)
+        assert got["settled_count"] == len(settled)
+        assert got["pending_count"] == (group["settlement_state"] == "pending").sum()
+        assert got["p50_seconds"] == pytest.approx(np.quantile(settled, 0.5), rel=1e-12)
+        assert got["p99_seconds"] == pytest.approx(np.quantile(settled, 0.99), rel=1e-12)
+        breached = (group["settled_at"] > group["expected_settlement_at"]).sum()
+        assert got["expected_breach_count"] == breached
+        late = group["settlement_seconds"] > group["settlement_timeline_seconds"]
+        assert got["timeline_breach_count"] == late.sum()
+
+
+def test_failures_add_up(wh: Warehouse) -> None:
+    txs = wh.transactions()
+    frame = failure_breakdown(wh, ["rail", "month"])
+    for kind in ("INCOMING", "OUTGOING"):
+        mine = txs[txs["type"] == kind]
+        failed = (mine["status"] == "FAILED") | mine["failure_reason"].notna()
+        part = frame[frame["type"] == kind]
+        assert part["failed_count"].sum() == failed.sum()
+        groups = part.drop_duplicates(["rail", "month", "currency"])
+        assert groups["attempted_count"].sum() == len(mine)
+    assert set(frame["reason_kind"].dropna()) <= {
+        "granular_payout",
+        "coarse_payout",
+        "known",
+        "missing",
+    }
+    assert {"granular_payout", "coarse_payout"} <= set(frame["reason_kind"])
+
+
+def test_card_totals_match_the_rows(wh: Warehouse) -> None:
+    cards = wh.card_transactions()
+    frame = card_summary(wh, []).set_index("currency")
+    for currency, group in cards.groupby("authorized_amount_currency"):
+        got = frame.loc[currency]
+        assert got["transaction_count"] == len(group)
+        assert got["authorized_minor"] == group["authorized_amount_minor"].sum()
+        assert got["settled_minor"] == group["settled_amount_minor"].fillna(0).sum()
+        assert got["refunded_minor"] == group["refunded_amount_minor"].fillna(0).sum()
+        assert got["exception_count"] == (group["status"] == "EXCEPTION").sum()
+        assert got["partially_settled_count"] == (group["status"] == "PARTIALLY_SETTLED").sum()
+    assert frame["stale_hold_count"].sum() > 0
+
+
+def test_status_history_times_a_card_refunded_since_the_last_sync(tmp_path: Path) -> None:
+    sandbox = Sandbox(seed=21, transactions=1_500)
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        wh.sync(sandbox.client(), progress=False)
+        before = card_summary(wh).set_index("id")
+        sandbox.advance(timedelta(days=20))
+        wh.sync(sandbox.client(), progress=False)
+        after = card_summary(wh).set_index("id")
+    refunded = after.index[
+        (after["status"] == "REFUNDED") & before.reindex(after.index)["status"].isin(["SETTLED"])
+    ]
+    assert len(refunded) > 0
+    for i in refunded:
+        assert after.loc[i, "last_clearing_source"] == "status_history"
+        # the clearing time is what was seen before the refund: the record's last event then
+        assert after.loc[i, "last_clearing_at"] == before.loc[i, "last_clearing_at"]
