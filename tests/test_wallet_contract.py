@@ -6,8 +6,6 @@ the interface; it is checked against the spec's WalletOperationProcessing shape.
 from __future__ import annotations
 
 import hashlib
-import sys
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -20,22 +18,12 @@ from paylens.sandbox._routes import dispatch
 from paylens.sandbox._world import ServiceError, World
 from paylens.sandbox._world_wallets import oidc_token
 
+from .test_sandbox_contract import _FOUND, conforms
 from .test_wallet_flows import Authenticator, b64url
 
-_TOOLS = [Path(__file__).resolve().parents[2] / "shared" / "tools", Path("/work/shared/tools")]
-_FOUND = next((p for p in _TOOLS if (p / "validate_contract.py").exists()), None)
 pytestmark = pytest.mark.skipif(
     _FOUND is None, reason="the shared contract validator is not available"
 )
-
-
-def conforms(body: Any, schema: str) -> None:
-    if str(_FOUND) not in sys.path:
-        sys.path.insert(0, str(_FOUND))
-    from validate_contract import errors  # type: ignore[import-not-found]
-
-    problems = errors(body, schema, limit=5)
-    assert not problems, (schema, problems, body)
 
 
 def answer(
@@ -97,20 +85,39 @@ def test_wallet_answers_conform(world: World) -> None:
     row, account_id = _plain_account(world)
     email = world.wallets.credentials[row][0]["id"]
     # lists and an EMAIL_OTP login
-    answer(world, 200, "AuthCredentialListResponse", "GET", f"/auth/credentials?accountId={account_id}")
-    otp = answer(world, 200, "AuthCredentialResponseOneOf", "POST", f"/auth/credentials/{email}/challenge")
+    answer(
+        world, 200, "AuthCredentialListResponse", "GET", f"/auth/credentials?accountId={account_id}"
+    )
+    otp = answer(
+        world, 200, "AuthCredentialResponseOneOf", "POST", f"/auth/credentials/{email}/challenge"
+    )
     answer(world, 429, "Error429", "POST", f"/auth/credentials/{email}/challenge")
     key = SessionKey.generate()
     bundle = encrypt_otp_attempt(otp["otpEncryptionTargetBundle"], "000000", key)
     verify = {"type": "EMAIL_OTP", "encryptedOtpBundle": bundle}
-    session = signed(world, key, "POST", f"/auth/credentials/{email}/verify", verify, status=200, schema="AuthSession")
+    session = signed(
+        world,
+        key,
+        "POST",
+        f"/auth/credentials/{email}/verify",
+        verify,
+        status=200,
+        schema="AuthSession",
+    )
     assert "encryptedSessionSigningKey" not in session
     # SMS_OTP added by a signed retry
     sms = signed(
         world, key, "POST", "/auth/credentials", {"type": "SMS_OTP", "accountId": account_id},
         status=201, schema="AuthMethodResponse",
     )  # fmt: skip
-    answer(world, 400, "Error400", "POST", "/auth/credentials", {"type": "SMS_OTP", "accountId": account_id})
+    answer(
+        world,
+        400,
+        "Error400",
+        "POST",
+        "/auth/credentials",
+        {"type": "SMS_OTP", "accountId": account_id},
+    )
     # OAUTH, with the client-held key and with the deprecated sealed key
     sandbox_now = int(world.now.timestamp())
     claims = {"iss": "https://accounts.google.com", "aud": "app", "sub": "42", "iat": sandbox_now}
@@ -180,9 +187,20 @@ def test_wallet_answers_conform(world: World) -> None:
         status=200, schema="CustomerOneOf", challenge_schema="SignedRequestChallenge",
     )  # fmt: skip
     answer(world, 200, "CustomerOneOf", "GET", f"/customers/{customer_id}")
-    answer(world, 501, "Error501", "PATCH", f"/customers/{customer_id}", update | {"currencies": ["USD"]})
-    signed(world, sealed_key, "DELETE", f"/auth/credentials/{sms['id']}", None, status=204, schema=None)
-    signed(world, fresh, "DELETE", f"/auth/sessions/{refreshed['id']}", None, status=204, schema=None)
+    answer(
+        world,
+        501,
+        "Error501",
+        "PATCH",
+        f"/customers/{customer_id}",
+        update | {"currencies": ["USD"]},
+    )
+    signed(
+        world, sealed_key, "DELETE", f"/auth/credentials/{sms['id']}", None, status=204, schema=None
+    )
+    signed(
+        world, fresh, "DELETE", f"/auth/sessions/{refreshed['id']}", None, status=204, schema=None
+    )
     answer(world, 404, "Error404", "DELETE", f"/auth/sessions/{refreshed['id']}")
     answer(world, 200, "SessionListResponse", "GET", f"/auth/sessions?accountId={account_id}")
 
@@ -222,11 +240,15 @@ def test_wallet_errors_conform(world: World) -> None:
     oauth_body = {"type": "OAUTH", "accountId": account_id, "oidcToken": oidc_token(claims)}
     answer(world, 401, "Error401", "POST", "/auth/credentials", oauth_body)  # stale token
     other_row = next(r for r in world.wallets.credentials if r != row)
-    other_email = next(
-        c for c in world.wallets.credentials[other_row] if c["type"] == "EMAIL_OTP"
-    )["nickname"]
+    other_email = next(c for c in world.wallets.credentials[other_row] if c["type"] == "EMAIL_OTP")[
+        "nickname"
+    ]
     customer_id = world.entities.customers.ids[world.wallets.owners[row]]
-    kind = "BUSINESS" if world.entities.customers.kind[world.wallets.owners[row]] == 1 else "INDIVIDUAL"
+    kind = (
+        "BUSINESS"
+        if world.entities.customers.kind[world.wallets.owners[row]] == 1
+        else "INDIVIDUAL"
+    )
     answer(
         world, 409, "Error409", "PATCH", f"/customers/{customer_id}",
         {"customerType": kind, "email": other_email},
@@ -239,7 +261,9 @@ def test_the_processing_body_has_the_spec_shape(world: World) -> None:
     world.wallets.sessions[row][0].public_key = bytes.fromhex(key.public_key_uncompressed_hex)
     session_id = world.wallets.sessions[row][0].id
     world.wallets.force_processing(account_id, 1)
-    issued = answer(world, 202, "AuthSignedRequestChallenge", "DELETE", f"/auth/sessions/{session_id}")
+    issued = answer(
+        world, 202, "AuthSignedRequestChallenge", "DELETE", f"/auth/sessions/{session_id}"
+    )
     headers = {
         "service-wallet-signature": key.stamp(issued["payloadToSign"]),
         "request-id": issued["requestId"],

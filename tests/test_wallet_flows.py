@@ -10,6 +10,7 @@ import asyncio
 import base64
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Iterator
 from datetime import timedelta
@@ -128,6 +129,8 @@ def token(sandbox: Sandbox, **claims: Any) -> str:
 
 @pytest.fixture
 def sandbox() -> Sandbox:
+    """A small sandbox (seed 2: several wallet accounts, one with every credential type) that
+    answers PROCESSING only when a test forces it."""
     sb = Sandbox(seed=2, transactions=500)
     sb.world.wallets.processing_rate = 0.0  # tests that want PROCESSING force it
     return sb
@@ -180,6 +183,20 @@ def login(client: Client, account_id: str) -> tuple[SessionKey, models.Session]:
         credential.id, otp_code="000000", target_bundle=otp.otp_encryption_target_bundle, key=key
     )
     return key, session
+
+
+def two_logins(
+    sandbox: Sandbox, client: Client, account_id: str
+) -> tuple[SessionKey, models.Session, models.AuthMethod, SessionKey]:
+    """An EMAIL_OTP login, then an OAUTH credential added with it and logged in as well:
+    (email key, email session, the OAUTH credential, its key)."""
+    email_key, email_session = login(client, account_id)
+    oauth = client.auth.credentials.add_oauth(account_id, token(sandbox), signer=email_key)
+    oauth_key = SessionKey.generate()
+    client.auth.credentials.verify_oauth(
+        oauth.id, oidc_token=token(sandbox, nonce=oauth_key.oidc_nonce), key=oauth_key
+    )
+    return email_key, email_session, oauth, oauth_key
 
 
 def recording(key: SessionKey, seen: list[tuple[str, str]]) -> Any:
@@ -358,7 +375,11 @@ def test_passkey_registration_and_login(sandbox: Sandbox, client: Client) -> Non
     assert (passkey.type, passkey.credential_id) == ("PASSKEY", created["rawId"])
     with pytest.raises(BadRequestError) as twice:
         client.auth.credentials.add_passkey(
-            account.id, nickname="again", challenge="c2", attestation=phone.register("c2"), signer=key
+            account.id,
+            nickname="again",
+            challenge="c2",
+            attestation=phone.register("c2"),
+            signer=key,
         )
     assert twice.value.code == "PASSKEY_CREDENTIAL_ALREADY_EXISTS"
     laptop = Authenticator()  # several distinct passkeys may be registered
@@ -436,12 +457,7 @@ def test_revoking_a_credential_needs_a_session_of_another_credential(
     sandbox: Sandbox, client: Client
 ) -> None:
     account = plain(client)
-    email_key, email_session = login(client, account.id)
-    oauth = client.auth.credentials.add_oauth(account.id, token(sandbox), signer=email_key)
-    oauth_key = SessionKey.generate()
-    client.auth.credentials.verify_oauth(
-        oauth.id, oidc_token=token(sandbox, nonce=oauth_key.oidc_nonce), key=oauth_key
-    )
+    email_key, email_session, oauth, oauth_key = two_logins(sandbox, client, account.id)
     email = credential_of(client, account.id, "EMAIL_OTP")
     with pytest.raises(WalletSignatureInvalidError) as own:
         client.auth.credentials.revoke(email.id, signer=email_key)
@@ -469,6 +485,7 @@ def test_session_refresh_replaces_the_session_and_revoke_ends_it(
     new_key = SessionKey.generate()
     sandbox.advance(timedelta(hours=1))
     fresh = client.auth.sessions.refresh(session.id, signer=key, new_key=new_key)
+    assert fresh is not None
     assert fresh.id != session.id and fresh.expires_at == sandbox.now + timedelta(hours=12)
     active = {s.id for s in client.auth.sessions.list(account.id)}
     assert fresh.id in active and session.id not in active
@@ -544,12 +561,7 @@ def test_the_tied_credential_set_is_bound_at_the_challenge(
     sandbox: Sandbox, client: Client
 ) -> None:
     account = plain(client)
-    email_key, _ = login(client, account.id)
-    oauth = client.auth.credentials.add_oauth(account.id, token(sandbox), signer=email_key)
-    oauth_key = SessionKey.generate()
-    client.auth.credentials.verify_oauth(
-        oauth.id, oidc_token=token(sandbox, nonce=oauth_key.oidc_nonce), key=oauth_key
-    )
+    _, _, _, oauth_key = two_logins(sandbox, client, account.id)
     email = credential_of(client, account.id, "EMAIL_OTP")
 
     def revoke_then_sign(payload: str) -> str:  # the set changes between 202 and the retry
@@ -618,3 +630,24 @@ def test_a_flow_over_loopback_http(sandbox: Sandbox) -> None:
         client.auth.credentials.revoke(sms.id, signer=key)
         client.auth.sessions.revoke(session.id, signer=key)
         assert [c.type for c in client.auth.credentials.list(account.id)] == ["EMAIL_OTP"]
+
+
+def test_no_key_stamp_or_sealed_secret_reaches_logs_reprs_or_errors(
+    sandbox: Sandbox, client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    sandbox.world.wallets.processing_rate = 1.0  # every re-send goes through the logs too
+    account = plain(client)
+    key, session = login(client, account.id)
+    target = SessionKey.generate()
+    seen: list[tuple[str, str]] = []
+    exported = client.auth.export_wallet(account.id, signer=recording(key, seen), key=target)
+    with pytest.raises(WalletSignatureInvalidError) as refused:
+        client.auth.sessions.revoke(session.id, signer=SessionKey.generate())
+    error, objects = refused.value, (exported, session, key, target)
+    shown = " ".join([caplog.text, str(error), repr(error), *map(repr, objects), str(exported)])
+    assert "/export" in caplog.text  # requests are logged, by method and URL only
+    secrets = [key.export_private_hex(), target.export_private_hex(), seen[0][1]]
+    secrets.append(exported.encrypted_wallet_credentials)
+    for secret in secrets:
+        assert secret not in shown

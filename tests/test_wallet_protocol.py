@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -30,26 +29,12 @@ from paylens.client import Call
 from paylens.sandbox import IN_PROCESS_BASE_URL
 from paylens.sandbox._transport import SandboxTransport
 
-from .test_wallet_flows import login, plain
+from . import test_wallet_flows as flows
+from .test_wallet_flows import Authenticator, login, plain
 from .test_wallet_signing import verify_independently
 
-
-@pytest.fixture
-def sandbox() -> Sandbox:
-    sb = Sandbox(seed=2, transactions=500)
-    sb.world.wallets.processing_rate = 0.0
-    return sb
-
-
-@pytest.fixture
-def sleeps() -> list[float]:
-    return []
-
-
-@pytest.fixture
-def client(sandbox: Sandbox, sleeps: list[float]) -> Iterator[Client]:
-    with sandbox.client(sleep=sleeps.append) as c:
-        yield c
+# the fixtures of the flows: a small sandbox that answers PROCESSING only when told
+sandbox, sleeps, client = flows.sandbox, flows.sleeps, flows.client
 
 
 def raw(response: httpx.Response) -> httpx.Response:
@@ -96,7 +81,12 @@ def test_each_signed_retry_failure_is_its_own_typed_error(
     cases: list[tuple[type[AuthenticationError], dict[str, str], Any, str]] = [
         (WalletSignatureMissingError, {"Request_Id": request_id}, body, "stamp the challenge"),
         (RequestIdMissingError, {"Service_Wallet_Signature": stamp}, body, "echo the requestId"),
-        (WalletSignatureMalformedError, signed_headers("not-a-stamp", request_id), body, "base64url"),
+        (
+            WalletSignatureMalformedError,
+            signed_headers("not-a-stamp", request_id),
+            body,
+            "base64url",
+        ),
         (
             WalletSignatureMalformedError,
             signed_headers(_restamp(stamp, scheme="SIGNATURE_SCHEME_OTHER"), request_id),
@@ -135,7 +125,12 @@ def test_each_signed_retry_failure_is_its_own_typed_error(
         assert caught.value.status == 401 and caught.value.attempts == 1
         assert hint in str(caught.value), str(caught.value)
     reasons = [
-        _reason(client, path, body, signed_headers(SessionKey.generate().stamp(issued["payloadToSign"]), request_id)),
+        _reason(
+            client,
+            path,
+            body,
+            signed_headers(SessionKey.generate().stamp(issued["payloadToSign"]), request_id),
+        ),
         _reason(client, path, body, signed_headers(key.stamp("other"), request_id)),
     ]
     assert reasons == ["NOT_THE_REFRESHED_SESSION", "SIGNATURE_MISMATCH"]
@@ -155,16 +150,18 @@ def _restamp(stamp: str, **change: str) -> str:
 
 
 def test_rejected_platform_credentials_stay_plain_unauthorized(sandbox: Sandbox) -> None:
-    with Client(
-        IN_PROCESS_BASE_URL,
-        sandbox.client_id,
-        "wrong",
-        transport=SandboxTransport(sandbox.app),
-    ) as wrong:
-        with pytest.raises(AuthenticationError) as caught:
-            wrong.auth.sessions.revoke(
-                "Session:00000000-0000-4000-8000-000000000000", signer=SessionKey.generate()
-            )
+    with (
+        Client(
+            IN_PROCESS_BASE_URL,
+            sandbox.client_id,
+            "wrong",
+            transport=SandboxTransport(sandbox.app),
+        ) as wrong,
+        pytest.raises(AuthenticationError) as caught,
+    ):
+        wrong.auth.sessions.revoke(
+            "Session:00000000-0000-4000-8000-000000000000", signer=SessionKey.generate()
+        )
     assert type(caught.value) is AuthenticationError and caught.value.code == "UNAUTHORIZED"
 
 
@@ -320,3 +317,21 @@ def test_processing_is_sometimes_answered_from_the_seed(sandbox: Sandbox, client
         client.auth.export_wallet(account.id, signer=key, key=SessionKey.generate())
     processing = sandbox.requests.count("POST", suffix="/export") - 2 * 4
     assert processing == PROCESSING_ANSWERS
+
+
+def test_a_lapsed_passkey_challenge_is_not_retried(sandbox: Sandbox, client: Client) -> None:
+    account = plain(client)
+    key, _ = login(client, account.id)
+    phone = Authenticator()
+    passkey = client.auth.credentials.add_passkey(
+        account.id, nickname="Phone", challenge="r", attestation=phone.register("r"), signer=key
+    )
+    issued = client.auth.credentials.challenge(passkey.id, client_public_key=SessionKey.generate())
+    sandbox.advance(timedelta(minutes=5))
+    sandbox.requests.reset()
+    with pytest.raises(InvalidSignatureError) as lapsed:
+        client.auth.credentials.verify_passkey(
+            passkey.id, request_id=issued.request_id, assertion=phone.assert_for(issued.challenge)
+        )
+    assert lapsed.value.challenge_lapsed
+    assert sandbox.requests.count() == 1  # nothing to restart: ask for a new challenge

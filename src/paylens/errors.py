@@ -4,20 +4,20 @@
     ├── ConfigurationError            missing PAYLENS_* variables, a base URL that is not https, ...
     ├── InvalidArgumentError          a bad argument, caught before any request is sent (also a ValueError)
     ├── PaginationError               the service's cursors loop or claim more pages that never come
-    ├── WalletOperationPendingError   a signed wallet operation still answered PROCESSING after every poll
+    ├── WalletOperationPendingError   a signed wallet operation still PROCESSING after every re-send
     ├── ResponseValidationError       a 2xx body that does not have the interface's shape
     ├── APIConnectionError            the service could not be reached (after the retries)
     │   └── APITimeoutError           ... because it did not answer in time
     └── APIError                      the service answered with an error status
         ├── BadRequestError           400  (INVALID_INPUT, TRANSACTION_SIZE_LIMIT_EXCEEDED, ...)
-        ├── AuthenticationError       401  (UNAUTHORIZED: the platform's client id and secret)
-        │   ├── WalletSignatureMissingError      WALLET_SIGNATURE_MISSING: Request-Id sent without a stamp
-        │   ├── WalletSignatureMalformedError    WALLET_SIGNATURE_MALFORMED: the stamp cannot be read
-        │   ├── WalletSignatureBodyMismatchError WALLET_SIGNATURE_BODY_MISMATCH: retry differs from the challenged request
-        │   ├── WalletSignatureInvalidError      WALLET_SIGNATURE_INVALID: wrong key, or a bad signature
-        │   ├── RequestIdMissingError            REQUEST_ID_MISSING: a stamp sent without its Request-Id
-        │   └── InvalidSignatureError            INVALID_SIGNATURE: a lapsed, reused or unknown requestId,
-        │                                        or a failed OTP / OIDC token / passkey assertion
+        ├── AuthenticationError       401  (UNAUTHORIZED: the platform credentials were refused)
+        │   ├── WalletSignatureMissingError       WALLET_SIGNATURE_MISSING: Request-Id without a stamp
+        │   ├── WalletSignatureMalformedError     WALLET_SIGNATURE_MALFORMED: the stamp is unreadable
+        │   ├── WalletSignatureBodyMismatchError  WALLET_SIGNATURE_BODY_MISMATCH: not the challenged request
+        │   ├── WalletSignatureInvalidError       WALLET_SIGNATURE_INVALID: bad signature, or a key not allowed
+        │   ├── RequestIdMissingError             REQUEST_ID_MISSING: a stamp without its Request-Id
+        │   └── InvalidSignatureError             INVALID_SIGNATURE: requestId lapsed, reused or unknown;
+        │                                         or a refused OTP, OIDC token or passkey assertion
         ├── NotFoundError             404  (TRANSACTION_NOT_FOUND, QUOTE_NOT_FOUND, ...)
         ├── ConflictError             409  (TRANSACTION_NOT_CANCELLABLE, CARD_ALREADY_CLOSED, ...)
         ├── LockedError               423  (ACCOUNT_LOCKED)
@@ -280,7 +280,9 @@ class RequestIdMissingError(AuthenticationError):
 class InvalidSignatureError(AuthenticationError):
     """401 INVALID_SIGNATURE: the proof or the challenge it answers was refused. `reason` (from
     `details`) says which: REQUEST_ID_EXPIRED, REQUEST_ID_REUSED, REQUEST_ID_UNKNOWN,
-    OTP_INVALID, OTP_EXPIRED, OIDC_TOKEN_REJECTED, PASSKEY_ASSERTION_INVALID, SESSION_EXPIRED."""
+    OTP_INVALID, OTP_EXPIRED, OTP_NOT_ISSUED, OIDC_TOKEN_STALE, OIDC_IDENTITY_MISMATCH,
+    OIDC_NONCE_MISMATCH, PASSKEY_ASSERTION_INVALID, SESSION_EXPIRED (the sandbox's reasons;
+    the specification names none)."""
 
     hint = (
         "a requestId is single-use and valid until expiresAt: start the operation again for a "

@@ -96,6 +96,10 @@ def _none(response: httpx.Response) -> None:
     return None
 
 
+def _session_or_none(response: httpx.Response) -> m.AuthSession | None:
+    return None if response.status_code == 204 else _parse(m.AuthSession)(response)
+
+
 def _challenge_answer(response: httpx.Response) -> m.AuthMethod | m.PasskeyAuthChallenge:
     body = orjson.loads(response.content)
     kind = m.PasskeyAuthChallenge if "challenge" in body else m.AuthMethod
@@ -311,15 +315,18 @@ class _Sessions(_Flows):
             "DELETE", _session_path(session_id), _none, terminal=_NO_CONTENT, signer=_signer(signer)
         )
 
-    def refresh(self, session_id: str, *, signer: Signer, new_key: SessionKey) -> m.AuthSession:
+    def refresh(
+        self, session_id: str, *, signer: Signer, new_key: SessionKey
+    ) -> m.AuthSession | None:
         """Replace an active session by a new one whose signing key is `new_key`; `signer` is
-        the current session's key. After expiry, log in again instead."""
+        the current session's key. The answer is the new session (None if the service answers
+        204 without it). After expiry, log in again instead."""
         body = {"clientPublicKey": _key(new_key, "new_key").public_key_hex}
         return self._flow(
             "POST",
             _session_path(session_id, "refresh"),
-            _parse(m.AuthSession),
-            terminal=_CREATED,
+            _session_or_none,
+            terminal=_CREATED | _NO_CONTENT,
             body=body,
             signer=_signer(signer),
         )

@@ -429,7 +429,8 @@ def signed_flow(
                         f"{sorted(terminal)} or the signed-retry statuses"
                     )
         except InvalidSignatureError as exc:
-            if not exc.challenge_lapsed or restarts >= poll.max_restarts:
+            # only a challenge this flow stamped restarts (a passkey's own Request-Id cannot)
+            if not exc.challenge_lapsed or request is first or restarts >= poll.max_restarts:
                 raise
             restarts += 1
             logger.info("%s /%s: the challenge lapsed; starting again", method, path)

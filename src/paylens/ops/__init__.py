@@ -18,7 +18,7 @@ from ._plan import (
     plan_confirm_receipt,
     plan_reject,
 )
-from ._sessions import plan_revoke_sessions, signer_for
+from ._sessions import plan_revoke_sessions
 
 __all__ = [
     "ACTIONS",
@@ -31,5 +31,4 @@ __all__ = [
     "plan_confirm_receipt",
     "plan_reject",
     "plan_revoke_sessions",
-    "signer_for",
 ]

@@ -120,7 +120,9 @@ def apply_plan(
     ]
     if dry_run:
         kind = plan.action.kind or TRANSACTIONS
-        outcomes += [_Outcome(r["id"], "would_send", request=kind.describe(plan, r)) for r in acting]
+        outcomes += [
+            _Outcome(r["id"], "would_send", request=kind.describe(plan, r)) for r in acting
+        ]
         return _frame(plan, skipped + outcomes, fingerprint, dry_run=True)
     ids = [r["id"] for r in acting]
     done = _journal.succeeded(wh, action.name, ids)

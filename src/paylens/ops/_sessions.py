@@ -6,8 +6,9 @@
     plan.apply(client)                    # signed retries, journal, re-read before acting
 
 Each revoke is a signed retry (spec §5.4) stamped by a session key of the same account, so the
-plan needs a signer per account: one signer for all, a mapping `account_id -> signer`, or a
-callable `account_id -> signer | None`. Sessions without one are skipped at plan time. Just
+plan needs a signer per account: one signer (a `SessionKey` or a callable payload -> stamp) for
+every account, or a mapping `account_id -> signer`. Sessions of an account without one are
+skipped at plan time. Just
 before acting, the account's sessions are listed again; a session no longer active is
 `skipped_changed`. A success marks the session `ended_at` with end_reason `revoked`.
 """
@@ -18,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from paylens.client._signing import SessionKey, Signer
+from paylens.client._signing import Signer
 from paylens.errors import InvalidArgumentError
 
 from ._plan import ELIGIBLE, Action, Plan, Selection, make_plan
@@ -27,29 +28,19 @@ if TYPE_CHECKING:
     from paylens.client import Client
     from paylens.warehouse import Warehouse
 
-Signers = Signer | Mapping[str, Signer] | Callable[[str], Signer | None]
+Signers = Signer | Mapping[str, Signer]
 
 _COLUMNS = "id, account_id, type, nickname, credential_id, created_at, expires_at, ended_at"
 
 
 def _signer_lookup(signer: Signers) -> Callable[[str], Signer | None]:
-    if isinstance(signer, SessionKey):
-        return lambda _account: signer
     if isinstance(signer, Mapping):
         return signer.get
     if callable(signer):
-        # a signer takes a payload and returns a stamp; a lookup takes an account id
-        return signer if getattr(signer, "is_signer_lookup", False) else lambda _account: signer
+        return lambda _account: signer
     raise InvalidArgumentError(
-        "signer", "expected a SessionKey, a mapping account_id -> signer, or signer_for(...)"
+        "signer", "expected a SessionKey (or callable payload -> stamp), or a mapping of them"
     )
-
-
-def signer_for(lookup: Callable[[str], Signer | None]) -> Callable[[str], Signer | None]:
-    """Mark a callable `account_id -> signer | None` as a lookup (a bare callable is taken as
-    the one signer of every account)."""
-    lookup.is_signer_lookup = True  # type: ignore[attr-defined]
-    return lookup
 
 
 @dataclass(frozen=True)

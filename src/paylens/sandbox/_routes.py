@@ -665,6 +665,14 @@ def _checked(errors: list[dict[str, str]]) -> None:
         raise invalid(errors)
 
 
+def _body_key(r: Request, *, required: bool) -> Any:
+    """The checked `clientPublicKey` of the body (None when absent and optional)."""
+    errors: list[dict[str, str]] = []
+    key = _client_key(_body(r), errors, required=required)
+    _checked(errors)
+    return key
+
+
 def add_credential(r: Request) -> tuple[int, Any]:
     body, errors = _body(r), []
     kind = body.get("type")
@@ -704,9 +712,7 @@ def revoke_credential(r: Request) -> tuple[int, Any]:
 
 
 def challenge_credential(r: Request) -> tuple[int, Any]:
-    errors: list[dict[str, str]] = []
-    key = _client_key(_body(r), errors, required=False)
-    _checked(errors)
+    key = _body_key(r, required=False)
     return 200, r.world.wallets.challenge(r.args[0], key, r.world.now_us)
 
 
@@ -740,17 +746,13 @@ def revoke_session(r: Request) -> tuple[int, Any]:
 
 
 def refresh_session(r: Request) -> tuple[int, Any]:
-    errors: list[dict[str, str]] = []
-    key = _client_key(_body(r), errors, required=True)
-    _checked(errors)
+    key = _body_key(r, required=True)
     operation = f"POST /auth/sessions/{r.args[0]}/refresh"
     return r.world.wallets.refresh(_signed(r, operation), r.args[0], key)
 
 
 def export_account(r: Request) -> tuple[int, Any]:
-    errors: list[dict[str, str]] = []
-    key = _client_key(_body(r), errors, required=True)
-    _checked(errors)
+    key = _body_key(r, required=True)
     row = r.world.account_row(r.args[0])
     if not r.world.wallets.is_wallet(row):
         raise invalid([{"field": "id", "message": "must be an Embedded Wallet internal account"}])

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any, Self
 
@@ -447,9 +447,12 @@ class Warehouse:
         """Inventoried wallet accounts that hold exactly one credential."""
         return _wallets.single_credential_accounts(self)
 
-    def stale_sessions(self, **options: Any) -> pd.DataFrame:
-        """Active sessions opened long ago (`max_age`, default 8 h, before `as_of`)."""
-        return _wallets.stale_sessions(self, **options)
+    def stale_sessions(
+        self, *, max_age: timedelta = timedelta(hours=8), as_of: datetime | None = None
+    ) -> pd.DataFrame:
+        """Sessions still active at `as_of` (default now; pass the service's clock, e.g.
+        `sandbox.now`) that were opened more than `max_age` before it."""
+        return _wallets.stale_sessions(self, max_age=max_age, as_of=as_of)
 
     def journal(self) -> pd.DataFrame:
         """The bulk-operations journal: every request sent, before and after."""

@@ -17,7 +17,8 @@ from paylens.frames import TABLES, arrow_schema
 #: Version of the file layout; `migrate` brings older files up to it.
 SCHEMA_VERSION = 1
 
-#: Keys of the record tables (payment instructions hang off their transaction).
+#: Keys of the record tables (payment instructions hang off their transaction); unique by
+#: construction (see `upsert`), not by an index.
 PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "transactions": ("id",),
     "outgoing_fees": ("id",),
@@ -83,12 +84,17 @@ class WarehouseLockedError(WarehouseError):
     """Another process holds the warehouse file."""
 
 
+def _columns(table: str) -> dict[str, str]:
+    """Every column of a record table with its DuckDB type: declared, then tracking."""
+    columns = {f.name: _DUCK_TYPES[f.type] for f in arrow_schema(table)}
+    if "raw" in columns:
+        columns["raw_hash"] = "UBIGINT"
+    return columns | _TRACKING
+
+
 def _ddl(table: str) -> str:
-    schema = arrow_schema(table)
-    columns = [f"{f.name} {_DUCK_TYPES[f.type]}" for f in schema]
-    columns += [f"{name} {kind}" for name, kind in _TRACKING.items()]
-    key = ", ".join(PRIMARY_KEYS[table])
-    return f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(columns)}, PRIMARY KEY ({key}))"
+    columns = ", ".join(f"{name} {kind}" for name, kind in _columns(table).items())
+    return f"CREATE TABLE IF NOT EXISTS {table} ({columns})"
 
 
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
@@ -96,7 +102,7 @@ _LOCK_PID = re.compile(r"\(PID (\d+)\)")
 
 #: Writes land in batches of thousands of rows; checkpointing the WAL every 16 MB (DuckDB's
 #: default) would stall them, so the file is checkpointed at the end of each sync instead.
-_WRITE_SETTINGS = "SET checkpoint_threshold = '1GB'; SET memory_limit = '400MB'"
+_WRITE_SETTINGS = "SET checkpoint_threshold = '1GB'; SET memory_limit = '256MB'"
 
 
 def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -146,9 +152,9 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
 def _add_missing_columns(con: duckdb.DuckDBPyConnection, table: str) -> None:
     """A newer paylens may declare more columns: add them (filled from `raw` on next sync)."""
     have = {row[0] for row in con.execute(f"DESCRIBE {table}").fetchall()}
-    for field in arrow_schema(table):
-        if field.name not in have:
-            con.execute(f"ALTER TABLE {table} ADD COLUMN {field.name} {_DUCK_TYPES[field.type]}")
+    for name, kind in _columns(table).items():
+        if name not in have:
+            con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
 
 def meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
@@ -163,39 +169,54 @@ def set_meta(con: duckdb.DuckDBPyConnection, **values: str) -> None:
 def upsert(
     con: duckdb.DuckDBPyConnection, table: str, batch: pa.Table, *, run_id: int, now: datetime
 ) -> None:
-    """Insert or replace a batch in one set-based statement, tracking when each row was first
-    seen (`first_run_id`) and last changed (`last_changed_run_id`: its raw JSON differs).
-    Transactions also log each status change they bring into `status_history`."""
+    """Insert or replace a batch with set-based statements, tracking when each row was first
+    seen (`first_run_id`) and last changed (`last_changed_run_id`: its raw JSON differs, told by
+    `raw_hash`). Transactions also log each status change they bring into `status_history`.
+
+    The tables have no primary-key index on purpose: an index of millions of keys must stay in
+    memory, which would break the sync's memory bound. Existing rows are found by a semi-join
+    that reads only the key columns, so a batch costs one scan of those narrow columns. The
+    caller holds the only write lock, so delete-and-insert keeps keys unique."""
     if batch.num_rows == 0:
         return
     keys = PRIMARY_KEYS[table]
-    on = " AND ".join(f"t.{k} = b.{k}" for k in keys)
+    has_raw = "raw" in batch.column_names
+    on_old = " AND ".join(f"o.{k} = b.{k}" for k in keys)
     con.register("_batch", batch)
     try:
+        kept = [*keys, "first_seen_at", "first_run_id", "last_changed_run_id"]
+        kept += ["raw_hash"] if has_raw else []
+        kept += ["status"] if table == "transactions" else []
+        semi = " AND ".join(f"t.{k} = b.{k}" for k in keys)
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE _old AS
+                SELECT {", ".join(f"t.{c}" for c in kept)} FROM {table} t SEMI JOIN _batch b ON {semi}"""
+        )
         if table == "transactions":
             con.execute(
                 f"""INSERT INTO status_history
-                    SELECT b.id, b.type, t.status, b.status, b.updated_at, ?, ?
-                    FROM _batch b LEFT JOIN transactions t ON {on}
-                    WHERE t.status IS DISTINCT FROM b.status""",
+                    SELECT b.id, b.type, o.status, b.status, b.updated_at, ?, ?
+                    FROM _batch b LEFT JOIN _old o ON {on_old}
+                    WHERE o.status IS DISTINCT FROM b.status""",
                 [now, run_id],
             )
-        columns = ", ".join(batch.column_names)
-        updates = ", ".join(f"{c} = excluded.{c}" for c in batch.column_names if c not in keys)
-        changed = (
-            f"CASE WHEN {table}.raw IS DISTINCT FROM excluded.raw THEN $run "
-            f"ELSE {table}.last_changed_run_id END"
-            if "raw" in batch.column_names
-            else "$run"
-        )
-        # ON CONFLICT finds existing rows through the primary-key index: the cost follows the
-        # batch, not the table (a join would read every stored row on every batch)
         con.execute(
-            f"""INSERT INTO {table}
-                    ({columns}, first_seen_at, first_run_id, last_changed_run_id, last_synced_at, sync_run_id)
-                SELECT *, $now, $run, $run, $now, $run FROM _batch
-                ON CONFLICT ({", ".join(keys)}) DO UPDATE SET {updates},
-                    last_changed_run_id = {changed}, last_synced_at = $now, sync_run_id = $run""",
+            f"DELETE FROM {table} t USING _old o WHERE "
+            + " AND ".join(f"t.{k} = o.{k}" for k in keys)
+        )
+        columns = ", ".join(batch.column_names)
+        if has_raw:
+            tracking = """hash(b.raw),
+                coalesce(o.first_seen_at, $now), coalesce(o.first_run_id, $run),
+                CASE WHEN o.raw_hash = hash(b.raw) THEN o.last_changed_run_id ELSE $run END"""
+            names = "raw_hash, first_seen_at, first_run_id, last_changed_run_id"
+        else:
+            tracking = "coalesce(o.first_seen_at, $now), coalesce(o.first_run_id, $run), $run"
+            names = "first_seen_at, first_run_id, last_changed_run_id"
+        con.execute(
+            f"""INSERT INTO {table} ({columns}, {names}, last_synced_at, sync_run_id)
+                SELECT b.*, {tracking}, $now, $run
+                FROM _batch b LEFT JOIN _old o ON {on_old}""",
             {"now": now, "run": run_id},
         )
     finally:

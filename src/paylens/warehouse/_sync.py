@@ -77,7 +77,7 @@ class SyncOptions:
     progress: bool = True
     slice_records: int = 5_000
     leaf_records: int = 2_000
-    land_records: int = 5_000
+    land_records: int = 2_000
 
 
 @dataclass
@@ -257,7 +257,7 @@ class TransactionSync:
         self.pool = ThreadPoolExecutor(
             max_workers=options.concurrency, thread_name_prefix="paylens-sync"
         )
-        self.writer = _Writer(self._land, max_rows=4 * options.land_records)
+        self.writer = _Writer(self._land, max_rows=5 * options.land_records)
 
     # -- the plan --------------------------------------------------------------------------
 

@@ -139,7 +139,10 @@ def save_inventory(
                        expires_at = excluded.expires_at, last_seen_at = excluded.last_seen_at""",
                 sessions,
             )
-        for table, closed in (("wallet_credentials", "removed_at"), ("wallet_sessions", "ended_at")):
+        for table, closed in (
+            ("wallet_credentials", "removed_at"),
+            ("wallet_sessions", "ended_at"),
+        ):
             extra = ", end_reason = 'gone'" if table == "wallet_sessions" else ""
             con.execute(
                 f"""UPDATE {table} SET {closed} = $now{extra}
@@ -170,7 +173,9 @@ def sync_wallets(
 
         raise WarehouseError(f"{wh.path} is open read-only; open it read-write to sync")
     wh._check_source(client)
-    ids = list(dict.fromkeys(account_ids if account_ids is not None else wallet_account_ids(wh, client)))
+    ids = list(
+        dict.fromkeys(account_ids if account_ids is not None else wallet_account_ids(wh, client))
+    )
     now = utcnow()
     counts = {"accounts": 0, "credentials": 0, "sessions": 0}
     with wh._lock:
