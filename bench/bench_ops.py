@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_sync import control, served  # noqa: E402
+from bench_sync import control, served
 
-from paylens import Client, ops  # noqa: E402
-from paylens.warehouse import Warehouse  # noqa: E402
+from paylens import Client, ops
+from paylens.warehouse import Warehouse
 
 SELECT = "status IN ('PENDING', 'PROCESSING', 'CREATED')"
 
@@ -39,18 +39,29 @@ def main() -> None:
     args = parser.parse_args()
     scenarios = (args.items + args.sequential_items) // 4 + 100
     with tempfile.TemporaryDirectory() as tmp, served(20 * scenarios, scenarios=scenarios) as env:
-        client = Client(env["PAYLENS_BASE_URL"], env["PAYLENS_CLIENT_ID"], env["PAYLENS_CLIENT_SECRET"], timeout=60)
+        client = Client(
+            env["PAYLENS_BASE_URL"],
+            env["PAYLENS_CLIENT_ID"],
+            env["PAYLENS_CLIENT_SECRET"],
+            timeout=60,
+        )
         with Warehouse(Path(tmp) / "ops.duckdb") as wh:
             wh.sync(client, progress=False, resources=["transactions"])
             candidates = ops.plan_cancel(wh, SELECT).eligible["id"].tolist()
             if len(candidates) < args.items + args.sequential_items:
                 raise SystemExit(f"only {len(candidates)} eligible transfers")
             control(env, "faults", {"latency": args.latency})
-            sequential_plan = ops.plan_cancel(wh, candidates[: args.sequential_items], reason="bench")
+            sequential_plan = ops.plan_cancel(
+                wh, candidates[: args.sequential_items], reason="bench"
+            )
             started = time.perf_counter()
             sequential = sequential_plan.apply(client, concurrency=1, progress=False)
             sequential_seconds = time.perf_counter() - started
-            concurrent_plan = ops.plan_cancel(wh, candidates[args.sequential_items : args.sequential_items + args.items], reason="bench")
+            concurrent_plan = ops.plan_cancel(
+                wh,
+                candidates[args.sequential_items : args.sequential_items + args.items],
+                reason="bench",
+            )
             started = time.perf_counter()
             concurrent = concurrent_plan.apply(client, concurrency=args.concurrency, progress=False)
             concurrent_seconds = time.perf_counter() - started

@@ -172,7 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--transactions", type=int, default=100_000)
     serve.add_argument("--latency", type=float, default=0.0, help="seconds added to each request")
     serve.add_argument(
-        "--scenarios", type=int, default=None,
+        "--scenarios",
+        type=int,
+        default=None,
         help="planted rows per scenario (pending transfers in and past their window, approvals)",
     )
     serve.add_argument(

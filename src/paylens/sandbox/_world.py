@@ -197,7 +197,9 @@ class World:
         # planted rows per scenario (pending transfers in and past their window, approvals)
         per_scenario = scenario_count(transactions) if scenarios is None else scenarios
         if 7 * per_scenario > transactions:
-            raise ValueError(f"scenarios={per_scenario} needs at least {7 * per_scenario} transactions")
+            raise ValueError(
+                f"scenarios={per_scenario} needs at least {7 * per_scenario} transactions"
+            )
         regular = transactions - 7 * per_scenario
         created, weight = self._arrivals.draw(
             streams[_STREAM_ARRIVALS], start_us // 1000, end_us // 1000, regular

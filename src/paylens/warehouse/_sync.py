@@ -77,7 +77,7 @@ class SyncOptions:
     progress: bool = True
     slice_records: int = 5_000
     leaf_records: int = 2_000
-    land_records: int = 2_000
+    land_records: int = 1_000
 
 
 @dataclass
@@ -183,7 +183,7 @@ class _Writer:
     def __init__(self, land: Callable[[list[_Landing]], None], max_rows: int) -> None:
         self._land = land
         self._max_rows = max_rows
-        self._queue: queue.Queue[_Landing | None] = queue.Queue(maxsize=8)
+        self._queue: queue.Queue[_Landing | None] = queue.Queue(maxsize=6)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="paylens-writer", daemon=True)
         self._thread.start()
@@ -257,7 +257,7 @@ class TransactionSync:
         self.pool = ThreadPoolExecutor(
             max_workers=options.concurrency, thread_name_prefix="paylens-sync"
         )
-        self.writer = _Writer(self._land, max_rows=5 * options.land_records)
+        self.writer = _Writer(self._land, max_rows=8 * options.land_records)
 
     # -- the plan --------------------------------------------------------------------------
 
