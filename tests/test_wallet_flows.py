@@ -495,6 +495,20 @@ def test_session_refresh_replaces_the_session_and_revoke_ends_it(
     assert fresh.id not in {s.id for s in client.auth.sessions.list(account.id)}
 
 
+def test_refresh_with_the_signer_alone_extends_the_session_with_the_same_key(
+    sandbox: Sandbox, client: Client
+) -> None:
+    account = plain(client)
+    key, session = login(client, account.id)
+    sandbox.advance(timedelta(hours=2))
+    fresh = client.auth.sessions.refresh(session.id, signer=key)
+    assert fresh is not None and fresh.expires_at == sandbox.now + timedelta(hours=12)
+    client.auth.sessions.revoke(fresh.id, signer=key)  # the same key signs for the new session
+    assert fresh.id not in {s.id for s in client.auth.sessions.list(account.id)}
+    with pytest.raises(InvalidArgumentError, match="new_key"):
+        client.auth.sessions.refresh(fresh.id, signer=lambda payload: key.stamp(payload))
+
+
 def test_an_expired_session_cannot_refresh_or_sign(sandbox: Sandbox, client: Client) -> None:
     account = plain(client)
     key, session = login(client, account.id)

@@ -316,11 +316,16 @@ class _Sessions(_Flows):
         )
 
     def refresh(
-        self, session_id: str, *, signer: Signer, new_key: SessionKey
+        self, session_id: str, *, signer: Signer, new_key: SessionKey | None = None
     ) -> m.AuthSession | None:
-        """Replace an active session by a new one whose signing key is `new_key`; `signer` is
-        the current session's key. The answer is the new session (None if the service answers
-        204 without it). After expiry, log in again instead."""
+        """Replace an active session by a new one whose signing key is `new_key` (by default
+        the signer's own key, when the signer is a `SessionKey`: the session is extended);
+        `signer` is the current session's key. The answer is the new session (None if the
+        service answers 204 without it). After expiry, log in again instead."""
+        if new_key is None:
+            if not isinstance(signer, SessionKey):
+                raise InvalidArgumentError("new_key", "needed when the signer is not a SessionKey")
+            new_key = signer
         body = {"clientPublicKey": _key(new_key, "new_key").public_key_hex}
         return self._flow(
             "POST",
