@@ -179,7 +179,7 @@ class Warehouse:
                 [run_id, started, client.base_url, client.is_sandbox],
             )
         report = SyncReport(run_id, "incremental", client.base_url, client.is_sandbox)
-        bar = _progress_bar(opts.progress, client.is_sandbox)
+        bar = _Progress(opts.progress, client.is_sandbox)
         try:
             if "transactions" in wanted:
                 engine = TransactionSync(
@@ -481,21 +481,30 @@ def _since(value: date | datetime | str | None) -> datetime | None:
     return datetime.fromisoformat(timestamp("since", value).replace("Z", "+00:00"))
 
 
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        pass
+class _Progress:
+    """Records and pages read, on a tqdm bar (notebook-aware) or nowhere; thread-safe."""
+
+    def __init__(self, enabled: bool, is_sandbox: bool) -> None:
+        self.pages = 0
+        self._lock = threading.Lock()
+        self._bar: Any = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            label = "sync (sandbox data)" if is_sandbox else "sync"
+            self._bar = tqdm(desc=label, unit=" records", unit_scale=True, leave=False)
+
+    def update(self, records: int) -> None:
+        """One page of `records` records was read."""
+        with self._lock:
+            self.pages += 1
+            if self._bar is not None:
+                self._bar.update(records)
+                self._bar.set_postfix(pages=self.pages, refresh=False)
 
     def close(self) -> None:
-        pass
-
-
-def _progress_bar(enabled: bool, is_sandbox: bool) -> Any:
-    if not enabled:
-        return _NoBar()
-    from tqdm.auto import tqdm
-
-    label = "sync (sandbox data)" if is_sandbox else "sync"
-    return tqdm(desc=label, unit=" records", unit_scale=True, leave=False)
+        if self._bar is not None:
+            self._bar.close()
 
 
 def sync_file(path: str | os.PathLike[str], client: Client, **options: Any) -> SyncReport:
