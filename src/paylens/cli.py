@@ -2,6 +2,7 @@
 
 paylens sandbox serve --port 8765 --seed 0 --transactions 100000
 paylens demo
+paylens report --db data/paylens.duckdb --start 2025-09-01 --end 2025-10-01 --out reports/
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import argparse
 import logging
 import sys
 import time
-from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from paylens._version import __version__
@@ -39,41 +39,63 @@ def _sandbox_serve(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    """The main job against the embedded sandbox: serve it on loopback, pull every transaction
-    through the typed client, and print headline figures per currency."""
-    from paylens import Client
+    """The main job against the embedded sandbox: sync it into the warehouse file (incremental
+    on a re-run), run the report over it, and print headline figures per currency and the
+    report's path. Exit 0, or 1 when the sync or the report failed."""
+    from paylens import PaylensError
+    from paylens.report import Period, ReportError, render_report
     from paylens.sandbox import Sandbox
+    from paylens.warehouse import Warehouse, sync_file
 
     started = time.perf_counter()
     sandbox = Sandbox(seed=args.seed, transactions=args.transactions)
-    with (
-        sandbox.serve() as server,
-        Client(server.base_url, sandbox.client_id, sandbox.client_secret) as client,
-    ):
-        print(f"paylens {__version__} — SANDBOX DATA from {server.base_url}")
-        by_type: Counter[str] = Counter()
-        by_status: Counter[str] = Counter()
-        sent: defaultdict[str, int] = defaultdict(int)
-        decimals: dict[str, int] = {}
-        pages = 0
-        for page in client.transactions.list(sort_order="asc").pages():
-            pages += 1
-            for tx in page.data:
-                by_type[str(tx.type)] += 1
-                by_status[str(tx.status)] += 1
-                amount = getattr(tx, "sent_amount", None)
-                if tx.type == "OUTGOING" and amount is not None and str(tx.status) == "COMPLETED":
-                    sent[amount.currency.code] += amount.amount
-                    decimals[amount.currency.code] = amount.currency.decimals or 0
-        elapsed = time.perf_counter() - started
-        print(f"pulled {sum(by_type.values()):,} transactions in {pages:,} pages, {elapsed:.1f}s")
-        print("by type:   " + ", ".join(f"{k} {v:,}" for k, v in sorted(by_type.items())))
-        print("by status: " + ", ".join(f"{k} {v:,}" for k, v in by_status.most_common()))
-        print("completed outgoing volume sent, per currency (top 8):")
-        for code, minor in sorted(sent.items(), key=lambda kv: -kv[1])[:8]:
-            d = decimals[code]
-            major = f"{minor // 10**d:,}" + (f".{minor % 10**d:0{d}d}" if d else "")
-            print(f"  {code} {major}")
+    print(
+        f"paylens {__version__} — SANDBOX DATA: the embedded sandbox, seed {args.seed}, "
+        f"{args.transactions:,} transactions (generated in {time.perf_counter() - started:.1f}s)"
+    )
+    try:
+        print(sync_file(args.db, sandbox.client(), progress=sys.stderr.isatty()))
+        report_started = time.perf_counter()
+        page = render_report(args.db, out=args.out)
+    except ReportError as exc:
+        print(
+            f"paylens demo: the report failed: {exc}\n  partial report: {exc.html}", file=sys.stderr
+        )
+        return 1
+    except PaylensError as exc:
+        print(f"paylens demo: {exc}", file=sys.stderr)
+        return 1
+    print(f"report run in {time.perf_counter() - report_started:.1f}s")
+    with Warehouse(args.db, read_only=True) as wh:
+        period = Period(wh)
+        headline, rates = period.headline(), period.rates()
+    print("\nheadline figures (SANDBOX DATA), per currency, never added across currencies:")
+    print(headline.head(args.currencies).to_string())
+    print()
+    print(rates.rename_axis(None).to_string(header=False))
+    print(f"\ndone in {time.perf_counter() - started:.1f}s; the report: {page}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    """`paylens report`: run the report notebook over a warehouse and write it as HTML. Exit 0
+    with the HTML's path, 1 when a tie-out check or the notebook failed (the partial report
+    is still written), 2 when there is no warehouse or the arguments are wrong."""
+    from paylens.report import ReportError, render_report
+
+    try:
+        page = render_report(
+            args.db, start=args.start, end=args.end, currency=args.currency, out=args.out
+        )
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"paylens report: {exc}", file=sys.stderr)
+        return 2
+    except ReportError as exc:
+        print(f"paylens report: FAILED: {exc}", file=sys.stderr)
+        if exc.html is not None:
+            print(exc.html)
+        return 1
+    print(page)
     return 0
 
 
@@ -214,9 +236,26 @@ def build_parser() -> argparse.ArgumentParser:
     cancel.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     cancel.set_defaults(run=_cancel)
 
-    demo = commands.add_parser("demo", help="the main job against the embedded sandbox")
+    report = commands.add_parser(
+        "report", help="run the report notebook over a warehouse and write it as HTML"
+    )
+    report.add_argument("--db", default="data/paylens.duckdb", help="warehouse file (read only)")
+    report.add_argument("--start", help="period start, inclusive (UTC date or instant)")
+    report.add_argument("--end", help="period end, exclusive (UTC date or instant)")
+    report.add_argument("--currency", help="one currency only (e.g. USD)")
+    report.add_argument("--out", default="reports", help="folder for the report")
+    report.set_defaults(run=_report)
+
+    demo = commands.add_parser(
+        "demo", help="the main job on the embedded sandbox: sync, report, headline figures"
+    )
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--transactions", type=int, default=20_000)
+    demo.add_argument("--db", default="data/paylens.duckdb", help="warehouse file")
+    demo.add_argument("--out", default="reports", help="folder for the report")
+    demo.add_argument(
+        "--currencies", type=int, default=6, help="currencies shown in the headline figures"
+    )
     demo.set_defaults(run=_demo)
     return parser
 

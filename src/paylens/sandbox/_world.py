@@ -103,7 +103,7 @@ from ._generate import (
     status_at,
 )
 from ._world_entities import SANDBOX_DOMAIN, EntityViews, iso1
-from ._world_render import TxViews, hi_of_reference, quote_uuid, shows_reference
+from ._world_render import TxViews, WireRows, hi_of_reference, quote_uuid, shows_reference
 from ._world_store import RowSet, TxStore
 from ._world_wallets import WalletAuth
 
@@ -221,6 +221,7 @@ class World:
             cols, end_us, len(self.entities.customers), len(self.entities.accounts)
         )
         self.tx = TxViews(self.store, self.entities, self.views)
+        self.tx.render(np.arange(self.store.n), end_us)  # first reads are served, not rendered
         self._calls = streams[_STREAM_CALLS]
         ids_hi, ids_lo = new_uuids(self._calls, 2)
         self.platform_id = f"Platform:{uuid_text(int(ids_hi[0]), int(ids_lo[0]))}"
@@ -404,8 +405,9 @@ class World:
                 rows = rows[check(rows)]
         return RowSet.of(rows)
 
-    def render_transactions(self, rows: np.ndarray) -> list[dict[str, Any]]:
-        return self.tx.transactions(rows, self._now)
+    def render_transactions(self, rows: np.ndarray) -> WireRows:
+        """The rows as a page's `data`: pre-encoded JSON that reads as dicts (see `WireRows`)."""
+        return self.tx.wire(rows, self._now)
 
     def _status(self, row: int) -> int:
         return int(self.store.col("status")[row])
@@ -416,6 +418,12 @@ class World:
         if kind == OUTGOING:
             return channel in CANCELLABLE_CHANNELS
         return kind == INCOMING and bool(s.col("flags")[row] & ACH_PULL)
+
+    def _update(self, row: int, **values: Any) -> None:
+        """Change fields of a row through the interface: the store re-plans it and its kept
+        wire text is dropped."""
+        self.store.update(row, self._now, **values)
+        self.tx.forget(row)
 
     def _touch(self) -> int:
         """The time of a change made now, at whole milliseconds."""
@@ -449,9 +457,9 @@ class World:
                 "the banking partner has processed the transfer: its cancellation window has passed",
             )
         t = self._touch()
-        s.update(row, self._now, t1=min(int(s.col("t1")[row]), t), t2=t, t3=t, final=ST["FAILED"], failure=NONE8,
-                 refund_final=1, refund_reason=1, pending_reason=NONE8, touched=t,
-                 flags=int(s.col("flags")[row]) & ~AWAITING_APPROVAL)  # fmt: skip
+        self._update(row, t1=min(int(s.col("t1")[row]), t), t2=t, t3=t, final=ST["FAILED"], failure=NONE8,
+                     refund_final=1, refund_reason=1, pending_reason=NONE8, touched=t,
+                     flags=int(s.col("flags")[row]) & ~AWAITING_APPROVAL)  # fmt: skip
         return self.get_transaction_wire(transaction_id)
 
     def _pending_approval(self, transaction_id: str) -> int:
@@ -473,16 +481,14 @@ class World:
     def reject(self, transaction_id: str, reason: str | None = None) -> dict[str, Any]:
         row = self._pending_approval(transaction_id)
         t = self._touch()
-        s = self.store
-        s.update(
+        self._update(
             row,
-            self._now,
             t1=t,
             t2=t,
             final=ST["FAILED"],
             failure=NONE8,
             touched=t,
-            flags=int(s.col("flags")[row]) & ~AWAITING_APPROVAL,
+            flags=int(self.store.col("flags")[row]) & ~AWAITING_APPROVAL,
         )
         return self.get_transaction_wire(transaction_id)
 
@@ -492,9 +498,8 @@ class World:
         duration = (
             int(settle_durations(self._calls, np.array([s.col("channel")[row]]))[0]) // 1000 * 1000
         )
-        s.update(
+        self._update(
             row,
-            self._now,
             t1=t,
             t2=t + duration,
             final=ST["COMPLETED"],
@@ -514,7 +519,7 @@ class World:
                 ]
             )
         t = self._touch()
-        self.store.update(row, self._now, receipt=t if at is None else _ms(at), touched=t)
+        self._update(row, receipt=t if at is None else _ms(at), touched=t)
         return self.get_transaction_wire(transaction_id)
 
     # --- quotes -----------------------------------------------------------------------------
@@ -619,7 +624,7 @@ class World:
             cols[name][0] = value
         cols["status"] = status_at(cols, self._now)
         row = int(self.store.append(cols, self._now)[0])
-        self.tx.descriptions[row] = req.description
+        self.tx.describe(row, req.description)
         if req.execute:
             self._execute(row)
         return self.tx.quote(row, self._now)

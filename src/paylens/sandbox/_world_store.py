@@ -123,7 +123,9 @@ class TxStore:
         return rows
 
     def update(self, row: int, now: int, **values: object) -> None:
-        """Change fields of one row (a change made through the interface), then re-plan it."""
+        """Change fields of one row (a change made through the interface), then re-plan it.
+        The world calls this through `World._update`, which also drops the row's kept wire
+        text: rendered rows are kept until their next planned event otherwise."""
         for name, value in values.items():
             self._cols[name][row] = value
         self.refresh(np.array([row]), now)

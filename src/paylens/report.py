@@ -1,0 +1,621 @@
+"""The scheduled report: `notebooks/report.ipynb` run by papermill over a warehouse, rendered to
+HTML without its code.
+
+    path = render_report("data/paylens.duckdb", start="2025-09-01", end="2025-10-01")
+
+The notebook reads the warehouse read-only through a `Period` (the rows created in [start, end),
+in one currency or all) and shows one thing a cell: the run header, the tie-out checks (which
+raise `TieOutError` when the figures do not agree, so the report fails loudly), the headline
+figures, the breakdowns and plots of `paylens.analysis`, and the exceptions. Money is integer
+minor units per currency throughout; a figure shown in major units is formatted from them with
+the currency's own decimals, never converted, never added across currencies.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import numbers
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from ipykernel import kernelspec
+from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+from jupyter_client.manager import AsyncKernelManager
+from traitlets import default
+
+from paylens._version import __version__
+from paylens.analysis import card_summary, failure_breakdown, fee_breakdown, settlement_times
+from paylens.errors import PaylensError
+from paylens.notebook import Banner, sandbox_warehouse
+from paylens.warehouse import SANDBOX_LABEL, Warehouse
+
+if TYPE_CHECKING:
+    from pandas.io.formats.style import Styler
+
+__all__ = [
+    "Period",
+    "ReportError",
+    "TieOutError",
+    "exceptions_summary",
+    "format_duration",
+    "format_minor",
+    "format_rate",
+    "render_report",
+    "show",
+]
+
+#: The report notebook, beside the package in the source tree.
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "report.ipynb"
+
+#: Each transaction table: the column naming a row's own currency, and columns too heavy to read.
+_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "transactions": ("currency", ("raw", "raw_hash")),
+    "outgoing_fees": ("sent_amount_currency", ()),
+    "card_transactions": ("authorized_amount_currency", ()),
+}
+
+
+class ReportError(PaylensError):
+    """The report notebook failed (a tie-out check, or an error); `html` is the partial report."""
+
+    def __init__(self, message: str, html: Path | None = None) -> None:
+        super().__init__(message)
+        self.html = html
+
+
+class TieOutError(AssertionError):
+    """Figures of the report that should agree do not."""
+
+
+# -- formatting ---------------------------------------------------------------------------------
+
+
+def format_minor(minor: int, decimals: int) -> str:
+    """`123456, 2` -> `'1,234.56'`: an amount in minor units written in major units, exactly."""
+    places = int(decimals)
+    sign = "-" if minor < 0 else ""
+    whole, part = divmod(abs(int(minor)), 10**places)
+    return f"{sign}{whole:,}" + (f".{part:0{places}d}" if places else "")
+
+
+def format_rate(fraction: float) -> str:
+    """`0.0345` -> `'3.45%'`; no data -> `'n/a'`."""
+    return "n/a" if pd.isna(fraction) else f"{fraction:.2%}"
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds as minutes, hours or days with one decimal: `5742.9` -> `'1.6 h'`."""
+    if pd.isna(seconds):
+        return "n/a"
+    for unit, size in (("days", 86_400), ("h", 3_600), ("min", 60)):
+        if abs(seconds) >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def _number(value: Any) -> str:
+    """A table cell: counts with thousands separators, decimals to two places (below 1, six
+    significant digits, so a satoshi amount or a small rate still shows)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        return str(value)
+    if isinstance(value, numbers.Integral) or float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.2f}" if abs(value) >= 1 else f"{value:.6g}"
+
+
+def show(frame: pd.DataFrame, *, index: bool = False) -> Styler:
+    """A frame as the report shows it: numbers as `_number` writes them, missing values as
+    '–', and no row numbers unless `index`."""
+    styler = frame.style.format(_number, na_rep="–")
+    return styler if index else styler.hide(axis="index")
+
+
+def _instant(value: date | datetime | str | None) -> datetime | None:
+    """A period bound as a UTC instant; a date or naive time is read as UTC."""
+    if value is None or value == "":
+        return None
+    stamp = pd.Timestamp(value)
+    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    return stamp.to_pydatetime()
+
+
+def _when(value: Any) -> str:
+    return "n/a" if value is None or pd.isna(value) else f"{pd.Timestamp(value):%Y-%m-%d %H:%M} UTC"
+
+
+# -- the period ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class Header:
+    """The run header: a banner saying where the data comes from, then facts and row counts."""
+
+    banner: Banner
+    facts: dict[str, str]
+    counts: pd.DataFrame
+
+    def __repr__(self) -> str:
+        lines = [str(self.banner), *(f"{k}: {v}" for k, v in self.facts.items())]
+        return "\n".join([*lines, self.counts.to_string(index=False)])
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
+            f"{html.escape(v)}</td></tr>"
+            for k, v in self.facts.items()
+        )
+        counts = self.counts.to_html(index=False, border=0)
+        return f"<div>{self.banner._repr_html_()}<table>{rows}</table><p>{counts}</p></div>"
+
+
+class Period:
+    """The warehouse rows created in [start, end) (UTC; None: unbounded), of one currency or
+    all (a row's own currency: sent for outgoing, received for incoming, authorized for
+    cards). Its frames carry the warehouse's source label, so tables and plots say sandbox."""
+
+    def __init__(
+        self,
+        wh: Warehouse,
+        start: date | datetime | str | None = None,
+        end: date | datetime | str | None = None,
+        currency: str | None = None,
+    ) -> None:
+        self.wh = wh
+        self.start = _instant(start)
+        self.end = _instant(end)
+        self.currency = currency or None
+        if self.start and self.end and self.start >= self.end:
+            raise ValueError(f"the period is empty: start {start} is not before end {end}")
+        self.transactions = self._read("transactions")
+        self.fees = self._read("outgoing_fees")
+        self.cards = self._read("card_transactions")
+        where, params = self._where("transactions")
+        self.history = wh.sql(
+            "SELECT * FROM status_history WHERE id IN"
+            f" (SELECT id FROM transactions WHERE {where}) ORDER BY observed_at, id",
+            params,
+        )
+
+    @classmethod
+    def open(
+        cls,
+        db: str | os.PathLike[str] | None,
+        start: date | datetime | str | None = None,
+        end: date | datetime | str | None = None,
+        currency: str | None = None,
+    ) -> Period:
+        """The period of the warehouse file `db`, opened read-only; None: a small embedded
+        sandbox synced for this run (how the notebook runs when nobody passes a database)."""
+        path = sandbox_warehouse() if db is None else Path(db)
+        return cls(Warehouse(path, read_only=True), start, end, currency)
+
+    def _where(self, table: str) -> tuple[str, list[Any]]:
+        clauses, params = ["TRUE"], []
+        if self.start is not None:
+            clauses.append("created_at >= ?")
+            params.append(self.start)
+        if self.end is not None:
+            clauses.append("created_at < ?")
+            params.append(self.end)
+        if self.currency is not None:
+            clauses.append(f"{_TABLES[table][0]} = ?")
+            params.append(self.currency)
+        return " AND ".join(clauses), params
+
+    def _read(self, table: str) -> pd.DataFrame:
+        where, params = self._where(table)
+        heavy = _TABLES[table][1]
+        columns = f"* EXCLUDE ({', '.join(heavy)})" if heavy else "*"
+        return self.wh.sql(
+            f"SELECT {columns} FROM {table} WHERE {where} ORDER BY created_at, id", params
+        )
+
+    # -- the header -------------------------------------------------------------------------------
+
+    def run_header(self) -> Header:
+        """Version, data source (sandbox data said loudly), when the data was pulled, the
+        period and the row counts."""
+        wh = self.wh
+        runs = wh.sync_runs()
+        pulled = runs[runs["status"] == "succeeded"].tail(1)
+        last = runs.tail(1)
+        source = wh.source or "nowhere (never synced)"
+        if wh.is_sandbox:
+            banner = Banner(
+                f"{SANDBOX_LABEL} — simulated by paylens' sandbox, not the service", True
+            )
+        else:
+            banner = Banner(f"service data from {source}", False)
+        created = self.transactions["created_at"]
+        facts = {
+            "paylens": __version__,
+            "data source": f"{SANDBOX_LABEL} from {source}" if wh.is_sandbox else source,
+            "database": str(wh.path),
+            "data pulled": (
+                f"{_when(pulled['finished_at'].iloc[0])} (sync #{pulled['run_id'].iloc[0]}, "
+                f"{pulled['mode'].iloc[0]})"
+                if len(pulled)
+                else "never (no successful sync)"
+            ),
+            "last sync": (
+                f"#{last['run_id'].iloc[0]} {last['status'].iloc[0]}" if len(last) else "none"
+            ),
+            "period": (
+                f"{_when(self.start) if self.start else 'the first record'} to "
+                f"{_when(self.end) + ' (exclusive)' if self.end else 'the last record'}; "
+                f"data from {_when(created.min())} to {_when(created.max())}"
+            ),
+            "currency": self.currency or "every currency, each on its own",
+            "report run": _when(datetime.now(UTC)),
+        }
+        rows = [
+            *(
+                (
+                    f"{kind.lower()} transactions",
+                    int((self.transactions["type"] == kind).sum()),
+                    self._total("transactions", f"type = '{kind}'"),
+                )
+                for kind in ("INCOMING", "OUTGOING", "CARD")
+            ),
+            ("status changes", len(self.history), self._total("status_history")),
+            ("customers", None, self._total("customers")),
+            ("records rejected by sync", None, self._total("rejected_records")),
+        ]
+        counts = pd.DataFrame(
+            [(name, "–" if n is None else f"{n:,}", f"{total:,}") for name, n, total in rows],
+            columns=["rows", "in the period", "in the warehouse"],
+        )
+        return Header(banner, facts, counts)
+
+    def _total(self, table: str, condition: str = "TRUE") -> int:
+        return int(self.wh.sql(f"SELECT count(*) AS n FROM {table} WHERE {condition}")["n"].iloc[0])
+
+    # -- tie-outs ---------------------------------------------------------------------------------
+
+    def tie_outs(self) -> pd.DataFrame:
+        """Figures that must agree, each computed two ways: `expected`, `actual` and `passed`
+        per `check` (the index). `assert_tie_outs` raises when any did not."""
+        txs, fees, cards = self.transactions, self.fees, self.cards
+        kinds = txs["type"].value_counts()
+        settlement = settlement_times(fees, by=[], status_history=self.history)
+        failures = failure_breakdown(txs)
+        card_rows = card_summary(cards, by="status", status_history=self.history)
+        fee_rows = fee_breakdown(fees)
+        helper_volume = fee_rows.groupby("sent_currency")["sent_minor"].sum()
+        sql_volume = fees.groupby("sent_amount_currency")["sent_amount_minor"].sum()
+        volume_gaps = helper_volume.sub(sql_volume, fill_value=0).ne(0).sum()
+        last_run = self.wh.sync_runs().tail(1)
+        checks: list[tuple[str, object, object]] = [
+            (
+                "outgoing_fees holds every outgoing transaction",
+                int(kinds.get("OUTGOING", 0)),
+                len(fees),
+            ),
+            (
+                "card_transactions holds every card transaction",
+                int(kinds.get("CARD", 0)),
+                len(cards),
+            ),
+            (
+                "settled + pending + failed = outgoing transactions",
+                len(fees),
+                int(settlement[["settled_count", "pending_count", "failed_count"]].sum().sum()),
+            ),
+            (
+                "failure breakdown covers every incoming and outgoing transaction",
+                int(kinds.get("INCOMING", 0) + kinds.get("OUTGOING", 0)),
+                len(failures),
+            ),
+            (
+                "card transactions by status add up",
+                len(cards),
+                int(card_rows["transaction_count"].sum()),
+            ),
+            (
+                "fee components explain every fee (transactions with a residual)",
+                0,
+                int((fee_rows["residual_minor"] != 0).sum()),
+            ),
+            (
+                "sum of fee residuals, every currency",
+                0,
+                int(fee_rows["residual_minor"].abs().sum()),
+            ),
+            ("currencies whose sent volume differs from the warehouse", 0, int(volume_gaps)),
+            (
+                "amounts without a currency",
+                0,
+                int((txs["amount_minor"].notna() & txs["currency"].isna()).sum()),
+            ),
+            (
+                "last sync succeeded",
+                "succeeded",
+                str(last_run["status"].iloc[0]) if len(last_run) else "never synced",
+            ),
+        ]
+        frame = pd.DataFrame(checks, columns=["check", "expected", "actual"]).set_index("check")
+        frame["passed"] = [e == a for _, e, a in checks]
+        frame.attrs["source"] = txs.attrs.get("source")
+        return frame
+
+    @staticmethod
+    def assert_tie_outs(checks: pd.DataFrame) -> str:
+        """'all N tie-out checks passed', or a `TieOutError` naming every check that failed."""
+        failed = checks[~checks["passed"]]
+        if len(failed):
+            lines = [
+                f"  {r.Index}: expected {r.expected}, got {r.actual}" for r in failed.itertuples()
+            ]
+            raise TieOutError(
+                f"TIE-OUT FAILED: {len(failed)} of {len(checks)} checks\n" + "\n".join(lines)
+            )
+        return f"all {len(checks)} tie-out checks passed"
+
+    # -- headline figures -----------------------------------------------------------------------
+
+    def headline(self) -> pd.DataFrame:
+        """Per currency (never added across currencies): completed incoming transactions and
+        the amount received, completed outgoing ones with the amount sent and their fees, card
+        transactions and their net settled amount, in major units of that currency."""
+        txs = self.transactions
+        incoming = txs[(txs["type"] == "INCOMING") & (txs["status"] == "COMPLETED")]
+        received = incoming.groupby(["currency", "decimals"])["amount_minor"].agg(["size", "sum"])
+        fees = fee_breakdown(self.fees, by=[], status="COMPLETED")
+        cards = card_summary(self.cards, by=[], status_history=self.history)
+        rows: dict[str, dict[str, str]] = {}
+
+        def add(currency: str, decimals: int, **figures: int) -> None:
+            row = rows.setdefault(currency, {})
+            for name, value in figures.items():
+                is_count = name.endswith("_count")
+                row[name] = f"{value:,}" if is_count else format_minor(value, decimals)
+
+        for (currency, decimals), r in received.iterrows():
+            add(currency, decimals, incoming_count=r["size"], received=r["sum"])
+        for r in fees.itertuples():
+            add(r.sent_currency, r.sent_decimals, outgoing_count=r.transaction_count)
+            add(r.sent_currency, r.sent_decimals, sent=r.sent_minor, fees=r.fees_minor)
+        for r in cards.itertuples():
+            add(
+                r.currency,
+                r.decimals,
+                card_count=r.transaction_count,
+                net_settled=r.net_settled_minor,
+            )
+        columns = {
+            "incoming_count": "incoming completed",
+            "received": "received",
+            "outgoing_count": "outgoing completed",
+            "sent": "sent",
+            "fees": "fees",
+            "card_count": "card transactions",
+            "net_settled": "card net settled",
+        }
+        frame = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(columns))
+        frame = frame.fillna("–").rename(columns=columns)
+        frame.index.name = "currency"
+        order = txs["currency"].value_counts()
+        frame = frame.loc[sorted(frame.index, key=lambda c: (-order.get(c, 0), c))]
+        frame.attrs["source"] = txs.attrs.get("source")
+        return frame
+
+    def rates(self) -> pd.DataFrame:
+        """Failure rates (failed / attempted, pending included), the median time from creation
+        to settlement of outgoing transactions and the share settled later than expected;
+        counts and times, so every currency is in them."""
+        failed = failure_breakdown(self.transactions).groupby("type")["failed"]
+        settled = settlement_times(self.fees, by=[], status_history=self.history)
+        cards = card_summary(self.cards, by=[], status_history=self.history)
+        first = settled.iloc[0] if len(settled) else pd.Series(dtype=object)
+        figures = {
+            "outgoing failure rate": format_rate(failed.mean().get("OUTGOING", float("nan"))),
+            "incoming failure rate": format_rate(failed.mean().get("INCOMING", float("nan"))),
+            "median outgoing settlement time": format_duration(first.get("p50_seconds")),
+            "outgoing settled later than expected": format_rate(
+                first.get("expected_breach_rate", float("nan"))
+            ),
+            "stale card holds": f"{int(cards['stale_hold_count'].sum()):,}",
+            "card transactions in EXCEPTION": f"{int(cards['exception_count'].sum()):,}",
+        }
+        frame = pd.DataFrame({"figure": list(figures), "value": list(figures.values())})
+        frame.attrs["source"] = self.transactions.attrs.get("source")
+        return frame.set_index("figure")
+
+    # -- exceptions ---------------------------------------------------------------------------
+
+    def exceptions(self) -> pd.DataFrame:
+        """One row per thing to look at: failed transactions, outgoing ones settled later than
+        expected or pending past their expectation, stale card holds, card transactions in
+        EXCEPTION and those settled in another currency than authorized; newest first."""
+        txs = self.transactions
+        settled = settlement_times(self.fees, status_history=self.history)
+        cards = card_summary(self.cards, status_history=self.history)
+        amounts = txs.set_index("id")[["currency", "decimals", "amount_minor"]]
+        parts = [
+            _rows("failed transaction", txs[txs["status"] == "FAILED"], lambda r: r.failure_reason),
+            _rows(
+                "settled later than expected",
+                settled[settled["expected_breach"].fillna(False)],
+                lambda r: f"{format_duration(r.late_seconds)} after the expected time",
+            ),
+            _rows(
+                "pending past its expected settlement",
+                settled[settled["overdue"].fillna(False)],
+                lambda r: f"pending for {format_duration(r.pending_seconds)}",
+            ),
+            _rows(
+                "stale card hold",
+                cards[cards["stale_hold"]],
+                lambda r: f"held {format_duration(r.hold_age_seconds)}",
+            ),
+            _rows(
+                "card transaction in EXCEPTION",
+                cards[cards["exception"]],
+                lambda r: f"{r.pull_count} pull(s), {r.pull_pending_count} pending",
+            ),
+            _rows(
+                "card settled in another currency",
+                cards[cards["currency_mismatch"]],
+                lambda r: "settled or refunded amount not in the authorized currency",
+            ),
+        ]
+        frame = pd.concat(parts, ignore_index=True)
+        frame = frame.join(amounts, on="id")
+        frame["amount"] = [
+            "–" if pd.isna(m) else f"{format_minor(m, d)} {c}"
+            for m, d, c in zip(
+                frame["amount_minor"], frame["decimals"], frame["currency"], strict=True
+            )
+        ]
+        frame = frame.sort_values(["kind", "created_at"], ascending=[True, False], kind="stable")
+        frame = frame[["kind", "id", "status", "created_at", "amount", "detail"]]
+        frame.attrs["source"] = txs.attrs.get("source")
+        return frame.reset_index(drop=True)
+
+
+def _rows(kind: str, frame: pd.DataFrame, detail: Callable[[Any], Any]) -> pd.DataFrame:
+    """Exception rows of one kind: id, status, creation time and a detail per row."""
+    created = "created_at" if "created_at" in frame.columns else "authorized_at"
+    return pd.DataFrame(
+        {
+            "kind": kind,
+            "id": frame["id"].astype(str).to_numpy(),
+            "status": frame["status"].astype(str).to_numpy(),
+            "created_at": frame[created].to_numpy(),
+            "detail": [str(detail(r)) for r in frame.itertuples()],
+        }
+    )
+
+
+def exceptions_summary(exceptions: pd.DataFrame) -> pd.DataFrame:
+    """How many exceptions of each kind."""
+    return exceptions.groupby("kind").size().rename("count").to_frame()
+
+
+# -- running the notebook -----------------------------------------------------------------------
+
+
+def render_report(
+    db: str | os.PathLike[str],
+    *,
+    start: date | datetime | str | None = None,
+    end: date | datetime | str | None = None,
+    currency: str | None = None,
+    out: str | os.PathLike[str] = "reports",
+    notebook: str | os.PathLike[str] = NOTEBOOK,
+) -> Path:
+    """Run the report notebook over the warehouse file `db` for [start, end) (None: all the
+    data) in `currency` (None: every currency), and write `<out>/<name>.html` (no code cells)
+    beside the executed `<name>.ipynb`; return the HTML's path.
+
+    The notebook runs in a kernel of this Python whose environment holds no PAYLENS_* secret;
+    the database is opened read-only. Raises `ReportError` (with the partial HTML) when a
+    tie-out check or any cell failed, and when a secret of the environment shows in the output.
+    """
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    database = Path(db).resolve()
+    if not database.exists():
+        raise FileNotFoundError(f"no warehouse at {database}: run `paylens sync` first")
+    bounds = [_instant(start), _instant(end)]
+    if bounds[0] and bounds[1] and bounds[0] >= bounds[1]:
+        raise ValueError(f"the period is empty: start {start} is not before end {end}")
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    name = "paylens-report_" + "_".join(
+        [
+            *(b.strftime("%Y-%m-%d") if b else "all" for b in bounds),
+            *([currency] if currency else []),
+        ]
+    )
+    executed = folder / f"{name}.ipynb"
+    parameters = {
+        "db": str(database),
+        "start": bounds[0].isoformat() if bounds[0] else None,
+        "end": bounds[1].isoformat() if bounds[1] else None,
+        "currency": currency,
+    }
+    failure: PapermillExecutionError | None = None
+    try:
+        papermill.execute_notebook(
+            str(notebook),
+            str(executed),
+            parameters=parameters,
+            progress_bar=False,
+            kernel_manager_class=_ReportKernel,
+        )
+    except PapermillExecutionError as exc:
+        failure = exc
+    page = _write_html(executed, folder / f"{name}.html")
+    leaked = _secrets_in(executed.read_text(encoding="utf-8"), page.read_text(encoding="utf-8"))
+    if leaked:
+        executed.unlink()
+        page.unlink()
+        raise ReportError(f"the report showed the value of {', '.join(leaked)}; it was deleted")
+    if failure is not None:
+        raise ReportError(f"{failure.ename}: {failure.evalue}", page)
+    return page
+
+
+#: nbconvert's logger for the report: its warning that figures lack alternative text (each
+#: figure's title says what it shows) would print on every run.
+_QUIET = logging.getLogger("paylens.report.nbconvert")
+_QUIET.setLevel(logging.ERROR)
+
+
+def _write_html(executed: Path, page: Path) -> Path:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(
+        exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True, log=_QUIET
+    )
+    body, _ = exporter.from_notebook_node(
+        nbformat.read(executed, as_version=4), resources={"metadata": {"name": "paylens report"}}
+    )
+    page.write_text(body, encoding="utf-8")
+    return page
+
+
+#: Environment variables the report's kernel never gets: it reads the database only.
+_SECRETS = ("PAYLENS_CLIENT_SECRET",)
+
+
+def _secrets_in(*texts: str) -> list[str]:
+    """The secret variables whose value appears in any of the texts."""
+    return [
+        name
+        for name in _SECRETS
+        if (value := os.environ.get(name)) and any(value in t for t in texts)
+    ]
+
+
+class _ThisPython(KernelSpecManager):
+    """Kernel specs that always name this very Python (the paylens running the report),
+    whatever kernels Jupyter knows."""
+
+    def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
+        return KernelSpec(resource_dir=kernelspec.RESOURCES, **kernelspec.get_kernel_dict())
+
+
+class _ReportKernel(AsyncKernelManager):
+    """The report's kernel: this Python, started without the secrets in its environment."""
+
+    @default("kernel_spec_manager")
+    def _kernel_spec_manager_default(self) -> KernelSpecManager:
+        return _ThisPython(data_dir=self.data_dir)
+
+    async def _async_pre_start_kernel(self, **kw: Any) -> Any:
+        kw["env"] = {k: v for k, v in os.environ.items() if k not in _SECRETS}
+        # the kernel's own chatter (transport warnings, exit noise); cells report via iopub
+        kw["stderr"] = subprocess.DEVNULL
+        return await super()._async_pre_start_kernel(**kw)

@@ -1,0 +1,248 @@
+"""`paylens report` and `paylens demo` run for real (a subprocess, a kernel, the notebook) over
+warehouses synced from sandboxes, and the HTML is read back against figures computed here
+straight from the warehouse; plus the `Period` the notebook reads, in process."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from paylens import Sandbox
+from paylens.cli import main
+from paylens.report import (
+    Period,
+    TieOutError,
+    format_duration,
+    format_minor,
+    format_rate,
+)
+from paylens.warehouse import Warehouse, sync_file
+
+SECRET = "sk_sandbox_report-test-secret-d41d8cd98f00b204"
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A warehouse file synced from a small sandbox whose secret the test knows."""
+    path = tmp_path_factory.mktemp("report") / "paylens.duckdb"
+    sandbox = Sandbox(seed=3, transactions=2_000, client_secret=SECRET)
+    sync_file(path, sandbox.client(), progress=False)
+    return path
+
+
+def _paylens(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "paylens.cli", *args],
+        cwd=cwd,
+        env={**os.environ, "MPLBACKEND": "Agg", **env},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+def _text(page: str) -> str:
+    """The visible text of an HTML page, whitespace collapsed."""
+    body = re.sub(r"<(style|script)\b.*?</\1>", " ", page, flags=re.S)
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", body)))
+
+
+def _expected_headline(path: Path) -> dict[str, str]:
+    """Each currency's headline row, as the report must write it, from SQL over the file."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        rows = con.sql(
+            """
+            WITH incoming AS (
+                SELECT currency, any_value(decimals) AS d, count(*) AS n, sum(amount_minor) AS v
+                FROM transactions WHERE type = 'INCOMING' AND status = 'COMPLETED' GROUP BY 1),
+            outgoing AS (
+                SELECT sent_amount_currency AS currency, any_value(sent_amount_decimals) AS d,
+                       count(*) AS n, sum(sent_amount_minor) AS v, sum(fees_minor) AS fees
+                FROM outgoing_fees WHERE status = 'COMPLETED' GROUP BY 1),
+            card AS (
+                SELECT authorized_amount_currency AS currency, any_value(authorized_amount_decimals) AS d,
+                       count(*) AS n,
+                       sum(coalesce(settled_amount_minor, 0)) - sum(coalesce(refunded_amount_minor, 0)) AS v
+                FROM card_transactions GROUP BY 1)
+            SELECT currency, coalesce(i.d, o.d, c.d), i.n, i.v, o.n, o.v, o.fees, c.n, c.v
+            FROM incoming i FULL JOIN outgoing o USING (currency) FULL JOIN card c USING (currency)
+            """
+        ).fetchall()
+    finally:
+        con.close()
+
+    def count(n: int | None) -> str:
+        return "–" if n is None else f"{n:,}"
+
+    def money(v: int | None, d: int) -> str:
+        return "–" if v is None else format_minor(v, d)
+
+    return {
+        cur: " ".join([cur, count(i_n), money(i_v, d), count(o_n), money(o_v, d), money(fees, d)])
+        + f" {count(c_n)} {money(c_v, d)}"
+        for cur, d, i_n, i_v, o_n, o_v, fees, c_n, c_v in rows
+    }
+
+
+def _expected_rates(path: Path) -> list[str]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        failed, median = con.execute(
+            """
+            SELECT (SELECT avg(CASE WHEN status = 'FAILED' OR failure_reason IS NOT NULL
+                                    THEN 1.0 ELSE 0.0 END)
+                    FROM transactions WHERE type = 'OUTGOING'),
+                   (SELECT median((epoch_us(settled_at) - epoch_us(created_at)) / 1e6)
+                    FROM outgoing_fees WHERE status = 'COMPLETED')
+            """
+        ).fetchone()
+    finally:
+        con.close()
+    return [
+        f"outgoing failure rate {format_rate(failed)}",
+        f"median outgoing settlement time {format_duration(median)}",
+    ]
+
+
+def test_report_holds_the_headline_figures_and_no_secret(warehouse: Path, tmp_path: Path) -> None:
+    done = _paylens(
+        "report",
+        "--db",
+        str(warehouse),
+        "--out",
+        "reports",
+        cwd=tmp_path,
+        PAYLENS_CLIENT_SECRET=SECRET,
+    )
+    assert done.returncode == 0, done.stderr
+    page = Path(done.stdout.strip().splitlines()[-1])
+    assert page == Path("reports/paylens-report_all_all.html")
+    content = (tmp_path / page).read_text(encoding="utf-8")
+    executed = (tmp_path / page.with_suffix(".ipynb")).read_text(encoding="utf-8")
+    text = _text(content)
+    assert "SANDBOX DATA — simulated by paylens' sandbox, not the service" in text
+    assert "all 10 tie-out checks passed" in text
+    headline = _expected_headline(warehouse)
+    assert len(headline) > 5
+    for row in headline.values():
+        assert row in text
+    for figure in _expected_rates(warehouse):
+        assert figure in text
+    assert content.count("data:image/png;base64,") >= 4  # the four plots, embedded
+    assert "Period.open" not in text and "fee_breakdown(" not in text  # no code cells
+    assert SECRET not in content and SECRET not in executed
+    assert str(warehouse) in executed  # the parameters papermill injected
+
+
+def test_a_failed_tie_out_fails_the_report_loudly(warehouse: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.duckdb"
+    broken.write_bytes(warehouse.read_bytes())
+    con = duckdb.connect(str(broken))
+    con.execute(
+        "UPDATE outgoing_fees SET fees_minor = fees_minor + 1"
+        " WHERE id = (SELECT min(id) FROM outgoing_fees)"
+    )
+    con.close()
+    done = _paylens("report", "--db", str(broken), "--out", "reports", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "TIE-OUT FAILED: 2 of 10 checks" in done.stderr
+    text = _text((tmp_path / done.stdout.strip()).read_text(encoding="utf-8"))
+    assert "TIE-OUT FAILED" in text
+    assert (
+        "fee components explain every fee (transactions with a residual): expected 0, got 1" in text
+    )
+    assert "Headline figures" in text  # the prose is there; the figures after the checks are not
+    assert "median outgoing settlement time" not in text
+
+
+def test_demo_syncs_reports_and_prints_headline_figures(tmp_path: Path) -> None:
+    args = ["demo", "--transactions", "1500", "--db", "data/paylens.duckdb", "--out", "reports"]
+    done = _paylens(*args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[0].startswith("paylens ") and "SANDBOX DATA" in lines[0]
+    assert lines[-1].endswith("the report: reports/paylens-report_all_all.html")
+    assert (tmp_path / "reports/paylens-report_all_all.html").exists()
+    headline = _expected_headline(tmp_path / "data/paylens.duckdb")
+    out = re.sub(r"\s+", " ", done.stdout)
+    usd = headline.pop("USD")
+    assert usd in out  # the busiest currency's row, as the report writes it
+    assert "sync #1 (full, SANDBOX DATA" in done.stdout
+
+
+def test_report_refuses_a_missing_database_and_an_empty_period(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", "--db", str(tmp_path / "none.duckdb"), "--out", str(tmp_path)]) == 2
+    assert "no warehouse at" in capsys.readouterr().err
+    (tmp_path / "x.duckdb").touch()
+    args = ["report", "--db", str(tmp_path / "x.duckdb"), "--start", "2025-09-02", "--end"]
+    assert main([*args, "2025-09-01", "--out", str(tmp_path)]) == 2
+    assert "the period is empty" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def opened(warehouse: Path) -> Iterator[Warehouse]:
+    with Warehouse(warehouse, read_only=True) as wh:
+        yield wh
+
+
+def test_period_bounds_are_start_inclusive_end_exclusive_in_one_currency(
+    opened: Warehouse,
+) -> None:
+    created = opened.sql(
+        "SELECT created_at FROM transactions WHERE currency = 'USD' ORDER BY created_at"
+    )["created_at"]
+    start, end = created.iloc[100], created.iloc[400]
+    period = Period(opened, start=start, end=end, currency="USD")
+    assert len(period.transactions) == 300  # the row at `start` in, the row at `end` out
+    assert set(period.transactions["currency"]) == {"USD"}
+    assert set(period.fees["sent_amount_currency"]) == {"USD"}
+    assert set(period.cards["authorized_amount_currency"]) <= {"USD"}
+    assert list(period.headline().index) == ["USD"]
+    assert Period.assert_tie_outs(period.tie_outs()) == "all 10 tie-out checks passed"
+    header = repr(period.run_header())
+    assert "currency: USD" in header and "(exclusive)" in header
+
+
+def test_tie_outs_name_every_check_that_failed(opened: Warehouse) -> None:
+    period = Period(opened)
+    period.cards = period.cards.iloc[1:]
+    checks = period.tie_outs()
+    assert not checks.loc["card_transactions holds every card transaction", "passed"]
+    with pytest.raises(TieOutError, match=r"card_transactions holds every card transaction"):
+        Period.assert_tie_outs(checks)
+
+
+def test_exceptions_list_each_kind(opened: Warehouse) -> None:
+    period = Period(opened)
+    exceptions = period.exceptions()
+    failed = opened.sql(
+        "SELECT count(*) AS n FROM transactions WHERE status = 'FAILED' AND type <> 'CARD'"
+    )["n"].iloc[0]
+    kinds = exceptions["kind"].value_counts()
+    assert kinds["failed transaction"] == failed
+    assert kinds["card transaction in EXCEPTION"] == (period.cards["status"] == "EXCEPTION").sum()
+    assert {"settled later than expected", "stale card hold"} <= set(kinds.index)
+    assert exceptions["amount"].str.match(r"^-?[\d,]+(\.\d+)? [A-Z]+$").all()
+
+
+def test_formats() -> None:
+    assert format_minor(123456, 2) == "1,234.56"
+    assert format_minor(-5, 2) == "-0.05"
+    assert format_minor(1500, 0) == "1,500"
+    assert format_minor(3213295, 8) == "0.03213295"
+    assert format_rate(0.061292) == "6.13%"
+    assert format_rate(float("nan")) == "n/a"
+    assert format_duration(5742.9) == "1.6 h"
+    assert format_duration(42) == "42 s"
+    assert format_duration(3 * 86_400) == "3.0 days"
