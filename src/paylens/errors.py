@@ -6,6 +6,9 @@
     ├── PaginationError               the service's cursors loop or claim more pages that never come
     ├── WalletOperationPendingError   a signed wallet operation still PROCESSING after every re-send
     ├── ResponseValidationError       a 2xx body that does not have the interface's shape
+    ├── WarehouseError                a warehouse file cannot be used as asked (paylens.warehouse)
+    │   └── WarehouseLockedError      another process holds it for writing
+    ├── ReportError                   the report notebook failed, e.g. a tie-out (paylens.report)
     ├── APIConnectionError            the service could not be reached (after the retries)
     │   └── APITimeoutError           ... because it did not answer in time
     └── APIError                      the service answered with an error status

@@ -34,6 +34,7 @@ from traitlets import default
 from paylens._version import __version__
 from paylens.analysis import card_summary, failure_breakdown, fee_breakdown, settlement_times
 from paylens.errors import PaylensError
+from paylens.models import format_minor
 from paylens.notebook import Banner, sandbox_warehouse
 from paylens.warehouse import SANDBOX_LABEL, Warehouse
 
@@ -76,14 +77,6 @@ class TieOutError(AssertionError):
 
 
 # -- formatting ---------------------------------------------------------------------------------
-
-
-def format_minor(minor: int, decimals: int) -> str:
-    """`123456, 2` -> `'1,234.56'`: an amount in minor units written in major units, exactly."""
-    places = int(decimals)
-    sign = "-" if minor < 0 else ""
-    whole, part = divmod(abs(int(minor)), 10**places)
-    return f"{sign}{whole:,}" + (f".{part:0{places}d}" if places else "")
 
 
 def format_rate(fraction: float) -> str:

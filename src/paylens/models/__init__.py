@@ -82,7 +82,7 @@ from ._enums import (
     TransactionType,
 )
 from ._errors import ERROR_CODES, ErrorBody, FieldError
-from ._money import Currency, CurrencyAmount
+from ._money import Currency, CurrencyAmount, format_minor
 from ._pages import ItemList, Page
 from ._parsing import (
     CUSTOMER_ADAPTER,
@@ -229,6 +229,7 @@ __all__ = [
     "WalletOperationProcessing",
     "WireData",
     "WireModel",
+    "format_minor",
     "page_adapter",
     "parse_customer",
     "parse_page",

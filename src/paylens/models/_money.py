@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ._base import Count, MinorUnits, WireModel
 
-__all__ = ["Currency", "CurrencyAmount"]
+__all__ = ["Currency", "CurrencyAmount", "format_minor"]
 
 
 class Currency(WireModel):
@@ -39,3 +39,12 @@ class CurrencyAmount(WireModel):
     def decimals(self) -> int | None:
         """Minor-unit digits of the currency when the wire said so, else `None`."""
         return None if isinstance(self.currency, str) else self.currency.decimals
+
+
+def format_minor(minor: int, decimals: int | None) -> str:
+    """`123456, 2` -> `'1,234.56'`: an amount in minor units written in major units, exactly
+    (integer arithmetic, no float on the way)."""
+    places = 0 if decimals is None or decimals != decimals else int(decimals)
+    sign = "-" if minor < 0 else ""
+    whole, part = divmod(abs(int(minor)), 10**places)
+    return f"{sign}{whole:,}" + (f".{part:0{places}d}" if places else "")

@@ -13,6 +13,7 @@ import orjson
 import pandas as pd
 
 from paylens.errors import InvalidArgumentError
+from paylens.models import format_minor
 
 from . import _journal
 
@@ -178,7 +179,7 @@ class Plan:
         for row in self.totals.itertuples():
             if row.eligible and "currency" in self.totals.columns:
                 lines.append(
-                    f"  {row.currency}: {row.eligible:,} eligible, {_major(row.eligible_amount_minor, row.decimals)} {row.currency}"
+                    f"  {row.currency}: {row.eligible:,} eligible, {format_minor(row.eligible_amount_minor, row.decimals)} {row.currency}"
                 )
         return "\n".join(lines)
 
@@ -199,13 +200,6 @@ class Plan:
         from ._apply import apply_plan
 
         return apply_plan(self, client, **options)
-
-
-def _major(minor: int, decimals: Any) -> str:
-    places = int(decimals) if decimals is not None and not pd.isna(decimals) else 0
-    sign = "-" if minor < 0 else ""
-    whole, part = divmod(abs(int(minor)), 10**places)
-    return f"{sign}{whole:,}" + (f".{part:0{places}d}" if places else "")
 
 
 def _selected_ids(wh: Warehouse, select: Selection, table: str = "transactions") -> list[str]:
