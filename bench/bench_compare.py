@@ -552,7 +552,22 @@ def main() -> None:
     parser.add_argument("--analysis-sizes", type=int, nargs="*", default=[1_000_000, 10_000_000])
     parser.add_argument("--out", type=Path, default=HERE / "results" / "compare.json")
     parser.add_argument("--markdown", type=Path, help="also write the tables here")
+    parser.add_argument(
+        "--report", type=Path, nargs="+", help="only print the tables of earlier results, merged"
+    )
     args = parser.parse_args()
+    if args.report:
+        merged: dict[str, Any] = {"sizes": []}
+        for path in args.report:
+            earlier = json.loads(path.read_text())
+            merged["sizes"] += earlier.get("sizes", [])
+            for key in ("latency", "analysis"):
+                merged[key] = earlier.get(key) or merged.get(key)
+        table = markdown(merged)
+        if args.markdown:
+            args.markdown.write_text(table + "\n")
+        print(table)
+        return
 
     results: dict[str, Any] = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),

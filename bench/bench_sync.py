@@ -52,7 +52,9 @@ print(json.dumps({"seconds": time.perf_counter() - started, "records": records})
 
 
 @contextmanager
-def served(transactions: int, latency: float = 0.0) -> Iterator[dict[str, str]]:
+def served(
+    transactions: int, latency: float = 0.0, scenarios: int | None = None
+) -> Iterator[dict[str, str]]:
     cmd = [
         sys.executable,
         "-m",
@@ -66,6 +68,8 @@ def served(transactions: int, latency: float = 0.0) -> Iterator[dict[str, str]]:
         "--latency",
         str(latency),
     ]
+    if scenarios is not None:
+        cmd += ["--scenarios", str(scenarios)]
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:

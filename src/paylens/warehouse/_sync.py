@@ -139,6 +139,18 @@ def _parse_time_or_none(value: Any) -> datetime | None:
 REQUIRED_COLUMNS = ("id", "type", "status", "direction", "customer_id", "platform_customer_id")
 
 
+def _explained(remote: dict[str | None, int | None], local: dict[str | None, int]) -> bool:
+    """Whether per-status counts account for every record on both sides (so moves between
+    statuses can be found from the statuses that gained)."""
+    if any(count is None for count in remote.values()):
+        return False
+    known_remote = sum(remote[s] or 0 for s in ALL_STATUSES)
+    known_local = sum(local.get(s, 0) for s in ALL_STATUSES)
+    stored = sum(local.values())
+    total = remote[None] or 0
+    return total == known_remote and stored == known_local and total >= stored
+
+
 def _missing_required(table: pa.Table) -> list[str]:
     """Ids of rows lacking a required field."""
     import pyarrow.compute as pc
@@ -321,10 +333,19 @@ class TransactionSync:
     # -- reconciliation --------------------------------------------------------------------
 
     def _reconcile_range(self, window: Window) -> None:
-        """Compare per-status counts with the service, bisecting where they differ."""
-        pending: list[tuple[Window, tuple[str | None, ...]]] = [(window, (None, *ALL_STATUSES))]
+        """Compare per-status counts with the service and re-read only what they show moved.
+
+        A record that changed status is counted in its new status: where the service counts
+        more records in a status than are stored, reading the window *filtered by that status*
+        brings every record that moved into it (and new ones), and so also fixes the status it
+        left. Such a read is narrowed by bisecting the window on that status's count until it is
+        small. Where per-status counts cannot explain the totals (records in statuses paylens
+        does not know, or fewer records than stored), the whole window is bisected and re-read.
+        """
+        everything = (None, *ALL_STATUSES)
+        pending: list[tuple[Window, tuple[str | None, ...]]] = [(window, everything)]
         while pending:
-            to_read: list[tuple[Window, int]] = []
+            to_read: list[Window] = []
             next_level: list[tuple[Window, tuple[str | None, ...]]] = []
             futures = {
                 (i, status): self.pool.submit(self._remote_count, Window(w.start, w.end, status))
@@ -334,22 +355,24 @@ class TransactionSync:
             for i, (w, statuses) in enumerate(pending):
                 local = self._local_counts(w)
                 remote = {status: futures[(i, status)].result() for status in statuses}
-                stored = sum(local.values())
-                differing = [
-                    s
-                    for s in statuses
-                    if remote[s] is None or remote[s] != (stored if s is None else local.get(s, 0))
-                ]
-                if not differing:
+                missing = (remote.get(None) or 0) - sum(local.values())
+                whole = None in statuses and (
+                    not _explained(remote, local) or missing > self.options.leaf_records
+                )
+                if whole:  # the statuses cannot tell what moved, or the window is mostly missing
+                    size = max(sum(local.values()), remote[None] or 0)
+                    halves = self._halves(w) if size > self.options.leaf_records else []
+                    next_level += [(half, everything) for half in halves]
+                    to_read += [] if halves else self._sized(w, size)
                     continue
-                size = max(stored, remote.get(None) or 0)
-                halves = self._halves(w) if size > self.options.leaf_records else []
-                if not halves:
-                    to_read.append((w, remote.get(None) or size))
-                    continue
-                narrowed = tuple(dict.fromkeys([None, *differing]))
-                next_level += [(half, narrowed) for half in halves]
-            self._read_all([s for w, n in to_read for s in self._sized(w, n)])
+                for status in statuses:
+                    wanted = remote.get(status)
+                    if status is None or wanted is None or wanted <= local.get(status, 0):
+                        continue
+                    halves = self._halves(w) if wanted > self.options.leaf_records else []
+                    next_level += [(half, (status,)) for half in halves]
+                    to_read += [] if halves else self._sized(Window(w.start, w.end, status), wanted)
+            self._read_all(to_read)
             pending = next_level
 
     def _halves(self, window: Window) -> list[Window]:
