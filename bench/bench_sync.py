@@ -102,11 +102,20 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--advance-hours", type=float, default=12.0)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--only", choices=["sync", "latency"], help="one part (default: both)")
     args = parser.parse_args()
     results: dict[str, Any] = {
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
     }
 
+    if args.only == "latency":
+        results["latency"] = measure_latency(args.latency_transactions, args.latency)
+    else:
+        _sync_figures(args, results)
+    _report(args, results)
+
+
+def _sync_figures(args: argparse.Namespace, results: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as tmp, served(args.transactions) as env:
         db = str(Path(tmp) / "bench.duckdb")
         creds = (env["PAYLENS_BASE_URL"], env["PAYLENS_CLIENT_ID"], env["PAYLENS_CLIENT_SECRET"])
@@ -123,25 +132,31 @@ def main() -> None:
         results["incremental_sync"] = again
         print(json.dumps({"incremental_sync": again}), flush=True)
 
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        served(args.latency_transactions, args.latency) as env,
-    ):
-        creds = (env["PAYLENS_BASE_URL"], env["PAYLENS_CLIENT_ID"], env["PAYLENS_CLIENT_SECRET"])
-        sequential = run(_SEQUENTIAL, *creds)
-        sliced = run(_SYNC, *creds, str(Path(tmp) / "latency.duckdb"), "16")
-        results["latency"] = {
-            "latency_seconds": args.latency,
-            "transactions": args.latency_transactions,
-            "sequential_seconds": sequential["seconds"],
-            "sliced_seconds": sliced["seconds"],
-            "speedup": sequential["seconds"] / sliced["seconds"],
-        }
-        print(json.dumps({"latency": results["latency"]}), flush=True)
+    if args.only != "sync":
+        results["latency"] = measure_latency(args.latency_transactions, args.latency)
 
+
+def _report(args: argparse.Namespace, results: dict[str, Any]) -> None:
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))
     print(json.dumps(results, indent=2))
+
+
+def measure_latency(transactions: int, latency: float) -> dict[str, float]:
+    """One sequential cursor versus the sliced sync (16 slices), under `latency` per request."""
+    with tempfile.TemporaryDirectory() as tmp, served(transactions, latency) as env:
+        creds = (env["PAYLENS_BASE_URL"], env["PAYLENS_CLIENT_ID"], env["PAYLENS_CLIENT_SECRET"])
+        sequential = run(_SEQUENTIAL, *creds)
+        sliced = run(_SYNC, *creds, str(Path(tmp) / "latency.duckdb"), "16")
+    figures = {
+        "latency_seconds": latency,
+        "transactions": transactions,
+        "sequential_seconds": sequential["seconds"],
+        "sliced_seconds": sliced["seconds"],
+        "speedup": sequential["seconds"] / sliced["seconds"],
+    }
+    print(json.dumps({"latency": figures}), flush=True)
+    return figures
 
 
 if __name__ == "__main__":
