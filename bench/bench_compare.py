@@ -290,30 +290,24 @@ def summarize(runs: dict[str, list[dict[str, Any]]], size: int) -> dict[str, Any
 # -- latency and analysis (the existing benchmarks' pieces) -------------------------------------
 
 
-def latency_speedups(transactions: int, repeats: int, workdir: Path) -> list[dict[str, Any]]:
-    """Sequential cursor walk against paylens's sliced sync, under 50 ms and 100 ms."""
+def latency_speedups(transactions: int, repeats: int) -> list[dict[str, Any]]:
+    """Sequential cursor walk against paylens's sliced sync under 50 ms and 100 ms, each
+    measured `repeats` times by `bench_sync.measure_latency` (a served sandbox apiece)."""
     results = []
-    with served(transactions) as env:
-        creds = (env["PAYLENS_BASE_URL"], env["PAYLENS_CLIENT_ID"], env["PAYLENS_CLIENT_SECRET"])
-        for latency in (0.05, 0.1):
-            control(env, "faults", {"latency": latency})
-            sequential, sliced = [], []
-            for _ in range(repeats):
-                sequential.append(bench_sync.run(bench_sync._SEQUENTIAL, *creds)["seconds"])
-                db = str(workdir / "latency.duckdb")
-                remove_db(db)
-                sliced.append(bench_sync.run(bench_sync._SYNC, *creds, db, "16")["seconds"])
-                remove_db(db)
-            entry = {
-                "latency_seconds": latency,
-                "transactions": transactions,
-                "sequential_seconds": _spread(sequential),
-                "sliced_seconds": _spread(sliced),
-                "speedup": statistics.median(sequential) / statistics.median(sliced),
-            }
-            results.append(entry)
-            log({"latency": entry})
-        control(env, "faults", {"latency": 0.0})
+    for latency in (0.05, 0.1):
+        runs = [bench_sync.measure_latency(transactions, latency) for _ in range(repeats)]
+        sequential = [r["sequential_seconds"] for r in runs]
+        sliced = [r["sliced_seconds"] for r in runs]
+        entry = {
+            "latency_seconds": latency,
+            "transactions": transactions,
+            "sequential_seconds": _spread(sequential),
+            "sliced_seconds": _spread(sliced),
+            "speedup": statistics.median(sequential) / statistics.median(sliced),
+            "speedups": _spread([r["speedup"] for r in runs]),
+        }
+        results.append(entry)
+        log({"latency": entry})
     return results
 
 
@@ -593,7 +587,7 @@ def main() -> None:
             )
             save()
         if not args.skip_latency:
-            results["latency"] = latency_speedups(args.latency_transactions, args.repeats, workdir)
+            results["latency"] = latency_speedups(args.latency_transactions, args.repeats)
             save()
     if args.analysis_sizes:
         results["analysis"] = analysis_helpers(args.analysis_sizes, args.repeats)

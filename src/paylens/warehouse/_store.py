@@ -129,7 +129,17 @@ def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create what is missing and migrate an older file; never drops data."""
+    """Create what is missing and migrate an older file, in one transaction; never drops data."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        _ensure_schema(con)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     for statement in _BOOKKEEPING:
         con.execute(statement)
     found = con.execute("SELECT value FROM paylens_meta WHERE key = 'schema_version'").fetchone()

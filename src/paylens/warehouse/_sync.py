@@ -424,13 +424,17 @@ class TransactionSync:
         """Read windows concurrently; returns once everything read is committed."""
         if not windows:
             return
-        with self.db_lock:
-            for w in windows:
-                self.con.execute(
-                    """INSERT OR IGNORE INTO sync_slices
-                       VALUES (?, 'transactions', ?, ?, ?, ?, NULL, false, 0)""",
-                    [self.run_id, w.key, w.start, w.end, w.status or ""],
-                )
+        rows = [(self.run_id, w.key, w.start, w.end, w.status or "") for w in windows]
+        with (
+            self.db_lock
+        ):  # one transaction: an auto-commit per slice would sync the disk each time
+            self.con.execute("BEGIN TRANSACTION")
+            self.con.executemany(
+                """INSERT OR IGNORE INTO sync_slices
+                   VALUES (?, 'transactions', ?, ?, ?, ?, NULL, false, 0)""",
+                rows,
+            )
+            self.con.execute("COMMIT")
         started = time.perf_counter()
         futures: list[Future[None]] = [self.pool.submit(self._read, w) for w in windows]
         for future in futures:
