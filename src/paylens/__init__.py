@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from paylens import errors, models
 from paylens._version import __version__
-from paylens.client import AsyncClient, Client, Paginator, RawPage, RetryPolicy
+from paylens.client import AsyncClient, Client, Paginator, RawPage, RetryPolicy, TextPage
 from paylens.client._signing import SessionKey
 from paylens.errors import (
     APIConnectionError,
@@ -77,6 +77,7 @@ __all__ = [
     "RetryPolicy",
     "Sandbox",
     "SessionKey",
+    "TextPage",
     "UnexpectedStatusError",
     "WalletOperationPendingError",
     "WalletSignatureBodyMismatchError",

@@ -2,7 +2,7 @@
 
 from ._clients import AsyncClient, Client
 from ._config import API_VERSION, ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET
-from ._pagination import Paginator, RawPage
+from ._pagination import Paginator, RawPage, TextPage
 from ._policy import Call, RequestStats, RetryPolicy
 
 __all__ = [
@@ -17,4 +17,5 @@ __all__ = [
     "RawPage",
     "RequestStats",
     "RetryPolicy",
+    "TextPage",
 ]

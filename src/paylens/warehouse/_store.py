@@ -92,8 +92,17 @@ def _columns(table: str) -> dict[str, str]:
     return columns | _TRACKING
 
 
+#: The raw JSON is most of the bytes and is read rarely: zstd stores it in a third of the space
+#: of DuckDB's default string compression and costs the end-of-sync checkpoint less time.
+_COMPRESSION = {"raw": "zstd"}
+
+
 def _ddl(table: str) -> str:
-    columns = ", ".join(f"{name} {kind}" for name, kind in _columns(table).items())
+    columns = ", ".join(
+        f"{name} {kind}"
+        + (f" USING COMPRESSION {_COMPRESSION[name]}" if name in _COMPRESSION else "")
+        for name, kind in _columns(table).items()
+    )
     return f"CREATE TABLE IF NOT EXISTS {table} ({columns})"
 
 

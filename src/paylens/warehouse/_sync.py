@@ -32,7 +32,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -43,7 +43,7 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from paylens import models
-from paylens.client import Client, RawPage
+from paylens.client import Client, RawPage, TextPage
 from paylens.frames import to_arrow, transaction_tables
 
 from . import _store
@@ -61,6 +61,8 @@ NON_TERMINAL_STATUSES = (
 )
 ALL_STATUSES = tuple(sorted(set(models.TransactionStatus) | set(models.CardTransactionStatus)))
 _TICK = timedelta(microseconds=1)
+#: A window's remaining range is not split below this.
+_MIN_SPLIT = timedelta(seconds=1)
 
 
 @dataclass
@@ -78,6 +80,9 @@ class SyncOptions:
     slice_records: int = 5_000
     leaf_records: int = 2_000
     land_records: int = 1_000
+    batch_records: int = 20_000
+    queue_landings: int = 32
+    gather_seconds: float = 0.2
 
 
 @dataclass
@@ -126,6 +131,18 @@ def _instant(epoch_us: int | None) -> datetime | None:
 
 def _parse_time(text: str | None) -> datetime | None:
     return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _created_at(text: bytes) -> datetime | None:
+    """The `createdAt` of a record's JSON text (one record a page: where a window resumes)."""
+    record = orjson.loads(text)
+    return _parse_time_or_none(record.get("createdAt")) if isinstance(record, dict) else None
+
+
+def _before(text: bytes, end: datetime | None) -> bool:
+    """Whether a record was created before `end` (a record without a time is kept)."""
+    created = _created_at(text)
+    return end is None or created is None or created < end
 
 
 def _parse_time_or_none(value: Any) -> datetime | None:
@@ -188,17 +205,45 @@ class _Landing:
     done: bool
 
 
-class _Writer:
-    """The one thread that writes: readers hand it landings (a bounded queue, so memory stays
-    bounded) and go on fetching; it commits whatever has arrived together, in large batches."""
+@dataclass
+class _Batch:
+    """Landings merged and typed, ready to commit."""
 
-    def __init__(self, land: Callable[[list[_Landing]], None], max_rows: int) -> None:
+    landings: list[_Landing]
+    tables: dict[str, pa.Table] | None
+    rejects: list[tuple[Any, ...]]
+    records: int
+
+
+class _Writer:
+    """Two threads behind the readers: one merges the landings that have arrived (a bounded
+    queue, so memory stays bounded) into large batches and types them; the other commits
+    them. Arrow's JSON read and DuckDB's writes both run outside the interpreter lock, so
+    typing the next batch overlaps committing the last one while the readers go on fetching."""
+
+    def __init__(
+        self,
+        prepare: Callable[[list[_Landing]], _Batch],
+        land: Callable[[_Batch], None],
+        *,
+        max_rows: int,
+        queue_size: int,
+        gather_seconds: float,
+    ) -> None:
+        self._prepare = prepare
         self._land = land
         self._max_rows = max_rows
-        self._queue: queue.Queue[_Landing | None] = queue.Queue(maxsize=6)
+        self._gather_seconds = gather_seconds
+        self._flushing = threading.Event()
+        self._queue: queue.Queue[_Landing | None] = queue.Queue(maxsize=queue_size)
+        self._typed: queue.Queue[tuple[list[_Landing], _Batch | None] | None] = queue.Queue(1)
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="paylens-writer", daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._run_prepare, name="paylens-typer", daemon=True),
+            threading.Thread(target=self._run_land, name="paylens-writer", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def put(self, landing: _Landing) -> None:
         self._raise()
@@ -206,42 +251,71 @@ class _Writer:
 
     def flush(self) -> None:
         """Wait until everything handed over is committed (or raise what went wrong)."""
-        self._queue.join()
+        self._flushing.set()
+        try:
+            self._queue.join()
+        finally:
+            self._flushing.clear()
         self._raise()
 
     def close(self) -> None:
         self._queue.put(None)
-        self._thread.join()
+        for thread in self._threads:
+            thread.join()
 
     def _raise(self) -> None:
         if self._error is not None:
             raise self._error
 
-    def _run(self) -> None:
+    def _run_prepare(self) -> None:
         while True:
             first = self._queue.get()
             if first is None:
                 self._queue.task_done()
+                self._typed.put(None)
                 return
-            batch, rows = [first], len(first.buffer)
+            landings, rows = [first], len(first.buffer)
+            # gather for a moment: under latency landings trickle in, and a commit each
+            # would cost a disk sync and a round of statements for a few hundred rows
+            deadline = time.monotonic() + self._gather_seconds
             while rows < self._max_rows:
+                wait = deadline - time.monotonic()
                 try:
-                    more = self._queue.get_nowait()
+                    if wait <= 0 or self._flushing.is_set():
+                        more = self._queue.get_nowait()
+                    else:
+                        more = self._queue.get(timeout=min(wait, 0.02))
                 except queue.Empty:
-                    break
+                    if wait <= 0 or self._flushing.is_set():
+                        break
+                    continue
                 if more is None:
                     self._queue.put(None)  # seen again by the outer loop after this batch
                     self._queue.task_done()
                     break
-                batch.append(more)
+                landings.append(more)
                 rows += len(more.buffer)
+            batch = None
             try:
                 if self._error is None:
+                    batch = self._prepare(landings)
+            except BaseException as exc:  # handed to the readers and the caller
+                self._error = exc
+            self._typed.put((landings, batch))
+
+    def _run_land(self) -> None:
+        while True:
+            item = self._typed.get()
+            if item is None:
+                return
+            landings, batch = item
+            try:
+                if self._error is None and batch is not None:
                     self._land(batch)
             except BaseException as exc:  # handed to the readers and the caller
                 self._error = exc
             finally:
-                for _ in batch:
+                for _ in landings:
                     self._queue.task_done()
 
 
@@ -266,10 +340,20 @@ class TransactionSync:
         self.options = options
         self.on_page = on_page
         self.tally = Tally()
+        self._sched = threading.Lock()  # the counts below, for splitting windows
+        self._futures: list[Future[None]] = []
+        self._queued = 0  # windows submitted and not started
+        self._active = 0  # windows being read
         self.pool = ThreadPoolExecutor(
             max_workers=options.concurrency, thread_name_prefix="paylens-sync"
         )
-        self.writer = _Writer(self._land, max_rows=8 * options.land_records)
+        self.writer = _Writer(
+            self._prepare,
+            self._land,
+            max_rows=options.batch_records,
+            queue_size=options.queue_landings,
+            gather_seconds=options.gather_seconds,
+        )
 
     # -- the plan --------------------------------------------------------------------------
 
@@ -283,6 +367,7 @@ class TransactionSync:
                 self._full()
             else:
                 self._incremental()
+            self.writer.flush()
             return mode
         finally:
             self.pool.shutdown(wait=True, cancel_futures=True)
@@ -407,13 +492,19 @@ class TransactionSync:
         limit: int | None = None,
         sort_order: str = "asc",
         resume_from: datetime | None = None,
-    ) -> Iterable[RawPage]:
+    ) -> Iterable[TextPage]:
         return self.client.transactions.list(
             **window.filters(resume_from), sort_order=sort_order, limit=limit
-        ).pages(raw=True)
+        ).pages(raw="text")
 
     def _probe(self, window: Window, *, sort_order: str) -> RawPage:
-        return next(iter(self._list(window, limit=1, sort_order=sort_order)))
+        return next(
+            iter(
+                self.client.transactions.list(
+                    **window.filters(), sort_order=sort_order, limit=1
+                ).pages(raw=True)
+            )
+        )
 
     def _remote_count(self, window: Window) -> int | None:
         return self._probe(window, sort_order="asc").total_count
@@ -424,10 +515,33 @@ class TransactionSync:
         """Read windows concurrently; returns once everything read is committed."""
         if not windows:
             return
+        started = time.perf_counter()
+        self._register(windows)
+        for window in windows:
+            self._submit(window)
+        while True:  # readers may add windows (splits) while this waits
+            with self._sched:
+                running = [f for f in self._futures if not f.done()]
+            if not running:
+                break
+            wait(running)
+        with self._sched:
+            futures, self._futures = self._futures, []
+        for future in futures:
+            future.result()
+        # not flushed here: what the readers handed over is committed while the next step's
+        # requests are under way; every read of what is stored (`_stored`) waits for it first
+        logger.info("read %d window(s) in %.2fs", len(futures), time.perf_counter() - started)
+
+    def _stored(self, query: str, params: list[Any]) -> list[tuple[Any, ...]]:
+        """Rows of a query of what is stored, once everything read so far is committed."""
+        self.writer.flush()
+        with self.db_lock:
+            return self.con.execute(query, params).fetchall()
+
+    def _register(self, windows: list[Window]) -> None:
         rows = [(self.run_id, w.key, w.start, w.end, w.status or "") for w in windows]
-        with (
-            self.db_lock
-        ):  # one transaction: an auto-commit per slice would sync the disk each time
+        with self.db_lock:  # one transaction: an auto-commit each would sync the disk each time
             self.con.execute("BEGIN TRANSACTION")
             self.con.executemany(
                 """INSERT OR IGNORE INTO sync_slices
@@ -435,31 +549,71 @@ class TransactionSync:
                 rows,
             )
             self.con.execute("COMMIT")
-        started = time.perf_counter()
-        futures: list[Future[None]] = [self.pool.submit(self._read, w) for w in windows]
-        for future in futures:
-            future.result()
-        self.writer.flush()
-        logger.info("read %d window(s) in %.2fs", len(windows), time.perf_counter() - started)
 
-    def _read(self, window: Window, resume_from: datetime | None = None) -> None:
+    def _submit(self, window: Window) -> None:
+        with self._sched:
+            self._queued += 1
+            self._futures.append(self.pool.submit(self._read, window))
+
+    def _split(self, window: Window, resume: datetime | None, end: datetime | None) -> datetime:
+        """When a worker is idle and no window waits, hand the later half of what this window
+        has left (from its last record to its end) to that worker: slices are cut by time,
+        not by count, and without this the last dense slice would be read alone, one page per
+        round trip. Returns where this window now stops (its end when it does not split)."""
+        if end is None or resume is None or end - resume < _MIN_SPLIT:
+            return end  # type: ignore[return-value]
+        with self._sched:
+            if self._queued or self._active >= self.options.concurrency:
+                return end
+            self._queued += 1  # claimed now, so that no other reader splits for that worker
+        middle = resume + (end - resume) / 2
+        child = Window(middle, end, window.status)
+        self._register([child])  # before this window stops short of it: nothing is lost
+        with self._sched:
+            self._queued -= 1
+        self._submit(child)
+        return middle
+
+    def _read(self, window: Window) -> None:
         """Page one window in ascending order, landing every `land_records` records (and at
         the end) together with the window's checkpoint."""
+        with self._sched:
+            self._queued -= 1
+            self._active += 1
+        try:
+            self._page(window)
+        finally:
+            with self._sched:
+                self._active -= 1
+
+    def _page(self, window: Window) -> None:
         buffer: dict[str, bytes] = {}  # JSON texts by id: compact, and a re-read id replaces
         rejects: list[tuple[Any, ...]] = []
         resume: datetime | None = None
-        for page in self._list(window, resume_from=resume_from):
-            for record in page.data:
-                if isinstance(record, dict) and isinstance(record.get("id"), str):
-                    buffer[record["id"]] = orjson.dumps(record)
+        end = window.end  # moves earlier when the rest of the window is handed on
+        for page in self._list(window):
+            records = list(zip(page.ids, page.records, strict=True))
+            if end != window.end and records and not _before(records[-1][1], end):
+                records = [r for r in records if _before(r[1], end)]
+                more = False  # the rest belongs to the window handed on
+            else:
+                more = page.has_more
+            for record_id, text in records:
+                if record_id is not None:
+                    buffer[record_id] = text
                 else:
-                    rejects.append(self._reject(record, "not a record with a string id"))
-            if page.data and isinstance(page.data[-1], dict):
-                resume = _parse_time_or_none(page.data[-1].get("createdAt")) or resume
-            self.on_page(len(page.data))
+                    rejects.append(
+                        self._reject(orjson.loads(text), "not a record with a string id")
+                    )
+            if records:
+                resume = _created_at(records[-1][1]) or resume
+            self.on_page(len(page.records))
             if len(buffer) >= self.options.land_records:
                 self.writer.put(_Landing(window, buffer, rejects, resume, done=False))
                 buffer, rejects = {}, []
+            if not more:
+                break
+            end = self._split(window, resume, end)
         self.writer.put(_Landing(window, buffer, rejects, resume, done=True))
 
     def _tables(
@@ -515,20 +669,25 @@ class TransactionSync:
             self.started,
         )
 
-    def _land(self, landings: list[_Landing]) -> None:
-        """Commit landings (of one or several windows) in one transaction: their rows, their
-        rejects and each window's checkpoint, so a window's progress never runs ahead of its
-        rows."""
+    def _prepare(self, landings: list[_Landing]) -> _Batch:
+        """Merge landings (a record read twice keeps its latest read) and type them."""
         buffer: dict[str, bytes] = {}
         rejects: list[tuple[Any, ...]] = []
         for landing in landings:
             buffer.update(landing.buffer)
             rejects += landing.rejects
         tables = self._tables(buffer, rejects)
+        return _Batch(landings, tables, rejects, len(buffer))
+
+    def _land(self, batch: _Batch) -> None:
+        """Commit a batch (landings of one or several windows) in one transaction: its rows,
+        its rejects and each window's checkpoint, so a window's progress never runs ahead of
+        its rows."""
         with self.db_lock:
             self.con.execute("BEGIN TRANSACTION")
             try:
-                if tables is not None:
+                if batch.tables is not None:
+                    tables = batch.tables
                     for name in ("transactions", "outgoing_fees", "card_transactions"):
                         _store.upsert(
                             self.con, name, tables[name], run_id=self.run_id, now=self.started
@@ -540,25 +699,22 @@ class TransactionSync:
                         run_id=self.run_id,
                         now=self.started,
                     )
-                _store.record_rejects(self.con, rejects)
-                for landing in landings:
-                    self.con.execute(
-                        """UPDATE sync_slices SET resume_from = coalesce(?::TIMESTAMPTZ, resume_from),
-                                  done = done OR ?, records = records + ?
-                           WHERE run_id = ? AND resource = 'transactions' AND slice_key = ?""",
-                        [
-                            landing.resume,
-                            landing.done,
-                            len(landing.buffer),
-                            self.run_id,
-                            landing.window.key,
-                        ],
-                    )
+                _store.record_rejects(self.con, batch.rejects)
+                self.con.executemany(
+                    """UPDATE sync_slices SET resume_from = coalesce(?::TIMESTAMPTZ, resume_from),
+                              done = done OR ?, records = records + ?
+                       WHERE run_id = ? AND resource = 'transactions' AND slice_key = ?""",
+                    [
+                        [landing.resume, landing.done, len(landing.buffer), self.run_id, key]
+                        for landing in batch.landings
+                        for key in [landing.window.key]
+                    ],
+                )
                 self.con.execute("COMMIT")
             except BaseException:
                 self.con.execute("ROLLBACK")
                 raise
-        self.tally.add(records=len(buffer), rejected=len(rejects))
+        self.tally.add(records=batch.records, rejected=len(batch.rejects))
 
     # -- what is stored --------------------------------------------------------------------
 
@@ -611,20 +767,17 @@ class TransactionSync:
 
     def _local_counts(self, window: Window) -> dict[str | None, int]:
         where, params = self._where(window)
-        with self.db_lock:
-            rows = self.con.execute(
-                f"SELECT status, count(*) FROM {self._known()} WHERE {where} GROUP BY status",
-                params,
-            ).fetchall()
+        rows = self._stored(
+            f"SELECT status, count(*) FROM {self._known()} WHERE {where} GROUP BY status", params
+        )
         return {status: n for status, n in rows}
 
     def _local_count(self, window: Window) -> int:
         return sum(self._local_counts(window).values())
 
     def _local_newest(self) -> datetime | None:
-        with self.db_lock:
-            row = self.con.execute("SELECT epoch_us(max(created_at)) FROM transactions").fetchone()
-        return _instant(row[0]) if row else None
+        rows = self._stored("SELECT epoch_us(max(created_at)) FROM transactions", [])
+        return _instant(rows[0][0]) if rows else None
 
     def _local_oldest(self, window: Window) -> datetime | None:
         return self._local_stat("min", window)
@@ -638,12 +791,10 @@ class TransactionSync:
 
     def _local_stat(self, function: str, window: Window) -> datetime | None:
         where, params = self._where(window)
-        with self.db_lock:
-            row = self.con.execute(
-                f"SELECT epoch_us({function}(created_at)) FROM {self._known()} WHERE {where}",
-                params,
-            ).fetchone()
-        return _instant(row[0]) if row else None
+        rows = self._stored(
+            f"SELECT epoch_us({function}(created_at)) FROM {self._known()} WHERE {where}", params
+        )
+        return _instant(rows[0][0]) if rows else None
 
 
 # -- the smaller resources --------------------------------------------------------------------
