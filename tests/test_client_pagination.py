@@ -9,7 +9,7 @@ import httpx
 import orjson
 import pytest
 
-from paylens import Client, PaginationError, Sandbox
+from paylens import Client, PaginationError, ResponseValidationError, Sandbox
 
 
 def _scripted(pages: list[dict]) -> Client:
@@ -63,3 +63,26 @@ def test_new_records_between_pages_do_not_break_a_listing(sandbox: Sandbox, clie
             assert created
     assert len(seen) == len(set(seen))
     assert set(seen) == before  # descending order: newer records sit before the walk's position
+
+
+def test_text_pages_give_each_records_json_text(shared_sandbox: Sandbox) -> None:
+    client = shared_sandbox.client()
+    pages = list(client.transactions.list(sort_order="asc").pages(raw="text"))
+    texts = [text for page in pages for text in page.records]
+    assert [orjson.loads(text) for text in texts] == list(shared_sandbox.world.all_transactions())
+    assert [i for page in pages for i in page.ids] == [orjson.loads(t)["id"] for t in texts]
+    assert pages[0].total_count == len(texts) and not pages[-1].has_more
+
+
+def test_text_pages_flag_records_without_a_string_id() -> None:
+    record = {"id": "Transaction:1", "note": "caf\u00e9 \u2713", "amount": 12}
+    page = {"data": [record, {"id": 7}, 5, [1]], "hasMore": False, "totalCount": 4}
+    (text_page,) = list(_scripted([page]).transactions.list().pages(raw="text"))
+    assert text_page.ids == ["Transaction:1", None, None, None]
+    assert [orjson.loads(t) for t in text_page.records] == page["data"]
+
+
+def test_a_text_page_that_is_not_a_page_is_a_typed_error() -> None:
+    client = _scripted([{"data": {"id": "x"}, "hasMore": False}])
+    with pytest.raises(ResponseValidationError, match="data is not a list"):
+        list(client.transactions.list().pages(raw="text"))

@@ -366,3 +366,40 @@ def test_cli_sync_exit_codes(tmp_path: Path) -> None:
 def test_read_only_open_of_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(WarehouseError, match="no warehouse"):
         Warehouse(tmp_path / "nothing.duckdb", read_only=True)
+
+
+def test_idle_workers_take_over_half_of_a_running_window(
+    sandbox: Sandbox, client: Client, wh: Warehouse
+) -> None:
+    # one window over everything and four workers: whoever is idle takes the later half of
+    # what a running window has left, and the records still land once each
+    from paylens.warehouse._sync import SyncOptions, TransactionSync, Window, utcnow
+
+    engine = TransactionSync(
+        wh._con, wh._lock, client, 1, utcnow(), SyncOptions(concurrency=4), lambda n: None
+    )
+    sandbox.requests.reset()
+    try:
+        engine._read_all([Window(None, sandbox.world.now + timedelta(days=1))])
+        engine.writer.flush()
+    finally:
+        engine.pool.shutdown()
+        engine.writer.close()
+    slices = wh.sql("SELECT slice_start, slice_end, done, records FROM sync_slices ORDER BY 1")
+    assert len(slices) >= 4 and slices["done"].all()
+    assert slices["slice_start"].isna().sum() == 1  # the first window, then its splits
+    assert (slices["slice_start"].iloc[1:].values < slices["slice_end"].iloc[1:].values).all()
+    assert_exact(wh, sandbox)
+    assert slices["records"].sum() == sandbox.world.transaction_count()
+    pages = sandbox.world.transaction_count() / 100
+    assert sandbox.requests.count("GET", "/transactions") <= pages + 2 * len(slices)
+
+
+def test_raw_json_is_stored_with_zstd(sandbox: Sandbox, client: Client, wh: Warehouse) -> None:
+    wh.sync(client, progress=False, resources=TX_ONLY)
+    wh._con.execute("CHECKPOINT")
+    methods = wh.sql(
+        """SELECT DISTINCT compression FROM pragma_storage_info('transactions')
+           WHERE column_name = 'raw' AND segment_type = 'VARCHAR'"""
+    )
+    assert list(methods["compression"].str.upper()) == ["ZSTD"]

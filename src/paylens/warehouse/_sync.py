@@ -61,6 +61,7 @@ NON_TERMINAL_STATUSES = (
 )
 ALL_STATUSES = tuple(sorted(set(models.TransactionStatus) | set(models.CardTransactionStatus)))
 _TICK = timedelta(microseconds=1)
+_TIMESTAMP = pa.timestamp("us", tz="UTC")
 #: A window's remaining range is not split below this.
 _MIN_SPLIT = timedelta(seconds=1)
 
@@ -104,6 +105,14 @@ class Window:
             "end_date": None if self.end is None else self.end - _TICK,
             "status": self.status,
         }
+
+
+def _cut(window: Window, count: int) -> list[Window]:
+    """A bounded window cut into `count` windows of equal length (same status filter)."""
+    assert window.start is not None and window.end is not None
+    step = (window.end - window.start) / count
+    bounds = [window.start + step * i for i in range(count)] + [window.end]
+    return [Window(a, b, window.status) for a, b in itertools.pairwise(bounds)]
 
 
 @dataclass
@@ -382,7 +391,7 @@ class TransactionSync:
             return
         oldest = _parse_time(first.data[0].get("createdAt")) or self.options.since
         newest = _parse_time(newest_page.data[0].get("createdAt")) if newest_page.data else None
-        self._read_all(self._slices(oldest, newest, first.total_count))
+        self._read_all(self._balanced_slices(oldest, newest, first.total_count))
         self._reconcile_range(Window(self.options.since, None))
 
     def _incremental(self) -> None:
@@ -398,6 +407,12 @@ class TransactionSync:
         self._read_all([Window(older.start, older.end, status) for status in NON_TERMINAL_STATUSES])
         self._reconcile_range(older)
 
+    def _slice_count(self, total: int | None) -> int:
+        """Enough slices (4 per worker) to keep every worker busy to the end, none much over
+        `slice_records`, none under a few pages."""
+        wanted = max(-(-(total or 0) // self.options.slice_records), 4 * self.options.concurrency)
+        return max(1, min(4096, wanted, -(-(total or 0) // 300)))
+
     def _slices(
         self, start: datetime | None, newest: datetime | None, total: int | None
     ) -> list[Window]:
@@ -405,15 +420,30 @@ class TransactionSync:
         open-ended tail for what arrives after `newest`."""
         if start is None or newest is None or newest <= start:
             return [Window(start, None)]
-        # enough slices (4 per worker) to keep every worker busy to the end, none much over
-        # slice_records, none under a few pages
-        wanted = max(-(-(total or 0) // self.options.slice_records), 4 * self.options.concurrency)
-        count = max(1, min(4096, wanted, -(-(total or 0) // 300)))
-        step = (newest - start) / count
-        bounds = [start + step * i for i in range(count)] + [newest + _TICK]
-        windows = [Window(a, b) for a, b in itertools.pairwise(bounds)]
-        windows.append(Window(newest + _TICK, None))
-        return windows
+        windows = _cut(Window(start, newest + _TICK), self._slice_count(total))
+        return [*windows, Window(newest + _TICK, None)]
+
+    def _balanced_slices(
+        self, start: datetime | None, newest: datetime | None, total: int | None
+    ) -> list[Window]:
+        """`_slices` cut where the records are: one round of counts over `concurrency` equal
+        parts of the range, each part cut in proportion to its count, the largest slices read
+        first. Time slices of equal length hold very unequal counts when activity grows, and
+        the last dense slice would otherwise be read alone, one round trip a page."""
+        if start is None or newest is None or newest <= start or (total or 0) < 2 * 300:
+            return self._slices(start, newest, total)
+        parts = _cut(Window(start, newest + _TICK), self.options.concurrency)
+        futures = [self.pool.submit(self._remote_count, part) for part in parts]
+        counts = [future.result() for future in futures]
+        if any(count is None for count in counts) or not sum(counts):  # type: ignore[arg-type]
+            return self._slices(start, newest, total)
+        per_slice = sum(counts) / self._slice_count(sum(counts))  # type: ignore[arg-type]
+        sized: list[tuple[float, Window]] = []
+        for part, count in zip(parts, counts, strict=True):
+            pieces = max(1, round(count / per_slice))  # type: ignore[operator]
+            sized += [(count / pieces, piece) for piece in _cut(part, pieces)]  # type: ignore[operator]
+        sized.sort(key=lambda item: -item[0])
+        return [piece for _, piece in sized] + [Window(newest + _TICK, None)]
 
     # -- reconciliation --------------------------------------------------------------------
 
@@ -478,10 +508,7 @@ class TransactionSync:
         """A window to re-read, cut into slices of about `slice_records` to page concurrently."""
         if total <= self.options.slice_records or window.start is None or window.end is None:
             return [window]
-        count = -(-total // self.options.slice_records)
-        step = (window.end - window.start) / count
-        bounds = [window.start + step * i for i in range(count)] + [window.end]
-        return [Window(a, b, window.status) for a, b in itertools.pairwise(bounds)]
+        return _cut(window, -(-total // self.options.slice_records))
 
     # -- the service -------------------------------------------------------------------------
 
@@ -540,15 +567,28 @@ class TransactionSync:
             return self.con.execute(query, params).fetchall()
 
     def _register(self, windows: list[Window]) -> None:
-        rows = [(self.run_id, w.key, w.start, w.end, w.status or "") for w in windows]
-        with self.db_lock:  # one transaction: an auto-commit each would sync the disk each time
-            self.con.execute("BEGIN TRANSACTION")
-            self.con.executemany(
-                """INSERT OR IGNORE INTO sync_slices
-                   VALUES (?, 'transactions', ?, ?, ?, ?, NULL, false, 0)""",
-                rows,
-            )
-            self.con.execute("COMMIT")
+        """Record the windows to read (one statement: a statement or commit each would cost a
+        round of the interpreter and a disk sync per window)."""
+        slices = pa.table(
+            {
+                "slice_key": [w.key for w in windows],
+                "slice_start": pa.array([w.start for w in windows], _TIMESTAMP),
+                "slice_end": pa.array([w.end for w in windows], _TIMESTAMP),
+                "status_filter": [w.status or "" for w in windows],
+            }
+        )
+        with self.db_lock:
+            self.con.register("_slices", slices)
+            try:
+                self.con.execute(
+                    """INSERT OR IGNORE INTO sync_slices
+                       SELECT ?, 'transactions', slice_key, slice_start, slice_end, status_filter,
+                              NULL, false, 0
+                       FROM _slices""",
+                    [self.run_id],
+                )
+            finally:
+                self.con.unregister("_slices")
 
     def _submit(self, window: Window) -> None:
         with self._sched:
@@ -700,21 +740,40 @@ class TransactionSync:
                         now=self.started,
                     )
                 _store.record_rejects(self.con, batch.rejects)
-                self.con.executemany(
-                    """UPDATE sync_slices SET resume_from = coalesce(?::TIMESTAMPTZ, resume_from),
-                              done = done OR ?, records = records + ?
-                       WHERE run_id = ? AND resource = 'transactions' AND slice_key = ?""",
-                    [
-                        [landing.resume, landing.done, len(landing.buffer), self.run_id, key]
-                        for landing in batch.landings
-                        for key in [landing.window.key]
-                    ],
-                )
+                self._checkpoint(batch.landings)
                 self.con.execute("COMMIT")
             except BaseException:
                 self.con.execute("ROLLBACK")
                 raise
         self.tally.add(records=batch.records, rejected=len(batch.rejects))
+
+    def _checkpoint(self, landings: list[_Landing]) -> None:
+        """Move each landed window's checkpoint (in the caller's transaction)."""
+        progress = (
+            pa.table(
+                {
+                    "slice_key": [landing.window.key for landing in landings],
+                    "resume": pa.array([landing.resume for landing in landings], _TIMESTAMP),
+                    "done": [landing.done for landing in landings],
+                    "records": pa.array([len(landing.buffer) for landing in landings], pa.int64()),
+                }
+            )
+            .group_by("slice_key", use_threads=False)
+            .aggregate([("resume", "max"), ("done", "any"), ("records", "sum")])
+        )
+        self.con.register("_progress", progress)
+        try:
+            self.con.execute(
+                """UPDATE sync_slices s
+                   SET resume_from = coalesce(p.resume_max, s.resume_from),
+                       done = s.done OR p.done_any, records = s.records + p.records_sum
+                   FROM _progress p
+                   WHERE s.run_id = ? AND s.resource = 'transactions'
+                     AND s.slice_key = p.slice_key""",
+                [self.run_id],
+            )
+        finally:
+            self.con.unregister("_progress")
 
     # -- what is stored --------------------------------------------------------------------
 
