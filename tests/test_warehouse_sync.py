@@ -274,7 +274,7 @@ def test_a_killed_sync_resumes_exactly(tmp_path: Path) -> None:
             ]
         )
         deadline = time.monotonic() + 60
-        while sandbox.requests.count("GET", "/transactions") < 90 and time.monotonic() < deadline:
+        while sandbox.requests.count("GET", "/transactions") < 110 and time.monotonic() < deadline:
             time.sleep(0.05)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
