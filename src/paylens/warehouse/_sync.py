@@ -43,7 +43,7 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from paylens import models
-from paylens.client import Client, RawPage, TextPage
+from paylens.client import Client, Paginator, RawPage, TextPage
 from paylens.frames import to_arrow, transaction_tables
 
 from . import _store
@@ -64,6 +64,8 @@ _TICK = timedelta(microseconds=1)
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
 #: A window's remaining range is not split below this.
 _MIN_SPLIT = timedelta(seconds=1)
+#: Fewest records a time slice is cut for (a few pages: smaller slices add partial pages).
+_SLICE_MIN = 300
 
 
 @dataclass
@@ -98,10 +100,9 @@ class Window:
     def key(self) -> str:
         return f"{self.start}|{self.end}|{self.status or ''}"
 
-    def filters(self, resume_from: datetime | None = None) -> dict[str, Any]:
-        start = resume_from or self.start
+    def filters(self) -> dict[str, Any]:
         return {
-            "start_date": start,
+            "start_date": self.start,
             "end_date": None if self.end is None else self.end - _TICK,
             "status": self.status,
         }
@@ -411,7 +412,7 @@ class TransactionSync:
         """Enough slices (4 per worker) to keep every worker busy to the end, none much over
         `slice_records`, none under a few pages."""
         wanted = max(-(-(total or 0) // self.options.slice_records), 4 * self.options.concurrency)
-        return max(1, min(4096, wanted, -(-(total or 0) // 300)))
+        return max(1, min(4096, wanted, -(-(total or 0) // _SLICE_MIN)))
 
     def _slices(
         self, start: datetime | None, newest: datetime | None, total: int | None
@@ -430,18 +431,18 @@ class TransactionSync:
         parts of the range, each part cut in proportion to its count, the largest slices read
         first. Time slices of equal length hold very unequal counts when activity grows, and
         the last dense slice would otherwise be read alone, one round trip a page."""
-        if start is None or newest is None or newest <= start or (total or 0) < 2 * 300:
+        if start is None or newest is None or newest <= start or (total or 0) < 2 * _SLICE_MIN:
             return self._slices(start, newest, total)
         parts = _cut(Window(start, newest + _TICK), self.options.concurrency)
         futures = [self.pool.submit(self._remote_count, part) for part in parts]
-        counts = [future.result() for future in futures]
-        if any(count is None for count in counts) or not sum(counts):  # type: ignore[arg-type]
+        counts = [future.result() or 0 for future in futures]
+        if any(future.result() is None for future in futures) or not sum(counts):
             return self._slices(start, newest, total)
-        per_slice = sum(counts) / self._slice_count(sum(counts))  # type: ignore[arg-type]
+        per_slice = sum(counts) / self._slice_count(sum(counts))
         sized: list[tuple[float, Window]] = []
         for part, count in zip(parts, counts, strict=True):
-            pieces = max(1, round(count / per_slice))  # type: ignore[operator]
-            sized += [(count / pieces, piece) for piece in _cut(part, pieces)]  # type: ignore[operator]
+            pieces = max(1, round(count / per_slice))
+            sized += [(count / pieces, piece) for piece in _cut(part, pieces)]
         sized.sort(key=lambda item: -item[0])
         return [piece for _, piece in sized] + [Window(newest + _TICK, None)]
 
@@ -513,25 +514,15 @@ class TransactionSync:
     # -- the service -------------------------------------------------------------------------
 
     def _list(
-        self,
-        window: Window,
-        *,
-        limit: int | None = None,
-        sort_order: str = "asc",
-        resume_from: datetime | None = None,
-    ) -> Iterable[TextPage]:
-        return self.client.transactions.list(
-            **window.filters(resume_from), sort_order=sort_order, limit=limit
-        ).pages(raw="text")
+        self, window: Window, *, limit: int | None = None, sort_order: str = "asc"
+    ) -> Paginator[Any]:
+        return self.client.transactions.list(**window.filters(), sort_order=sort_order, limit=limit)
+
+    def _pages(self, window: Window) -> Iterable[TextPage]:
+        return self._list(window).pages(raw="text")
 
     def _probe(self, window: Window, *, sort_order: str) -> RawPage:
-        return next(
-            iter(
-                self.client.transactions.list(
-                    **window.filters(), sort_order=sort_order, limit=1
-                ).pages(raw=True)
-            )
-        )
+        return next(iter(self._list(window, limit=1, sort_order=sort_order).pages(raw=True)))
 
     def _remote_count(self, window: Window) -> int | None:
         return self._probe(window, sort_order="asc").total_count
@@ -595,13 +586,15 @@ class TransactionSync:
             self._queued += 1
             self._futures.append(self.pool.submit(self._read, window))
 
-    def _split(self, window: Window, resume: datetime | None, end: datetime | None) -> datetime:
+    def _split(
+        self, window: Window, resume: datetime | None, end: datetime | None
+    ) -> datetime | None:
         """When a worker is idle and no window waits, hand the later half of what this window
         has left (from its last record to its end) to that worker: slices are cut by time,
         not by count, and without this the last dense slice would be read alone, one page per
         round trip. Returns where this window now stops (its end when it does not split)."""
         if end is None or resume is None or end - resume < _MIN_SPLIT:
-            return end  # type: ignore[return-value]
+            return end
         with self._sched:
             if self._queued or self._active >= self.options.concurrency:
                 return end
@@ -631,7 +624,7 @@ class TransactionSync:
         rejects: list[tuple[Any, ...]] = []
         resume: datetime | None = None
         end = window.end  # moves earlier when the rest of the window is handed on
-        for page in self._list(window):
+        for page in self._pages(window):
             records = list(zip(page.ids, page.records, strict=True))
             if end != window.end and records and not _before(records[-1][1], end):
                 records = [r for r in records if _before(r[1], end)]
