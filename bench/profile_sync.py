@@ -1,0 +1,96 @@
+"""Where a full sync's time goes: its phases on a timeline, the writer's two threads, and the
+process's CPU, page faults and peak memory. A diagnostic beside `bench_sync.py`, not a figure
+of merit: it wraps private methods of `paylens.warehouse._sync` to time them.
+
+    paylens sandbox serve --transactions 100000 > env.txt &   # prints PAYLENS_* lines
+    python bench/profile_sync.py env.txt /tmp/profile.duckdb
+
+Prints the phases (start and end, seconds from the call), then per writer step the number of
+calls, wall seconds and (for the two thread bodies) the thread's CPU seconds.
+"""
+
+from __future__ import annotations
+
+import functools
+import resource
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from paylens import Client
+from paylens.warehouse import Warehouse, _store, _sync, sync_file
+
+PHASES = {
+    _sync.TransactionSync: ("_balanced_slices", "_read_all", "_reconcile_range", "run"),
+    _sync._Writer: ("flush",),
+    Warehouse: ("sync", "_finish", "close"),
+}
+STEPS = {_sync.TransactionSync: ("_prepare", "_land", "_checkpoint")}
+
+
+def main(env_file: str, db: str) -> None:
+    env = dict(
+        line.strip().split("=", 1)
+        for line in Path(env_file).read_text().splitlines()
+        if "=" in line
+    )
+    for suffix in ("", ".wal", ".syncing", ".syncing.wal"):
+        Path(db + suffix).unlink(missing_ok=True)
+    origin = time.perf_counter()
+    phases: list[tuple[str, float, float]] = []
+    steps: dict[str, list[float]] = {}
+
+    def timed(owner: Any, name: str, record: Callable[[str, float, float], None]) -> None:
+        inner = getattr(owner, name)
+
+        @functools.wraps(inner)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            wall, cpu = time.perf_counter(), time.thread_time()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                record(name, wall, cpu)
+
+        setattr(owner, name, wrapper)
+
+    def phase(name: str, wall: float, _cpu: float) -> None:
+        phases.append((name, wall - origin, time.perf_counter() - origin))
+
+    def step(name: str, wall: float, cpu: float) -> None:
+        totals = steps.setdefault(name, [0, 0.0, 0.0])
+        totals[0] += 1
+        totals[1] += time.perf_counter() - wall
+        totals[2] += time.thread_time() - cpu
+
+    for owner, names in PHASES.items():
+        for name in names:
+            timed(owner, name, phase)
+    for owner, names in STEPS.items():
+        for name in names:
+            timed(owner, name, step)
+    timed(_store, "upsert", lambda name, wall, cpu: step("upsert", wall, cpu))
+
+    client = Client(
+        env["PAYLENS_BASE_URL"], env["PAYLENS_CLIENT_ID"], env["PAYLENS_CLIENT_SECRET"], timeout=60
+    )
+    origin = time.perf_counter()
+    report = sync_file(db, client, progress=False, concurrency=16, resources=["transactions"])
+    total = time.perf_counter() - origin
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(
+        f"{report.new:,} new in {total:.2f} s, {report.requests:,} requests; CPU user "
+        f"{usage.ru_utime:.2f} s, system {usage.ru_stime:.2f} s; {usage.ru_minflt:,} minor page "
+        f"faults; peak RSS {usage.ru_maxrss / 1024:,.0f} MiB"
+    )
+    print("phase                start s   end s")
+    for name, start, end in sorted(phases, key=lambda p: p[1]):
+        print(f"{name:<20} {start:7.2f} {end:7.2f}")
+    print("writer step          calls  wall s  thread CPU s (thread bodies only)")
+    for name, (calls, wall, cpu) in steps.items():
+        print(f"{name:<20} {calls:5d} {wall:7.2f} {cpu:7.2f}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
