@@ -1,12 +1,13 @@
 """Where a full sync's time goes: its phases on a timeline, the writer's two threads, and the
-process's CPU, page faults and peak memory. A diagnostic beside `bench_sync.py`, not a figure
+process's CPU, page faults and resident memory over time. A diagnostic beside `bench_sync.py`, not a figure
 of merit: it wraps private methods of `paylens.warehouse._sync` to time them.
 
     paylens sandbox serve --transactions 100000 > env.txt &   # prints PAYLENS_* lines
     python bench/profile_sync.py env.txt /tmp/profile.duckdb
 
 Prints the phases (start and end, seconds from the call), then per writer step the number of
-calls, wall seconds and (for the two thread bodies) the thread's CPU seconds.
+calls, wall seconds and (for the two thread bodies) the thread's CPU seconds, then the
+resident set and the bytes Arrow's pool holds, sampled every 0.5 s.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from __future__ import annotations
 import functools
 import resource
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
 
 from paylens import Client
 from paylens.warehouse import Warehouse, _store, _sync, sync_file
@@ -75,9 +79,22 @@ def main(env_file: str, db: str) -> None:
     client = Client(
         env["PAYLENS_BASE_URL"], env["PAYLENS_CLIENT_ID"], env["PAYLENS_CLIENT_SECRET"], timeout=60
     )
+    samples: list[tuple[float, int, int]] = []
+    finished = threading.Event()
+
+    def sample() -> None:
+        while not finished.wait(0.5):
+            status = Path("/proc/self/status").read_text()
+            rss_kib = int(status.split("VmRSS:")[1].split()[0])
+            samples.append(
+                (time.perf_counter() - origin, rss_kib >> 10, pa.total_allocated_bytes() >> 20)
+            )
+
     origin = time.perf_counter()
+    threading.Thread(target=sample, daemon=True).start()
     report = sync_file(db, client, progress=False, concurrency=16, resources=["transactions"])
     total = time.perf_counter() - origin
+    finished.set()
     usage = resource.getrusage(resource.RUSAGE_SELF)
     print(
         f"{report.new:,} new in {total:.2f} s, {report.requests:,} requests; CPU user "
@@ -90,6 +107,9 @@ def main(env_file: str, db: str) -> None:
     print("writer step          calls  wall s  thread CPU s (thread bodies only)")
     for name, (calls, wall, cpu) in steps.items():
         print(f"{name:<20} {calls:5d} {wall:7.2f} {cpu:7.2f}")
+    print("at s   RSS MiB  Arrow MiB")
+    for at, rss, arrow in samples[:: max(1, len(samples) // 20)]:
+        print(f"{at:5.1f} {rss:8d} {arrow:10d}")
 
 
 if __name__ == "__main__":
