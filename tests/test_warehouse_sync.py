@@ -256,6 +256,20 @@ sync_file(sys.argv[1], client, progress=False, concurrency=4, resources=["transa
 """
 
 
+def _wait_for_a_committed_batch(wal: Path) -> None:
+    """Until the sync's write-ahead log holds a batch of records (the run and slice rows are
+    a few KB; a batch is megabytes) and has stopped growing: that commit is complete, and the
+    next batch is still being gathered. Killing then is mid-sync with something to resume."""
+    deadline = time.monotonic() + 60
+    sizes: list[int] = []
+    while time.monotonic() < deadline:
+        sizes = [*sizes[-2:], wal.stat().st_size if wal.exists() else 0]
+        if sizes[0] > 512 * 1024 and len(set(sizes)) == 1 and len(sizes) == 3:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"no batch was committed to {wal} within 60 s")
+
+
 @pytest.mark.http
 def test_a_killed_sync_resumes_exactly(tmp_path: Path) -> None:
     sandbox = Sandbox(seed=4, transactions=12_000)
@@ -273,24 +287,24 @@ def test_a_killed_sync_resumes_exactly(tmp_path: Path) -> None:
                 sandbox.client_secret,
             ]
         )
-        deadline = time.monotonic() + 60
-        while sandbox.requests.count("GET", "/transactions") < 110 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _wait_for_a_committed_batch(Path(f"{path}.syncing.wal"))
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        first_run = sandbox.requests.count("GET", "/transactions")
         assert not path.exists() and Path(str(path) + ".syncing").exists()
         sandbox.faults.clear()
-        sandbox.requests.reset()
         client = Client(server.base_url, sandbox.client_id, sandbox.client_secret)
         report = sync_file(path, client, progress=False, resources=["transactions"])
-        resumed = sandbox.requests.count("GET", "/transactions")
     with Warehouse(path, read_only=True) as wh:
         assert_exact(wh, sandbox)
         runs = wh.sync_runs()
         assert list(runs["status"]) == ["interrupted", "succeeded"]
-    assert report.resources["transactions"]["new"] < sandbox.world.transaction_count()
-    assert first_run + resumed < 1.6 * (sandbox.world.transaction_count() / 100 + 40)
+    counts = report.resources["transactions"]
+    committed = sandbox.world.transaction_count() - counts["new"]  # by the killed run
+    assert committed >= 1_000
+    # resumed from the slices' checkpoints, not from scratch: only the records at each slice's
+    # resume point are read again (how far the killed run's readers ran ahead of its commits
+    # depends on the machine's load, so request counts would not tell)
+    assert counts["unchanged"] < committed / 4
 
 
 def test_opening_an_older_file_migrates_it_and_keeps_the_data(
