@@ -1,7 +1,7 @@
 """paylens side by side with what else gets this service's data into DuckDB, in one run.
 
     python bench/bench_compare.py --sizes 100000 1000000 --repeats 3 \
-        --out bench/results/compare.json --markdown bench/COMPARE.md
+        --out bench/results/compare.json --markdown bench/results/compare.md
 
 For each size, one sandbox is served over loopback HTTP in its own process (seed 0) and every
 tool reads it in turn, each as its own subprocess landing every transaction in a fresh DuckDB
