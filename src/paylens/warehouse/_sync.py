@@ -83,7 +83,9 @@ class SyncOptions:
     slice_records: int = 5_000
     leaf_records: int = 2_000
     land_records: int = 1_000
+    land_bytes: int = 2 << 20
     batch_records: int = 20_000
+    batch_bytes: int = 32 << 20
     queue_landings: int = 32
     gather_seconds: float = 0.2
 
@@ -213,6 +215,7 @@ class _Landing:
     rejects: list[tuple[Any, ...]]
     resume: datetime | None
     done: bool
+    size: int = 0  # bytes of JSON read into `buffer`
 
 
 @dataclass
@@ -227,9 +230,10 @@ class _Batch:
 
 class _Writer:
     """Two threads behind the readers: one merges the landings that have arrived (a bounded
-    queue, so memory stays bounded) into large batches and types them; the other commits
-    them. Arrow's JSON read and DuckDB's writes both run outside the interpreter lock, so
-    typing the next batch overlaps committing the last one while the readers go on fetching."""
+    queue) into large batches (up to `max_rows` records or `max_bytes` of JSON, so memory
+    stays bounded whatever a record weighs) and types them; the other commits them. Arrow's
+    JSON read and DuckDB's writes both run outside the interpreter lock, so typing the next
+    batch overlaps committing the last one while the readers go on fetching."""
 
     def __init__(
         self,
@@ -237,12 +241,14 @@ class _Writer:
         land: Callable[[_Batch], None],
         *,
         max_rows: int,
+        max_bytes: int,
         queue_size: int,
         gather_seconds: float,
     ) -> None:
         self._prepare = prepare
         self._land = land
         self._max_rows = max_rows
+        self._max_bytes = max_bytes
         self._gather_seconds = gather_seconds
         self._flushing = threading.Event()
         self._queue: queue.Queue[_Landing | None] = queue.Queue(maxsize=queue_size)
@@ -284,11 +290,11 @@ class _Writer:
                 self._queue.task_done()
                 self._typed.put(None)
                 return
-            landings, rows = [first], len(first.buffer)
+            landings, rows, size = [first], len(first.buffer), first.size
             # gather for a moment: under latency landings trickle in, and a commit each
             # would cost a disk sync and a round of statements for a few hundred rows
             deadline = time.monotonic() + self._gather_seconds
-            while rows < self._max_rows:
+            while rows < self._max_rows and size < self._max_bytes:
                 wait = deadline - time.monotonic()
                 try:
                     if wait <= 0 or self._flushing.is_set():
@@ -305,6 +311,7 @@ class _Writer:
                     break
                 landings.append(more)
                 rows += len(more.buffer)
+                size += more.size
             batch = None
             try:
                 if self._error is None:
@@ -361,6 +368,7 @@ class TransactionSync:
             self._prepare,
             self._land,
             max_rows=options.batch_records,
+            max_bytes=options.batch_bytes,
             queue_size=options.queue_landings,
             gather_seconds=options.gather_seconds,
         )
@@ -608,8 +616,8 @@ class TransactionSync:
         return middle
 
     def _read(self, window: Window) -> None:
-        """Page one window in ascending order, landing every `land_records` records (and at
-        the end) together with the window's checkpoint."""
+        """Page one window in ascending order, landing every `land_records` records or
+        `land_bytes` of JSON (and at the end) together with the window's checkpoint."""
         with self._sched:
             self._queued -= 1
             self._active += 1
@@ -621,6 +629,7 @@ class TransactionSync:
 
     def _page(self, window: Window) -> None:
         buffer: dict[str, bytes] = {}  # JSON texts by id: compact, and a re-read id replaces
+        size = 0  # bytes in `buffer`: landings are bounded in bytes too, whatever a record weighs
         rejects: list[tuple[Any, ...]] = []
         resume: datetime | None = None
         end = window.end  # moves earlier when the rest of the window is handed on
@@ -634,6 +643,7 @@ class TransactionSync:
             for record_id, text in records:
                 if record_id is not None:
                     buffer[record_id] = text
+                    size += len(text)
                 else:
                     rejects.append(
                         self._reject(orjson.loads(text), "not a record with a string id")
@@ -641,13 +651,13 @@ class TransactionSync:
             if records:
                 resume = _created_at(records[-1][1]) or resume
             self.on_page(len(page.records))
-            if len(buffer) >= self.options.land_records:
-                self.writer.put(_Landing(window, buffer, rejects, resume, done=False))
-                buffer, rejects = {}, []
+            if len(buffer) >= self.options.land_records or size >= self.options.land_bytes:
+                self.writer.put(_Landing(window, buffer, rejects, resume, False, size))
+                buffer, rejects, size = {}, [], 0
             if not more:
                 break
             end = self._split(window, resume, end)
-        self.writer.put(_Landing(window, buffer, rejects, resume, done=True))
+        self.writer.put(_Landing(window, buffer, rejects, resume, True, size))
 
     def _tables(
         self, buffer: dict[str, bytes], rejects: list[tuple[Any, ...]]
