@@ -409,22 +409,8 @@ class Warehouse:
             return
         tables = transaction_tables(raw=encode(records))
         now = utcnow()
-        with self._lock:
-            self._con.execute("BEGIN TRANSACTION")
-            try:
-                for name in ("transactions", "outgoing_fees", "card_transactions"):
-                    _store.upsert(self._con, name, tables[name], run_id=0, now=now)
-                _store.replace_children(
-                    self._con,
-                    tables["outgoing_fees"].column("id"),
-                    tables["payment_instructions"],
-                    run_id=0,
-                    now=now,
-                )
-                self._con.execute("COMMIT")
-            except BaseException:
-                self._con.execute("ROLLBACK")
-                raise
+        with self._lock, _store.transaction(self._con):
+            _store.upsert_transaction_tables(self._con, tables, run_id=0, now=now)
 
     # -- wallet inventory (credentials and sessions of embedded wallets; see _wallets) ----------
 

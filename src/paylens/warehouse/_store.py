@@ -4,6 +4,8 @@ the sync bookkeeping tables. The database is the state: nothing about a sync liv
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -137,15 +139,22 @@ def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         ) from None
 
 
-def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create what is missing and migrate an older file, in one transaction; never drops data."""
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Statements in one transaction: committed together, or rolled back on any error."""
     con.execute("BEGIN TRANSACTION")
     try:
-        _ensure_schema(con)
+        yield
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Create what is missing and migrate an older file, in one transaction; never drops data."""
+    with transaction(con):
+        _ensure_schema(con)
 
 
 def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
@@ -240,6 +249,22 @@ def upsert(
         )
     finally:
         con.unregister("_batch")
+
+
+def upsert_transaction_tables(
+    con: duckdb.DuckDBPyConnection, tables: dict[str, pa.Table], *, run_id: int, now: datetime
+) -> None:
+    """Land `frames.transaction_tables` output: each record table upserted, payment
+    instructions replaced under their transactions (in the caller's transaction)."""
+    for name in ("transactions", "outgoing_fees", "card_transactions"):
+        upsert(con, name, tables[name], run_id=run_id, now=now)
+    replace_children(
+        con,
+        tables["outgoing_fees"].column("id"),
+        tables["payment_instructions"],
+        run_id=run_id,
+        now=now,
+    )
 
 
 def replace_children(

@@ -726,28 +726,13 @@ class TransactionSync:
         """Commit a batch (landings of one or several windows) in one transaction: its rows,
         its rejects and each window's checkpoint, so a window's progress never runs ahead of
         its rows."""
-        with self.db_lock:
-            self.con.execute("BEGIN TRANSACTION")
-            try:
-                if batch.tables is not None:
-                    tables = batch.tables
-                    for name in ("transactions", "outgoing_fees", "card_transactions"):
-                        _store.upsert(
-                            self.con, name, tables[name], run_id=self.run_id, now=self.started
-                        )
-                    _store.replace_children(
-                        self.con,
-                        tables["outgoing_fees"].column("id"),
-                        tables["payment_instructions"],
-                        run_id=self.run_id,
-                        now=self.started,
-                    )
-                _store.record_rejects(self.con, batch.rejects)
-                self._checkpoint(batch.landings)
-                self.con.execute("COMMIT")
-            except BaseException:
-                self.con.execute("ROLLBACK")
-                raise
+        with self.db_lock, _store.transaction(self.con):
+            if batch.tables is not None:
+                _store.upsert_transaction_tables(
+                    self.con, batch.tables, run_id=self.run_id, now=self.started
+                )
+            _store.record_rejects(self.con, batch.rejects)
+            self._checkpoint(batch.landings)
         self.tally.add(records=batch.records, rejected=len(batch.rejects))
 
     def _checkpoint(self, landings: list[_Landing]) -> None:
@@ -919,15 +904,9 @@ def sync_small_resource(
                     )
     unique = list({r["id"]: r for r in records}.values())
     batch: pa.Table = to_arrow(resource, unique)
-    with db_lock:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            _store.upsert(con, resource, batch, run_id=run_id, now=started)
-            _store.record_rejects(con, rejects)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+    with db_lock, _store.transaction(con):
+        _store.upsert(con, resource, batch, run_id=run_id, now=started)
+        _store.record_rejects(con, rejects)
     return len(rejects)
 
 

@@ -30,6 +30,7 @@ import pandas as pd
 
 from paylens import models as m
 
+from . import _store
 from ._sync import utcnow
 
 if TYPE_CHECKING:
@@ -118,8 +119,7 @@ def save_inventory(
     accounts = [inv.account_id for inv in batch]
     credentials = [_credential_row(c, now) for inv in batch for c in inv.credentials]
     sessions = [_session_row(s, now) for inv in batch for s in inv.sessions]
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with _store.transaction(con):
         if credentials:
             con.executemany(
                 """INSERT INTO wallet_credentials (id, account_id, type, nickname, credential_id,
@@ -153,10 +153,6 @@ def save_inventory(
         con.executemany(
             "INSERT OR REPLACE INTO wallet_inventory VALUES (?, ?)", [(a, now) for a in accounts]
         )
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
 def sync_wallets(
