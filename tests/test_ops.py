@@ -131,13 +131,15 @@ def test_apply_gives_each_outcome(sandbox: Sandbox, wh: Warehouse, over_http: bo
     outcome = dict(zip(result["id"], result["outcome"], strict=True))
     assert outcome[ids[0]] == "not_found"
     assert outcome[ids[1]] == "rejected_type"
-    assert outcome[ids[2]] == "failed"
-    failed = result.set_index("id").loc[ids[2]]
-    assert (failed["http_status"], failed["error_code"], failed["attempts"]) == (
+    # a 500 to a cancel leaves its outcome unknown: never re-sent; the re-read shows no effect
+    assert outcome[ids[2]] == "unknown"
+    unknown = result.set_index("id").loc[ids[2]]
+    assert (unknown["http_status"], unknown["error_code"], unknown["attempts"]) == (
         500,
         "INTERNAL_ERROR",
         1,
     )
+    assert [c for c in _cancel_requests(sandbox) if c[0] == ids[2]] == [(ids[2], 500)]
     for tid in ids[3:]:
         expected = "cancelled" if sandbox.now < truth_cutoffs[tid] else "not_cancellable"
         assert outcome[tid] in ("cancelled", "not_cancellable")
@@ -148,13 +150,11 @@ def test_apply_gives_each_outcome(sandbox: Sandbox, wh: Warehouse, over_http: bo
     assert set(journal["outcome"]) <= {
         "not_found",
         "rejected_type",
-        "failed",
+        "unknown",
         "cancelled",
         "not_cancellable",
     }
-    assert (journal["requested_at"].notna()).all() and journal.loc[
-        journal["outcome"] != "not_found", "finished_at"
-    ].notna().all()
+    assert journal["requested_at"].notna().all() and journal["finished_at"].notna().all()
     cancelled = [tid for tid, o in outcome.items() if o == "cancelled"]
     stored = wh.sql(
         "SELECT id, status, refund_reason FROM transactions WHERE id IN (SELECT unnest(?::VARCHAR[]))",

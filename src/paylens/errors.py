@@ -6,8 +6,14 @@
     ├── PaginationError               the service's cursors loop or claim more pages that never come
     ├── WalletOperationPendingError   a signed wallet operation still PROCESSING after every re-send
     ├── ResponseValidationError       a 2xx body that does not have the interface's shape
+    ├── OutcomeUnknownError           a request that changes state was sent, but its answer was lost
+    │                                 (dropped connection, timeout, 5xx, unreadable 2xx): paylens never
+    │                                 re-sends it blindly; read the record to learn what happened
     ├── WarehouseError                a warehouse file cannot be used as asked (paylens.warehouse)
-    │   └── WarehouseLockedError      another process holds it for writing
+    │   ├── WarehouseLockedError      another writer (process, sync or Warehouse) holds it
+    │   ├── WarehouseFileError        not a paylens warehouse (another program's file, SQLite,
+    │   │                             truncated or corrupt); it is never altered
+    │   └── WarehouseStorageError     the disk is full or the file cannot be written
     ├── ReportError                   the report notebook failed, e.g. a tie-out (paylens.report)
     ├── APIConnectionError            the service could not be reached (after the retries)
     │   └── APITimeoutError           ... because it did not answer in time
@@ -59,6 +65,7 @@ __all__ = [
     "InvalidSignatureError",
     "LockedError",
     "NotFoundError",
+    "OutcomeUnknownError",
     "PaginationError",
     "PaylensError",
     "RateLimitError",
@@ -70,6 +77,10 @@ __all__ = [
     "WalletSignatureInvalidError",
     "WalletSignatureMalformedError",
     "WalletSignatureMissingError",
+    "WarehouseError",
+    "WarehouseFileError",
+    "WarehouseLockedError",
+    "WarehouseStorageError",
     "error_class_for",
     "error_class_for_status",
 ]
@@ -117,6 +128,55 @@ class ResponseValidationError(PaylensError):
     def __init__(self, message: str, *, request: FailedRequest | None = None) -> None:
         self.request = request
         super().__init__(f"{message}" + (f" (from {request})" if request else ""))
+
+
+class OutcomeUnknownError(PaylensError):
+    """A request that changes state at the service was sent, and its answer was lost: the
+    connection dropped after sending, the call timed out, the service (or a gateway) answered
+    408 or 5xx, or a 2xx body could not be read. The service may or may not have acted, so
+    paylens does not send it again; `paylens.ops` resolves it by reading the record.
+
+    `status` is the HTTP status when one came (None for a lost connection); `error` the
+    typed error of that answer, when it had one."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        request: FailedRequest | None = None,
+        status: int | None = None,
+        error: APIError | None = None,
+        attempts: int = 1,
+    ) -> None:
+        self.request = request
+        self.status = status
+        self.error = error
+        self.attempts = attempts
+        self.code = error.code if error is not None else None
+        where = f" ({request})" if request else ""
+        super().__init__(
+            f"outcome unknown{where}: {message}; the request was not sent again — read the "
+            "record to learn whether it took effect"
+        )
+
+
+class WarehouseError(PaylensError):
+    """A warehouse file cannot be used as asked."""
+
+
+class WarehouseLockedError(WarehouseError):
+    """Another writer holds the warehouse file: a process (`paylens sync`, a notebook, a shell),
+    or another `Warehouse` or sync in this process."""
+
+
+class WarehouseFileError(WarehouseError):
+    """The file is not a paylens warehouse (another program's DuckDB file, a SQLite file, a
+    truncated or corrupt file). paylens refuses it and never alters it."""
+
+
+class WarehouseStorageError(WarehouseError):
+    """The warehouse could not be written: the disk is full, or the file system refused. What
+    was committed before stays; the run can be resumed once there is room."""
 
 
 class APIConnectionError(PaylensError):

@@ -106,13 +106,13 @@ class _ClientBase:
 
     def _start(self, call: Call[Any]) -> tuple[httpx.Request, Attempts]:
         request = call.build(self._http)
-        return request, Attempts(self.retry_policy, request, self._rng)
+        return request, Attempts(self.retry_policy, call, request, self._rng)
 
     def _finish(self, call: Call[T], attempts: Attempts, response: httpx.Response) -> T:
         logger.debug(
             "%s -> %d in %d attempt(s)", attempts.info, response.status_code, attempts.number
         )
-        return call.parse(response)
+        return attempts.parse(call, response)
 
 
 class Client(_ClientBase):
@@ -149,12 +149,19 @@ class Client(_ClientBase):
                 self._sleep(pause)
             attempts.begin()
             self.stats.count(retry=attempts.number > 1, waited=waited)
+            failure: httpx.TransportError | None = None
             try:
                 response = self._http.send(request)
                 response.read()
-                wait = attempts.on_response(response)
             except httpx.TransportError as exc:
-                wait = attempts.on_transport_error(exc)
+                failure = exc
+            # decided outside the except block: a raised error must not chain the transport's
+            # exception, whose request holds the Authorization header
+            wait = (
+                attempts.on_transport_error(failure)
+                if failure is not None
+                else attempts.on_response(response)
+            )
             if wait is None:
                 return self._finish(call, attempts, response)
             self._sleep(wait)
@@ -197,12 +204,17 @@ class AsyncClient(_ClientBase):
                 await self._sleep(pause)
             attempts.begin()
             self.stats.count(retry=attempts.number > 1, waited=waited)
+            failure: httpx.TransportError | None = None
             try:
                 response = await self._http.send(request)
                 await response.aread()
-                wait = attempts.on_response(response)
             except httpx.TransportError as exc:
-                wait = attempts.on_transport_error(exc)
+                failure = exc
+            wait = (
+                attempts.on_transport_error(failure)
+                if failure is not None
+                else attempts.on_response(response)
+            )
             if wait is None:
                 return self._finish(call, attempts, response)
             await self._sleep(wait)

@@ -21,6 +21,8 @@ from paylens.errors import (
     APIError,
     APITimeoutError,
     FailedRequest,
+    OutcomeUnknownError,
+    PaylensError,
     error_class_for,
     error_class_for_status,
 )
@@ -33,6 +35,13 @@ T = TypeVar("T")
 HOPELESS_CODES = frozenset({"DAILY_VOLUME_LIMIT_EXCEEDED"})
 RETRYABLE_STATUSES = frozenset({408, 429}) | frozenset(range(500, 600))
 _SNIPPET = 300
+
+#: Methods that never change state at the service: always safe to send again.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+#: Transport failures that happen before a request leaves the client: nothing was sent, so even
+#: a request that changes state may be tried again.
+NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,12 @@ class Call(Generic[T]):
     json: Any = None
     headers: dict[str, str] | None = None
     content: bytes | None = None
+
+    @property
+    def retry_safe(self) -> bool:
+        """Whether sending this call twice cannot act twice: a read, or a request carrying an
+        `Idempotency-Key` (the service answers a replay with the first result)."""
+        return self.method.upper() in SAFE_METHODS or "Idempotency-Key" in (self.headers or {})
 
     def build(self, http: httpx.Client | httpx.AsyncClient) -> httpx.Request:
         content = self.content
@@ -130,10 +145,19 @@ class RateBudget:
 
 class Attempts:
     """The retry state of one call. After each attempt the client reports the outcome and gets
-    back the seconds to wait before trying again; a final failure is raised from here."""
+    back the seconds to wait before trying again; a final failure is raised from here.
 
-    def __init__(self, policy: RetryPolicy, request: httpx.Request, rng: random.Random) -> None:
+    A call that changes state (`Call.retry_safe` false) is tried again only when the service
+    certainly did not act on it: the connection could not be made (nothing was sent) or the
+    service answered 429 (refused before acting). Any other failure after sending leaves its
+    outcome unknown and raises `OutcomeUnknownError`, never a second request.
+
+    The clients call these methods outside their `except` blocks, so no error paylens raises
+    carries the transport's exception (and the request headers it holds) in its chain."""
+
+    def __init__(self, policy: RetryPolicy, call: Call[Any], request: httpx.Request, rng: random.Random) -> None:
         self.policy = policy
+        self.retry_safe = call.retry_safe
         self.info = FailedRequest(request.method, _public_url(request.url))
         self.rng = rng
         self.number = 0
@@ -151,12 +175,45 @@ class Attempts:
         retryable = response.status_code in RETRYABLE_STATUSES and error.code not in HOPELESS_CODES
         if not retryable:
             raise error
+        if not self.retry_safe and response.status_code != 429:
+            raise OutcomeUnknownError(
+                f"the service answered {response.status_code} {error.code}",
+                request=self.info,
+                status=response.status_code,
+                error=error,
+                attempts=self.number,
+            )
         return self._wait_or_raise(error, error.retry_after)
 
     def on_transport_error(self, exc: httpx.TransportError) -> float:
         kind = APITimeoutError if isinstance(exc, httpx.TimeoutException) else APIConnectionError
-        error = kind(f"{type(exc).__name__}: {exc}", request=self.info, attempts=self.number)
+        summary = f"{type(exc).__name__}: {exc}"
+        if not self.retry_safe and not isinstance(exc, NOT_SENT):
+            raise OutcomeUnknownError(
+                f"the connection failed after the request was sent ({summary})",
+                request=self.info,
+                attempts=self.number,
+            )
+        error = kind(summary, request=self.info, attempts=self.number)
         return self._wait_or_raise(error, None)
+
+    def parse(self, call: Call[T], response: httpx.Response) -> T:
+        """The answer read; for a call that changed state, an unreadable 2xx is an unknown
+        outcome (the service acted, or not, and said what in words paylens cannot read)."""
+        if self.retry_safe:
+            return call.parse(response)
+        failure: PaylensError | None = None
+        try:
+            return call.parse(response)
+        except PaylensError as exc:
+            failure = exc
+        raise OutcomeUnknownError(
+            f"the service answered {response.status_code} with a body paylens cannot read "
+            f"({str(failure)[:200]})",
+            request=self.info,
+            status=response.status_code,
+            attempts=self.number,
+        )
 
     def _wait_or_raise(self, error: Exception, retry_after: float | None) -> float:
         if self.number > self.policy.max_retries:

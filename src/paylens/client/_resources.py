@@ -8,6 +8,7 @@ an awaitable). Python names are snake_case; the wire keeps the interface's names
 from __future__ import annotations
 
 import functools
+import uuid
 from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -369,8 +370,17 @@ class Quotes(_Resource):
         }
         if immediately_execute is not None:
             body["immediatelyExecute"] = bool(immediately_execute)
-        headers = None if idempotency_key is None else {"Idempotency-Key": idempotency_key}
+        # a key on every create, so the policy may re-send it after a lost answer: the service
+        # answers a replay with the first quote instead of making a second one
+        headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
         return self._run(Call("POST", "quotes", _parse(m.Quote), json=body, headers=headers))
+
+    def execute(self, quote_id: str, *, idempotency_key: str | None = None) -> m.Quote:
+        """Execute a quote (moves money). Sent with an `Idempotency-Key` (yours, or a new one)
+        so a retry after a lost answer cannot execute it twice."""
+        qid = p.record_id("quote_id", quote_id, "Quote")
+        headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
+        return self._run(Call("POST", f"quotes/{qid}/execute", _parse(m.Quote), headers=headers))
 
 
 class ExchangeRates(_Resource):

@@ -8,7 +8,6 @@ plan_revoke_sessions(wh, wh.stale_sessions(), signer=key) revokes wallet session
 """
 
 from ._apply import apply_plan
-from ._journal import SUCCESSES
 from ._plan import (
     ACTIONS,
     ELIGIBLE,
@@ -19,6 +18,9 @@ from ._plan import (
     plan_reject,
 )
 from ._sessions import plan_revoke_sessions
+
+#: The outcome that means each action took effect.
+SUCCESSES = {name: action.verb for name, action in ACTIONS.items()} | {"revoke_session": "revoked"}
 
 __all__ = [
     "ACTIONS",

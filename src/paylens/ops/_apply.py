@@ -1,11 +1,26 @@
-"""Applying a plan: act on its eligible items only, each re-read just before acting, under a
-bounded concurrency and request-rate budget, with caps, a progress bar and the journal."""
+"""Applying a plan: act on its eligible items at most once each, under a bounded concurrency
+and request-rate budget, with caps, a progress bar and the journal.
+
+For each item, in this order:
+1. **claim** it in the journal, in one transaction (`Warehouse.journal_claim`): an item the
+   journal records as done, or that another apply running now holds, is skipped; one process
+   writes the file and every `Warehouse` on it in that process shares one lock, so no two
+   runs can claim one item;
+2. **read** it at the service: the read resolves what earlier runs left in doubt (a run killed
+   after claiming, an answer lost) — the effect seen means the earlier request took effect,
+   none means it did not — and skips an item that moved since the plan;
+3. **send** one request, never retried once it may have reached the service (the client's
+   policy); when its answer is lost (`OutcomeUnknownError`) or refused with 409, **read** the
+   record again and journal what it shows: the action's success, the refusal, or `unknown`
+   (no effect visible yet; the next apply reads it again before anything is sent).
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections import defaultdict
+import time
+import uuid
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -13,12 +28,18 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from paylens.client import Call, Client
+from paylens.client import Client
 from paylens.client._policy import RateBudget
-from paylens.errors import APIConnectionError, APIError, NotFoundError, PaylensError
+from paylens.errors import (
+    APIConnectionError,
+    APIError,
+    ConflictError,
+    NotFoundError,
+    OutcomeUnknownError,
+    PaylensError,
+)
 from paylens.models import Transaction
 
-from . import _journal
 from ._plan import ELIGIBLE, Plan
 
 if TYPE_CHECKING:
@@ -34,6 +55,11 @@ _REFUSALS = {
     (400, None): "rejected_type",
 }
 
+#: Claim tokens of the apply runs alive in this process: a `requested` journal row holding
+#: another token belongs to a run that died, and is in doubt until its record is read.
+_LIVE: set[str] = set()
+_LIVE_LOCK = threading.Lock()
+
 
 @dataclass
 class _Outcome:
@@ -44,6 +70,7 @@ class _Outcome:
     message: str | None = None
     attempts: int = 0
     request: str | None = None
+    answer: Any = None
 
 
 def _refusal(error: APIError) -> str:
@@ -57,15 +84,15 @@ def _within_caps(
 ) -> tuple[list[dict[str, Any]], list[_Outcome]]:
     """The eligible items to act on, in plan order, and those beyond a cap."""
     acting, over = [], []
-    spent: defaultdict[str, int] = defaultdict(int)
+    spent: dict[str, int] = {}
     for row in plan.eligible.to_dict("records"):
         currency, amount = row.get("currency"), int(row.get("amount_minor") or 0)
-        limit = (max_total_minor or {}).get(currency)
+        limit = (max_total_minor or {}).get(str(currency))
         if max_items is not None and len(acting) >= max_items:
             over.append(
                 _Outcome(row["id"], "skipped_over_cap", message=f"beyond max_items={max_items}")
             )
-        elif limit is not None and spent[currency] + amount > limit:
+        elif limit is not None and spent.get(str(currency), 0) + amount > limit:
             over.append(
                 _Outcome(
                     row["id"],
@@ -74,7 +101,7 @@ def _within_caps(
                 )
             )
         else:
-            spent[currency] += amount
+            spent[str(currency)] = spent.get(str(currency), 0) + amount
             acting.append(row)
     return acting, over
 
@@ -91,21 +118,28 @@ def apply_plan(
     progress: bool = True,
     refresh: bool = True,
 ) -> pd.DataFrame:
-    """Act on the plan's eligible items and return one row per selected item with its outcome.
+    """Act on the plan's eligible items, each at most once, and return one row per selected
+    item with its outcome.
 
-    - Each item is re-read just before acting and skipped (`skipped_changed`) when it moved
-      since the plan (a transaction's status or `updated_at`; a session no longer active); an
-      item the journal records as done is never sent again.
+    - Each item is claimed in the journal, then read at the service just before acting and
+      skipped (`skipped_changed`) when it moved since the plan (a transaction's status or
+      `updated_at`; a session no longer active); an item the journal records as done is
+      never sent again (`skipped_journal`), nor one another apply running now holds
+      (`skipped_claimed`).
+    - A request is sent once. When its answer is lost, the record is read and the journal
+      says what it shows (`cancelled` ... confirmed by the read, or `unknown`: no effect seen
+      yet, read again by the next apply before anything is sent).
     - `concurrency` requests at once (default 4), at most `rate_limit` per second; 429s are
       waited out by the client's retry policy (`Retry-After`).
     - Caps: `max_items`, and `max_total_minor` per currency (minor units); items beyond them
       are `skipped_over_cap`.
-    - `dry_run=True` sends nothing: each row shows the request that would be sent.
+    - `dry_run=True` sends nothing and writes nothing: each row shows the request that would
+      be sent.
     - Outcomes: the action's success (`cancelled`, `approved`, `rejected`, `confirmed`,
       `revoked`), `not_cancellable` / `not_pending_approval` (409), `rejected_type` (400),
       `not_found` (404), `failed` (any other error, with status, code, message and attempts),
-      or a skip.
-    - With `refresh`, the answers are stored in the warehouse, which then shows the new states.
+      `unknown`, or a skip.
+    - With `refresh`, what was answered or read is stored in the warehouse.
 
     The frame's `attrs["all_as_planned"]` tells whether every item acted on succeeded.
     """
@@ -124,26 +158,19 @@ def apply_plan(
             _Outcome(r["id"], "would_send", request=kind.describe(plan, r)) for r in acting
         ]
         return _frame(plan, skipped + outcomes, fingerprint, dry_run=True)
-    ids = [r["id"] for r in acting]
-    done = _journal.succeeded(wh, action.name, ids)
-    budget_before = client.rate_budget
-    if rate_limit:
-        client.rate_budget = RateBudget(rate_limit)
+    if acting:
+        wh._writable()
+    run = _Run(plan, client, fingerprint, RateBudget(rate_limit) if rate_limit else None)
     bar = _bar(progress, len(acting), action.name)
-    answers: list[dict[str, Any]] = []
-    lock = threading.Lock()
 
     def act(row: dict[str, Any]) -> _Outcome:
-        outcome = _act(plan, client, fingerprint, row, done)
-        with lock:
-            if outcome.outcome == _journal.SUCCESSES[action.name] and isinstance(
-                outcome.request, dict
-            ):
-                answers.append(outcome.request)
-                outcome.request = None
-        bar.update(1)
-        return outcome
+        try:
+            return run.act(row)
+        finally:
+            bar.update(1)
 
+    with _LIVE_LOCK:
+        _LIVE.add(run.token)
     try:
         with ThreadPoolExecutor(
             max_workers=max(1, concurrency), thread_name_prefix="paylens-ops"
@@ -151,26 +178,191 @@ def apply_plan(
             outcomes += list(pool.map(act, acting))
     finally:
         bar.close()
-        client.rate_budget = budget_before
+        with _LIVE_LOCK:
+            _LIVE.discard(run.token)
+    answers = [o.answer for o in outcomes if o.answer is not None]
     if refresh and answers:
         (action.kind or TRANSACTIONS).store(wh, answers)
     return _frame(plan, skipped + outcomes, fingerprint, dry_run=False)
 
 
-class _Transactions:
-    """Transactions as the items of a bulk action: re-read by id, acted on by a POST."""
+class _Run:
+    """One apply run: its claim token, and how it acts on one item (see the module docstring)."""
 
-    def changed(self, client: Client, row: dict[str, Any]) -> str | None:
-        current = client.transactions.get(row["id"])
+    def __init__(
+        self, plan: Plan, client: Client, fingerprint: str, budget: RateBudget | None
+    ) -> None:
+        self.plan = plan
+        self.client = client
+        self.fingerprint = fingerprint
+        self.budget = budget
+        self.token = uuid.uuid4().hex
+        self.kind: Any = plan.action.kind or TRANSACTIONS
+        self.wh: Warehouse = plan.warehouse
+
+    def _pace(self) -> None:
+        if self.budget is not None and (pause := self.budget.reserve()):
+            time.sleep(pause)
+
+    def _finish(self, entries: list[int], outcome: _Outcome) -> _Outcome:
+        self.wh.journal_finish(
+            entries,
+            outcome.outcome,
+            http_status=outcome.http_status,
+            error_code=outcome.error_code,
+            message=outcome.message,
+            attempts=outcome.attempts,
+        )
+        return outcome
+
+    def _read(self, row: dict[str, Any]) -> Any:
+        self._pace()
+        return self.kind.read(self.client, row)
+
+    def act(self, row: dict[str, Any]) -> _Outcome:
+        action, tid = self.plan.action, row["id"]
+        with _LIVE_LOCK:
+            live = set(_LIVE)
+        claim = self.wh.journal_claim(
+            fingerprint=self.fingerprint,
+            action=action.name,
+            item_id=tid,
+            success=action.verb,
+            token=self.token,
+            live=live,
+        )
+        if claim.done:
+            return _Outcome(tid, "skipped_journal", message=f"already {action.verb} (journal)")
+        if claim.busy:
+            return _Outcome(tid, "skipped_claimed", message="another apply running now holds it")
+        assert claim.entry_id is not None
+        entry, in_doubt = [claim.entry_id], list(claim.in_doubt)
+        try:
+            current = self._read(row)
+        except NotFoundError as exc:
+            return self._finish(entry + in_doubt, _error_outcome(tid, exc, "not_found"))
+        except (APIError, APIConnectionError) as exc:
+            # nothing sent now; what earlier runs left in doubt stays so, for the next run
+            return self._finish(entry, _error_outcome(tid, exc, "failed"))
+        if self.kind.effect(action.name, row, current):
+            if in_doubt:
+                self._finish(
+                    in_doubt,
+                    _Outcome(tid, action.verb, message="confirmed by reading the record later"),
+                )
+                done = _Outcome(
+                    tid, "skipped_journal", message=f"already {action.verb} (confirmed by a read)"
+                )
+            else:
+                done = _Outcome(
+                    tid, "skipped_changed", message=f"already {action.verb} at the service"
+                )
+            done.answer = current
+            return self._finish(entry, done)
+        if in_doubt:
+            self._finish(
+                in_doubt,
+                _Outcome(tid, "no_effect", message="a later read showed no effect of it"),
+            )
+        if (moved := self.kind.changed(row, current)) is not None:
+            outcome = _Outcome(tid, "skipped_changed", message=moved, answer=current)
+            return self._finish(entry, outcome)
+        return self._finish(entry, self._send(row))
+
+    def _send(self, row: dict[str, Any]) -> _Outcome:
+        tid, verb = row["id"], self.plan.action.verb
+        self._pace()
+        try:
+            answer = self.kind.send(self.plan, self.client, row)
+        except ConflictError as exc:
+            return self._resolve(row, exc, _refusal(exc))
+        except OutcomeUnknownError as exc:
+            return self._resolve(row, exc, "unknown")
+        except APIError as exc:
+            return _error_outcome(tid, exc, _refusal(exc))
+        except (APIConnectionError, PaylensError) as exc:
+            # the client only gives up without an unknown outcome when nothing was sent
+            return _error_outcome(tid, exc, "failed")
+        return _Outcome(tid, verb, 200, attempts=1, answer=answer)
+
+    def _resolve(self, row: dict[str, Any], exc: PaylensError, otherwise: str) -> _Outcome:
+        """After a lost answer or a 409: the record says whether the action took effect."""
+        tid, verb = row["id"], self.plan.action.verb
+        try:
+            current = self._read(row)
+        except (APIError, APIConnectionError) as read_error:
+            out = _error_outcome(tid, exc, "unknown")
+            out.message = f"{out.message}; the record could not be read: {read_error}"[:500]
+            return out
+        if self.kind.effect(self.plan.action.name, row, current):
+            why = "answer lost" if isinstance(exc, OutcomeUnknownError) else f"{exc}"
+            return _Outcome(
+                tid,
+                verb,
+                getattr(exc, "status", None),
+                getattr(exc, "code", None),
+                f"confirmed by reading the record ({why})"[:500],
+                getattr(exc, "attempts", 1),
+                answer=current,
+            )
+        out = _error_outcome(tid, exc, otherwise)
+        out.answer = current
+        if otherwise == "unknown":
+            out.message = (
+                "the answer was lost and the record shows no effect yet; the next apply reads "
+                f"it again before sending anything ({exc})"
+            )[:500]
+        return out
+
+
+def _error_outcome(tid: str, exc: Exception, outcome: str) -> _Outcome:
+    return _Outcome(
+        tid,
+        outcome,
+        getattr(exc, "status", None),
+        getattr(exc, "code", None),
+        str(getattr(exc, "message", None) or exc)[:500],
+        getattr(exc, "attempts", 1),
+    )
+
+
+class _Transactions:
+    """Transactions as the items of a bulk action, acted on through the client's resources."""
+
+    def read(self, client: Client, row: dict[str, Any]) -> Transaction:
+        return client.transactions.get(row["id"])
+
+    def effect(self, action: str, row: dict[str, Any], current: Any) -> bool:
+        status = str(getattr(current, "status", ""))
+        if action == "cancel":
+            refund = getattr(current, "refund", None)
+            return refund is not None and str(refund.reason) == "USER_CANCELLATION"
+        if action == "approve":
+            return status != row["status"] and status in ("PROCESSING", "COMPLETED")
+        if action == "reject":
+            return status != row["status"] and status in ("REJECTED", "FAILED")
+        if action == "confirm_receipt":
+            return getattr(current, "receipt_delivery_confirmed_at", None) is not None
+        return False
+
+    def changed(self, row: dict[str, Any], current: Any) -> str | None:
         return f"changed since the plan: now {current.status}" if _changed(row, current) else None
 
-    def send(self, plan: Plan, client: Client, row: dict[str, Any]) -> tuple[int, Any]:
-        path = f"transactions/{row['id']}/{plan.action.path}"
-        response = client.request(Call("POST", path, lambda r: r, json=plan.body))
-        return response.status_code, response.json()
+    def send(self, plan: Plan, client: Client, row: dict[str, Any]) -> Any:
+        resource, body = client.transactions, plan.body
+        tid = row["id"]
+        if plan.action.name == "cancel":
+            return resource.cancel(tid, reason=body.get("reason"))
+        if plan.action.name == "approve":
+            return resource.approve(tid)
+        if plan.action.name == "reject":
+            return resource.reject(tid, reason=body.get("reason"))
+        if plan.action.name == "confirm_receipt":
+            return resource.confirm_receipt(tid)
+        raise PaylensError(f"no request for the action {plan.action.name!r}")
 
     def store(self, wh: Warehouse, answers: list[Any]) -> None:
-        wh.store_transactions(answers)
+        wh.store_transactions([a.to_wire() for a in answers if hasattr(a, "to_wire")])
 
     def describe(self, plan: Plan, row: dict[str, Any]) -> str:
         body = f" {plan.body}" if plan.body else ""
@@ -178,57 +370,6 @@ class _Transactions:
 
 
 TRANSACTIONS = _Transactions()
-
-
-def _act(
-    plan: Plan, client: Client, fingerprint: str, row: dict[str, Any], done: set[str]
-) -> _Outcome:
-    wh: Warehouse = plan.warehouse
-    action = plan.action
-    kind = action.kind or TRANSACTIONS
-    tid = row["id"]
-    if tid in done:
-        return _Outcome(tid, "skipped_journal", message=f"already {action.verb} (journal)")
-    try:
-        message = kind.changed(client, row)
-    except NotFoundError as exc:
-        return _Outcome(tid, "not_found", exc.status, exc.code, exc.message, exc.attempts)
-    except (APIError, APIConnectionError) as exc:
-        return _failed(tid, exc)
-    if message is not None:
-        _journal.record(wh, fingerprint, action.name, tid, "skipped_changed", message)
-        return _Outcome(tid, "skipped_changed", message=message)
-    entry = _journal.begin(wh, fingerprint, action.name, tid)
-    try:
-        status, answer = kind.send(plan, client, row)
-    except APIError as exc:
-        outcome = _Outcome(tid, _refusal(exc), exc.status, exc.code, exc.message, exc.attempts)
-    except (APIConnectionError, PaylensError) as exc:
-        outcome = _failed(tid, exc)
-    else:
-        outcome = _Outcome(tid, action.verb, status, attempts=1, request=answer)
-    _journal.finish(
-        wh,
-        entry,
-        outcome.outcome,
-        http_status=outcome.http_status,
-        error_code=outcome.error_code,
-        message=outcome.message,
-        attempts=outcome.attempts,
-    )
-    return outcome
-
-
-def _failed(tid: str, exc: Exception) -> _Outcome:
-    status = getattr(exc, "status", None)
-    return _Outcome(
-        tid,
-        "failed",
-        status,
-        getattr(exc, "code", None),
-        str(exc)[:500],
-        getattr(exc, "attempts", 1),
-    )
 
 
 def _changed(row: dict[str, Any], current: Transaction) -> bool:
@@ -246,20 +387,24 @@ def _frame(
 ) -> pd.DataFrame:
     order = {tid: i for i, tid in enumerate(plan.items["id"])}
     rows = sorted(outcomes, key=lambda o: order.get(o.id, len(order)))
+    columns = ("id", "outcome", "http_status", "error_code", "message", "attempts", "request")
     frame = pd.DataFrame(
         [
-            {
-                "id": o.id,
-                "outcome": o.outcome,
-                "http_status": o.http_status,
-                "error_code": o.error_code,
-                "message": o.message,
-                "attempts": o.attempts,
-                "request": o.request if isinstance(o.request, str) else None,
-            }
+            (o.id, o.outcome, o.http_status, o.error_code, o.message, o.attempts, o.request)
             for o in rows
-        ]
-    ).astype({"http_status": "Int64", "attempts": "Int64"})
+        ],
+        columns=list(columns),
+    ).astype(
+        {
+            "id": "string",
+            "outcome": "string",
+            "http_status": "Int64",
+            "error_code": "string",
+            "message": "string",
+            "attempts": "Int64",
+            "request": "string",
+        }
+    )
     acted = frame[~frame["outcome"].isin(["skipped"])]
     frame.attrs["fingerprint"] = fingerprint
     frame.attrs["action"] = plan.action.name

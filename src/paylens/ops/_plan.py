@@ -5,7 +5,7 @@ and its journal only; it sends no request."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -15,13 +15,12 @@ import pandas as pd
 from paylens.errors import InvalidArgumentError
 from paylens.models import format_minor
 
-from . import _journal
+from ._select import select_ids
 
 if TYPE_CHECKING:
     from paylens.client import Client
     from paylens.warehouse import Warehouse
 
-    from ._apply import ApplyResult
 
 Selection = Sequence[str] | pd.DataFrame | str
 
@@ -40,17 +39,25 @@ _SHOWN = ("id", "type", "status", "payment_rail", "amount_minor", "currency", "e
 
 
 class ItemKind(Protocol):
-    """How `apply_plan` handles one kind of item: re-read it, act on it, store the answers.
-    Transactions are the default (`_apply.TRANSACTIONS`); `_sessions` has wallet sessions."""
+    """How `apply_plan` handles one kind of item: read it at the service, tell whether the
+    action already took effect or the item moved since the plan, act on it, store what was
+    read. Transactions are the default (`_apply.TRANSACTIONS`); `_sessions` has wallet
+    sessions."""
 
-    def changed(self, client: Client, row: dict[str, Any]) -> str | None:
-        """Why the item no longer is as planned, or None (NotFoundError when it is gone)."""
+    def read(self, client: Client, row: dict[str, Any]) -> Any:
+        """The item as the service has it now (NotFoundError when it is gone)."""
 
-    def send(self, plan: Plan, client: Client, row: dict[str, Any]) -> tuple[int, Any]:
-        """Act on the item: the HTTP status and the answer to store."""
+    def effect(self, action: str, row: dict[str, Any], current: Any) -> bool:
+        """Whether `current` shows `action`'s effect (however it came about)."""
+
+    def changed(self, row: dict[str, Any], current: Any) -> str | None:
+        """Why the item no longer is as planned, or None."""
+
+    def send(self, plan: Plan, client: Client, row: dict[str, Any]) -> Any:
+        """Act on the item (one request, never retried blindly); the answer to store."""
 
     def store(self, wh: Warehouse, answers: list[Any]) -> None:
-        """Record the successful answers in the warehouse."""
+        """Record what was read or answered in the warehouse."""
 
     def describe(self, plan: Plan, row: dict[str, Any]) -> str:
         """The request a dry run would send."""
@@ -195,22 +202,37 @@ class Plan:
         shown = self.items[list(self.action.shown)]
         return f"<div><p>{head}</p>{shown.to_html(index=False, max_rows=50)}</div>"
 
-    def apply(self, client: Client, **options: Any) -> ApplyResult:
-        """Act on the eligible items; see `paylens.ops.apply_plan` for the options."""
+    def apply(
+        self,
+        client: Client,
+        *,
+        concurrency: int = 4,
+        rate_limit: float | None = None,
+        max_items: int | None = None,
+        max_total_minor: Mapping[str, int] | None = None,
+        dry_run: bool = False,
+        progress: bool = True,
+        refresh: bool = True,
+    ) -> pd.DataFrame:
+        """Act on the eligible items at most once each; see `paylens.ops.apply_plan`."""
         from ._apply import apply_plan
 
-        return apply_plan(self, client, **options)
+        return apply_plan(
+            self,
+            client,
+            concurrency=concurrency,
+            rate_limit=rate_limit,
+            max_items=max_items,
+            max_total_minor=max_total_minor,
+            dry_run=dry_run,
+            progress=progress,
+            refresh=refresh,
+        )
 
 
 def _selected_ids(wh: Warehouse, select: Selection, table: str = "transactions") -> list[str]:
     if isinstance(select, str):
-        try:
-            frame = wh.sql(f"SELECT id FROM {table} WHERE {select} ORDER BY created_at, id")
-        except Exception as exc:
-            raise InvalidArgumentError(
-                "select", f"the SQL filter {select!r} failed: {exc}"
-            ) from None
-        return list(frame["id"])
+        return select_ids(wh, select, table)
     if isinstance(select, pd.DataFrame):
         if "id" not in select.columns:
             raise InvalidArgumentError("select", "a DataFrame selection needs an `id` column")
@@ -231,7 +253,7 @@ def make_plan(
         f"SELECT {action.columns} FROM {action.table} WHERE id IN (SELECT unnest(?::VARCHAR[]))",
         [ids],
     )
-    done = _journal.succeeded(wh, action.name, ids)
+    done = wh.journal_succeeded(action.name, action.verb, ids)
     by_id = {row["id"]: row for row in known.to_dict("records")}
     rows = []
     for tid in ids:

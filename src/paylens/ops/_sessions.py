@@ -49,20 +49,25 @@ class _Sessions:
 
     signers: Callable[[str], Signer | None]
 
-    def changed(self, client: Client, row: dict[str, Any]) -> str | None:
-        active = {s.id for s in client.auth.sessions.list(row["account_id"])}
-        return None if row["id"] in active else "no longer active (revoked elsewhere or expired)"
+    def read(self, client: Client, row: dict[str, Any]) -> set[str]:
+        """The account's active sessions."""
+        return {s.id for s in client.auth.sessions.list(row["account_id"])}
 
-    def send(self, plan: Plan, client: Client, row: dict[str, Any]) -> tuple[int, Any]:
+    def effect(self, action: str, row: dict[str, Any], current: Any) -> bool:
+        return row["id"] not in current
+
+    def changed(self, row: dict[str, Any], current: Any) -> str | None:
+        return None if row["id"] in current else "no longer active (revoked elsewhere or expired)"
+
+    def send(self, plan: Plan, client: Client, row: dict[str, Any]) -> Any:
         signer = self.signers(row["account_id"])
         assert signer is not None, "the plan checked it"
         client.auth.sessions.revoke(row["id"], signer=signer)
-        return 204, {"id": row["id"]}
+        return {"id": row["id"]}
 
     def store(self, wh: Warehouse, answers: list[Any]) -> None:
-        from paylens.warehouse._wallets import mark_sessions_ended
-
-        mark_sessions_ended(wh, [a["id"] for a in answers], "revoked")
+        ended = [a["id"] for a in answers if isinstance(a, dict) and "id" in a]
+        wh.mark_sessions_ended(ended, "revoked")
 
     def describe(self, plan: Plan, row: dict[str, Any]) -> str:
         return f"DELETE /auth/sessions/{row['id']} (signed retry, account {row['account_id']})"
@@ -72,10 +77,7 @@ def plan_revoke_sessions(wh: Warehouse, select: Selection, *, signer: Signers) -
     """Plan revoking wallet sessions of the inventory (`wh.sync_wallets`). `select` is a list of
     session ids, a DataFrame with an `id` column (e.g. `wh.stale_sessions()`), or a SQL filter
     over `wallet_sessions`. `signer`: see the module docstring."""
-    from paylens.warehouse._wallets import ensure_tables
-
-    with wh._lock:
-        ensure_tables(wh._con)
+    wh.ensure_wallet_tables()
     signers = _signer_lookup(signer)
 
     def check(row: dict[str, Any]) -> str:

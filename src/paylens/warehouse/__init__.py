@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import threading
 import time
 from collections.abc import Sequence
@@ -26,13 +25,17 @@ from typing import Any, Self
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
 
 from paylens.client import Client
 from paylens.client._params import timestamp
 from paylens.frames import to_pandas
 
-from . import _store, _wallets
-from ._store import SCHEMA_VERSION, WarehouseError, WarehouseLockedError
+from paylens.errors import WarehouseError, WarehouseLockedError
+
+from . import _journal, _staged, _store, _wallets
+from ._open import WriterLock, close_store, open_store, storage_errors
+from ._store import SCHEMA_VERSION
 from ._sync import SMALL_RESOURCES, SyncOptions, TransactionSync, sync_small_resource, utcnow
 
 __all__ = [
@@ -96,20 +99,39 @@ class SyncReport:
 
 
 class Warehouse:
-    """A DuckDB file holding the service's data. Open it read-write to sync into it, or
-    `read_only=True` to query it (many readers at once; a scheduled `paylens sync` does not
-    block them, as it writes a staged copy and swaps it in)."""
+    """A DuckDB file holding the service's data. Open it read-write to sync into it and to
+    journal bulk actions, or `read_only=True` to query it.
+
+    Who may hold the file at once: any number of read-only readers (notebooks, the report)
+    beside the scheduled `paylens sync`, which writes a staged copy and swaps it in; and one
+    writer, across processes and within one (a read-write `Warehouse`, an apply, a sync).
+    Every `Warehouse` on one file in one process shares one connection, so they take turns.
+    A second writer gets `WarehouseLockedError` naming the holder, or waits up to `wait`
+    seconds for it. A file that is not a paylens warehouse is refused and never altered.
+    """
 
     def __init__(
-        self, path: str | os.PathLike[str] = DEFAULT_PATH, *, read_only: bool = False
+        self,
+        path: str | os.PathLike[str] = DEFAULT_PATH,
+        *,
+        read_only: bool = False,
+        wait: float = 0.0,
     ) -> None:
         self.path = Path(path)
         self.read_only = read_only
-        self._con = _store.connect(self.path, read_only=read_only)
-        self._lock = threading.Lock()
-        if not read_only:
-            _store.ensure_schema(self._con)
+        self._closed = False
+        self._store = open_store(self.path, read_only=read_only, wait=wait)
+        self._con = self._store.con
+        self._lock = self._store.lock
+        if not self._store.read_only:
+            try:
+                with self._lock, storage_errors(self.path):
+                    _store.ensure_schema(self._con)
+            except BaseException:
+                self.close()
+                raise
         elif "paylens_meta" not in {r[0] for r in self._con.execute("SHOW TABLES").fetchall()}:
+            self.close()
             raise WarehouseError(f"{self.path} is not a paylens warehouse")
 
     def __repr__(self) -> str:
@@ -163,6 +185,12 @@ class Warehouse:
             progress=progress,
         )
         wanted = list(resources or ["transactions", *SMALL_RESOURCES])
+        # one sync of a file at a time in this process (a second waits): two would reconcile
+        # counts against each other's half-written state
+        with self._store.sync_lock, storage_errors(self.path):
+            return self._sync(client, opts, wanted)
+
+    def _sync(self, client: Client, opts: SyncOptions, wanted: list[str]) -> SyncReport:
         self._check_source(client)
         started_clock = time.perf_counter()
         started = utcnow()
@@ -393,12 +421,94 @@ class Warehouse:
     def sync_runs(self) -> pd.DataFrame:
         return self.sql("SELECT * FROM sync_runs ORDER BY run_id")
 
-    def _write(self, statement: str, params: Sequence[Any] | None = None) -> tuple[Any, ...] | None:
-        """One write statement (for the ops journal); returns its first row, if any."""
+    def _writable(self) -> None:
         if self.read_only:
-            raise WarehouseError(f"{self.path} is open read-only")
+            raise WarehouseError(f"{self.path} is open read-only; open it read-write to write")
+        if self._closed:
+            raise WarehouseError(f"{self.path}: this Warehouse is closed")
+
+    # -- the bulk-operations journal (paylens.ops writes it through these) -------------------
+
+    def journal_claim(
+        self,
+        *,
+        fingerprint: str,
+        action: str,
+        item_id: str,
+        success: str,
+        token: str,
+        live: Sequence[str] | set[str],
+    ) -> _journal.Claim:
+        """Claim an item for an apply run in one transaction, before its request is sent:
+        refused when the journal records `success` for it or a live run (`live` tokens) holds
+        it; the claim lists the in-doubt entries of dead runs, to resolve by reading the
+        record. Every Warehouse on the file shares one lock, and one process writes the file,
+        so no two runs can claim one item."""
+        self._writable()
+        with self._lock, storage_errors(self.path):
+            return _journal.claim(
+                self._con,
+                fingerprint=fingerprint,
+                action=action,
+                item_id=item_id,
+                success=success,
+                token=token,
+                live=live,
+            )
+
+    def journal_finish(
+        self,
+        entry_ids: Sequence[int],
+        outcome: str,
+        *,
+        http_status: int | None = None,
+        error_code: str | None = None,
+        message: str | None = None,
+        attempts: int | None = None,
+    ) -> None:
+        """Complete journal entries with their outcome."""
+        self._writable()
+        with self._lock, storage_errors(self.path):
+            _journal.finish(
+                self._con,
+                entry_ids,
+                outcome,
+                http_status=http_status,
+                error_code=error_code,
+                message=message,
+                attempts=attempts,
+            )
+
+    def journal_record(
+        self, *, fingerprint: str, action: str, item_id: str, outcome: str, message: str
+    ) -> None:
+        """Journal an outcome reached without a request (a skip decided at apply time)."""
+        self._writable()
+        with self._lock, storage_errors(self.path):
+            _journal.record(
+                self._con,
+                fingerprint=fingerprint,
+                action=action,
+                item_id=item_id,
+                outcome=outcome,
+                message=message,
+            )
+
+    def journal_succeeded(self, action: str, success: str, ids: Sequence[str]) -> set[str]:
+        """Items the journal records `action` as having succeeded on."""
         with self._lock:
-            return self._con.execute(statement, params).fetchone()
+            return _journal.succeeded(self._con, action, success, ids)
+
+    def mark_sessions_ended(self, session_ids: Sequence[str], reason: str) -> None:
+        """Record wallet sessions ended by paylens itself (e.g. a bulk revoke)."""
+        _wallets.mark_sessions_ended(self, session_ids, reason)
+
+    def ensure_wallet_tables(self) -> None:
+        """Create the wallet inventory's tables when missing (read-write only)."""
+        if self.read_only:
+            return
+        with self._lock:
+            _wallets.ensure_tables(self._con)
 
     def store_transactions(self, records: Sequence[dict[str, Any]]) -> None:
         """Store transaction records just read from the service (e.g. the answers of a bulk
@@ -409,7 +519,8 @@ class Warehouse:
             return
         tables = transaction_tables(raw=encode(records))
         now = utcnow()
-        with self._lock, _store.transaction(self._con):
+        self._writable()
+        with self._lock, storage_errors(self.path), _store.transaction(self._con):
             _store.upsert_transaction_tables(self._con, tables, run_id=0, now=now)
 
     # -- wallet inventory (credentials and sessions of embedded wallets; see _wallets) ----------
@@ -444,6 +555,14 @@ class Warehouse:
         """The bulk-operations journal: every request sent, before and after."""
         return self.sql("SELECT * FROM ops_journal ORDER BY entry_id")
 
+    def snapshot(self, table: str) -> pa.Table:
+        """An Arrow copy of a table without its raw JSON, to evaluate a user's expression on
+        away from the file (see `paylens.ops`)."""
+        with self._lock:
+            columns = [r[0] for r in self._con.execute(f"DESCRIBE {table}").fetchall()]
+            kept = ", ".join(c for c in columns if c != "raw")
+            return self._con.sql(f"SELECT {kept} FROM {table}").to_arrow_table()
+
     def relation(self, table: str) -> duckdb.DuckDBPyRelation:
         """A lazy DuckDB relation over a table, for analysis on millions of rows."""
         return self._con.table(table)
@@ -451,8 +570,10 @@ class Warehouse:
     # -- lifecycle -------------------------------------------------------------------------
 
     def close(self) -> None:
-        with self._lock:
-            self._con.close()
+        """Let go of the file (the last Warehouse on it in this process closes it)."""
+        if not self._closed:
+            self._closed = True
+            close_store(self._store)
 
     def __enter__(self) -> Self:
         return self
@@ -493,16 +614,40 @@ class _Progress:
             self._bar.close()
 
 
-def sync_file(path: str | os.PathLike[str], client: Client, **options: Any) -> SyncReport:
-    """Sync a warehouse file without ever holding it: sync a staged copy (`<path>.syncing`,
-    kept across a killed run so the next one resumes it) and swap it in atomically. Readers
-    with the file open read-only keep their snapshot and are never blocked. The scheduled
-    `paylens sync` uses this."""
+def sync_file(
+    path: str | os.PathLike[str],
+    client: Client,
+    *,
+    wait: float = 0.0,
+    since: date | datetime | str | None = None,
+    full: bool = False,
+    concurrency: int = 16,
+    rate_limit: float | None = None,
+    progress: bool = True,
+    resources: Sequence[str] | None = None,
+) -> SyncReport:
+    """Sync a warehouse file for cron: take the file's writer lock (or wait up to `wait`
+    seconds for it), sync a staged copy (`<path>.syncing`, resumed by the next run when a run
+    is killed) and swap it in. Readers holding the file read-only keep their snapshot and are
+    never blocked; a writer (a notebook's read-write Warehouse, an apply) makes it wait or
+    fail with `WarehouseLockedError`, never lose what that writer wrote. The scheduled
+    `paylens sync` uses this; see `paylens.warehouse._staged` for the protocol."""
     target = Path(path)
-    staged = target.with_name(target.name + ".syncing")
-    if not staged.exists() and target.exists():
-        shutil.copy2(target, staged)
-    with Warehouse(staged) as wh:
-        report = wh.sync(client, **options)
-    os.replace(staged, target)
+    lock = WriterLock(target, wait=wait, holder="paylens sync")
+    try:
+        _staged.recover(target)
+        staged = _staged.prepare(target)
+        with Warehouse(staged) as wh:
+            report = wh.sync(
+                client,
+                since=since,
+                full=full,
+                concurrency=concurrency,
+                rate_limit=rate_limit,
+                progress=progress,
+                resources=resources,
+            )
+        _staged.swap(target, staged)
+    finally:
+        lock.release()
     return report

@@ -3,9 +3,8 @@ the sync bookkeeping tables. The database is the state: nothing about a sync liv
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from paylens.errors import PaylensError
+from paylens.errors import WarehouseError
 from paylens.frames import TABLES, arrow_schema
 
 #: Version of the file layout; `migrate` brings older files up to it.
@@ -51,6 +50,9 @@ _BOOKKEEPING = [
         entry_id BIGINT PRIMARY KEY, plan_fingerprint VARCHAR, action VARCHAR,
         transaction_id VARCHAR, outcome VARCHAR, http_status INTEGER, error_code VARCHAR,
         message VARCHAR, attempts INTEGER, requested_at TIMESTAMPTZ, finished_at TIMESTAMPTZ)""",
+    # the apply run that claimed the item (a run still alive in this process, or a dead one
+    # whose in-doubt requests are resolved by reading the record)
+    """ALTER TABLE ops_journal ADD COLUMN IF NOT EXISTS claim VARCHAR""",
     """CREATE TABLE IF NOT EXISTS status_history (
         id VARCHAR, type VARCHAR, previous_status VARCHAR, status VARCHAR,
         record_updated_at TIMESTAMPTZ, observed_at TIMESTAMPTZ, run_id BIGINT)""",
@@ -78,14 +80,6 @@ _TRACKING = {
 }
 
 
-class WarehouseError(PaylensError):
-    """A warehouse file cannot be used as asked."""
-
-
-class WarehouseLockedError(WarehouseError):
-    """Another process holds the warehouse file."""
-
-
 def _columns(table: str) -> dict[str, str]:
     """Every column of a record table with its DuckDB type: declared, then tracking."""
     columns = {f.name: _DUCK_TYPES[f.type] for f in arrow_schema(table)}
@@ -108,37 +102,6 @@ def _ddl(table: str) -> str:
     return f"CREATE TABLE IF NOT EXISTS {table} ({columns})"
 
 
-_LOCK_PID = re.compile(r"\(PID (\d+)\)")
-
-
-#: Writes land in batches of thousands of rows; checkpointing the WAL every 16 MB (DuckDB's
-#: default) would stall them, so the file is checkpointed at the end of each sync instead.
-_WRITE_SETTINGS = "SET checkpoint_threshold = '1GB'; SET memory_limit = '256MB'"
-
-
-def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """Open the file, turning DuckDB's lock conflict into a plain, typed error."""
-    if read_only and not path.exists():
-        raise WarehouseError(f"no warehouse at {path}: run a sync first (paylens sync --db {path})")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        con = duckdb.connect(str(path), read_only=read_only)
-        if not read_only:
-            con.execute(_WRITE_SETTINGS)
-        return con
-    except duckdb.IOException as exc:
-        if "lock" not in str(exc).lower():
-            raise
-        pid = _LOCK_PID.search(str(exc))
-        holder = f"process {pid.group(1)}" if pid else "another process"
-        raise WarehouseLockedError(
-            f"the warehouse {path} is open for writing by {holder}. Wait for it to finish "
-            f"(a `paylens sync` or a notebook with a read-write Warehouse), close that "
-            f"Warehouse, or work on a copy. Scheduled `paylens sync` runs never hold it: they "
-            f"write a staged copy and swap it in, so read-only readers are not blocked by them."
-        ) from None
-
-
 @contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """Statements in one transaction: committed together, or rolled back on any error."""
@@ -147,7 +110,10 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         yield
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        # a failed ROLLBACK (the connection already aborted the transaction, or the disk is
+        # full) must not mask the error that caused it
+        with suppress(duckdb.Error):
+            con.execute("ROLLBACK")
         raise
 
 

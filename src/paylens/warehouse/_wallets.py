@@ -165,7 +165,7 @@ def sync_wallets(
     """Take the inventory of `account_ids` (default: every embedded wallet account) and say how
     many accounts, credentials and active sessions it found."""
     if wh.read_only:
-        from ._store import WarehouseError
+        from paylens.errors import WarehouseError
 
         raise WarehouseError(f"{wh.path} is open read-only; open it read-write to sync")
     wh._check_source(client)
@@ -196,11 +196,13 @@ def sync_wallets(
 def mark_sessions_ended(wh: Warehouse, session_ids: Sequence[str], reason: str) -> None:
     """Record sessions ended by paylens itself (e.g. a bulk revoke)."""
     if session_ids:
-        wh._write(
-            """UPDATE wallet_sessions SET ended_at = ?, end_reason = ?
-               WHERE id IN (SELECT unnest(?::VARCHAR[])) AND ended_at IS NULL""",
-            [utcnow(), reason, list(session_ids)],
-        )
+        wh._writable()
+        with wh._lock:
+            wh._con.execute(
+                """UPDATE wallet_sessions SET ended_at = ?, end_reason = ?
+                   WHERE id IN (SELECT unnest(?::VARCHAR[])) AND ended_at IS NULL""",
+                [utcnow(), reason, list(session_ids)],
+            )
 
 
 # --- frames -----------------------------------------------------------------------------------

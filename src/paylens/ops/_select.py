@@ -1,0 +1,56 @@
+"""A plan's selection from a SQL filter: one boolean expression over one table, checked to be a
+single SELECT and evaluated on a copy of the table in a private in-memory database that can
+reach no file, no network and no extension. Nothing a filter says, not even a bug in paylens,
+can write to the warehouse."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from paylens.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from paylens.warehouse import Warehouse
+
+_PRIVATE = {
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+
+
+def select_ids(wh: Warehouse, expression: str, table: str) -> list[str]:
+    """Ids of `table`'s rows for which `expression` is true, oldest first."""
+    if not expression.strip():
+        raise InvalidArgumentError("select", f"an empty filter; give a condition over {table}")
+    query = f"SELECT id FROM {table} WHERE ({expression}) ORDER BY created_at, id"
+    try:
+        statements = duckdb.extract_statements(query)
+    except duckdb.Error as exc:
+        raise InvalidArgumentError(
+            "select", f"{expression!r} is not a SQL condition: {_first_line(exc)}"
+        ) from None
+    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+        raise InvalidArgumentError(
+            "select",
+            f"{expression!r} must be one condition over {table} (e.g. \"status = 'PENDING'\"); "
+            "stacked statements, DDL and DML are refused",
+        )
+    snapshot = wh.snapshot(table)
+    private = duckdb.connect(":memory:", config=_PRIVATE)
+    try:
+        private.register(table, snapshot)
+        rows = private.execute(query).fetchall()
+    except duckdb.Error as exc:
+        raise InvalidArgumentError(
+            "select", f"the filter {expression!r} failed: {_first_line(exc)}"
+        ) from None
+    finally:
+        private.close()
+    return [str(r[0]) for r in rows]
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -1,0 +1,114 @@
+"""The bulk-operations journal's statements. One row per item an apply run acts on: claimed in
+one transaction before its request is sent (outcome `requested`, with the run's claim token),
+completed with the outcome after. Rows of runs that died are *in doubt* until a later run
+reads the record and resolves them; nothing here ever re-sends."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import duckdb
+
+from ._store import transaction
+
+#: Outcomes that mean the request's effect is not known yet: the run died after claiming
+#: (`requested`) or the answer was lost and a re-read showed no effect (`unknown`).
+IN_DOUBT = ("requested", "unknown")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What claiming an item found: the new entry (None when not claimed), whether a success
+    is already journalled, whether a live run holds it, and the in-doubt entries of dead runs."""
+
+    entry_id: int | None
+    done: bool = False
+    busy: bool = False
+    in_doubt: tuple[int, ...] = ()
+
+
+def claim(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    fingerprint: str,
+    action: str,
+    item_id: str,
+    success: str,
+    token: str,
+    live: Collection[str],
+) -> Claim:
+    """Claim `item_id` for `action` in one transaction (the caller holds the file's lock)."""
+    with transaction(con):
+        rows = con.execute(
+            """SELECT entry_id, outcome, claim FROM ops_journal
+               WHERE action = ? AND transaction_id = ? AND (outcome = ? OR outcome IN (SELECT unnest(?::VARCHAR[])))""",
+            [action, item_id, success, list(IN_DOUBT)],
+        ).fetchall()
+        if any(outcome == success for _, outcome, _ in rows):
+            return Claim(None, done=True)
+        if any(outcome == "requested" and holder in live for _, outcome, holder in rows):
+            return Claim(None, busy=True)
+        found = con.execute(
+            """INSERT INTO ops_journal (entry_id, plan_fingerprint, action, transaction_id,
+                      outcome, requested_at, claim)
+               VALUES (nextval('ops_journal_ids'), ?, ?, ?, 'requested', ?, ?) RETURNING entry_id""",
+            [fingerprint, action, item_id, datetime.now(UTC), token],
+        ).fetchone()
+    assert found is not None
+    return Claim(int(found[0]), in_doubt=tuple(int(r[0]) for r in rows))
+
+
+def finish(
+    con: duckdb.DuckDBPyConnection,
+    entry_ids: Sequence[int],
+    outcome: str,
+    *,
+    http_status: int | None = None,
+    error_code: str | None = None,
+    message: str | None = None,
+    attempts: int | None = None,
+) -> None:
+    """Complete entries with their outcome (one statement: all or none)."""
+    if not entry_ids:
+        return
+    con.execute(
+        """UPDATE ops_journal SET outcome = ?, http_status = ?, error_code = ?, message = ?,
+                  attempts = coalesce(?, attempts, 0), finished_at = ?
+           WHERE entry_id IN (SELECT unnest(?::BIGINT[]))""",
+        [outcome, http_status, error_code, message, attempts, datetime.now(UTC), list(entry_ids)],
+    )
+
+
+def record(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    fingerprint: str,
+    action: str,
+    item_id: str,
+    outcome: str,
+    message: str,
+) -> None:
+    """An outcome reached without a request (a skip decided at apply time)."""
+    now = datetime.now(UTC)
+    con.execute(
+        """INSERT INTO ops_journal (entry_id, plan_fingerprint, action, transaction_id, outcome,
+                  message, attempts, requested_at, finished_at)
+           VALUES (nextval('ops_journal_ids'), ?, ?, ?, ?, ?, 0, ?, ?)""",
+        [fingerprint, action, item_id, outcome, message, now, now],
+    )
+
+
+def succeeded(
+    con: duckdb.DuckDBPyConnection, action: str, success: str, ids: Sequence[str]
+) -> set[str]:
+    """Items the journal records this action as having succeeded on."""
+    if not ids:
+        return set()
+    rows = con.execute(
+        """SELECT DISTINCT transaction_id FROM ops_journal
+           WHERE action = ? AND outcome = ? AND transaction_id IN (SELECT unnest(?::VARCHAR[]))""",
+        [action, success, list(ids)],
+    ).fetchall()
+    return {r[0] for r in rows}

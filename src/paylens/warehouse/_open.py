@@ -1,0 +1,256 @@
+"""Opening a warehouse file: one writer per file, foreign files refused, storage errors typed.
+
+- **Across processes** a writer holds an exclusive lock on `<file>.lock` (flock) for as long as
+  it has the file open read-write; the lock file says who (pid and command) for the message
+  another writer gets. The scheduled sync holds it while it syncs its staged copy and swaps
+  it in, so nothing another writer wrote can be replaced.
+- **Within a process** every `Warehouse` on one file shares one `Store` (one DuckDB
+  connection and one lock), so two objects cannot write past each other: their statements
+  take turns, and a doubled row cannot come from them.
+- A file that is not a paylens warehouse (SQLite, another program's DuckDB file, a truncated
+  file) is refused with `WarehouseFileError` before anything writes to it, and DuckDB is never
+  allowed to fetch or load an extension to read it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+import duckdb
+
+from paylens.errors import (
+    WarehouseError,
+    WarehouseFileError,
+    WarehouseLockedError,
+    WarehouseStorageError,
+)
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on POSIX: DuckDB's own file lock is all there is
+    fcntl = None  # type: ignore[assignment]
+
+#: DuckDB must never reach the network or load code to open a file it was handed.
+DUCKDB_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+
+#: Writes land in batches of thousands of rows; checkpointing the WAL every 16 MB (DuckDB's
+#: default) would stall them, so the file is checkpointed at the end of each sync instead.
+_WRITE_SETTINGS = "SET checkpoint_threshold = '1GB'; SET memory_limit = '256MB'"
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
+
+
+def lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+class WriterLock:
+    """The exclusive writer lock of one warehouse file (flock on `<file>.lock`)."""
+
+    def __init__(self, path: Path, *, wait: float = 0.0, holder: str = "") -> None:
+        self.path = lock_path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + max(0.0, wait)
+        while fcntl is not None:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    who = self.holder()
+                    os.close(self._fd)
+                    self._fd = None
+                    raise WarehouseLockedError(
+                        f"the warehouse {path} is being written by {who}. Wait for it to finish "
+                        "(or pass wait=SECONDS / --wait SECONDS), close that Warehouse, or open "
+                        "this one with read_only=True"
+                    ) from None
+                time.sleep(0.05)
+        os.ftruncate(self._fd, 0)
+        os.write(self._fd, f"pid {os.getpid()} ({holder or _command()})".encode())
+
+    def holder(self) -> str:
+        try:
+            text = self.path.read_text(errors="replace").strip()
+        except OSError:
+            text = ""
+        return text or "another process"
+
+    def release(self) -> None:
+        if self._fd is not None:
+            if fcntl is not None:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def _command() -> str:
+    try:
+        argv = Path("/proc/self/cmdline").read_bytes().split(b"\0")
+        return " ".join(a.decode(errors="replace") for a in argv[:3] if a)[:120] or "python"
+    except OSError:
+        return "python"
+
+
+def check_file(path: Path) -> None:
+    """Refuse what is not a DuckDB file before DuckDB sees it (it would try an extension to
+    read a SQLite file, and may alter what it opens)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(16)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise WarehouseFileError(f"cannot read {path}: {exc.strerror}") from None
+    if not head:
+        raise WarehouseFileError(
+            f"{path} is an empty file, not a paylens warehouse; remove it or choose another path"
+        )
+    if head.startswith(_SQLITE_MAGIC):
+        raise WarehouseFileError(f"{path} is a SQLite database, not a paylens warehouse; left as is")
+    if head[8:12] != _DUCKDB_MAGIC:
+        raise WarehouseFileError(
+            f"{path} is not a DuckDB database (truncated, or another program's file); left as is"
+        )
+
+
+def _is_paylens(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if tables and "paylens_meta" not in tables:
+        raise WarehouseFileError(
+            f"{path} is another program's DuckDB database (tables: {', '.join(sorted(tables)[:5])}); "
+            "paylens leaves it as is: choose another path"
+        )
+
+
+def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Open the file with DuckDB, its errors turned into typed ones."""
+    if read_only and not path.exists():
+        raise WarehouseError(f"no warehouse at {path}: run a sync first (paylens sync --db {path})")
+    check_file(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    existed = path.exists()
+    try:
+        if existed and not read_only:
+            # look before writing anything, not even a schema
+            with contextlib.closing(
+                duckdb.connect(str(path), read_only=True, config=DUCKDB_CONFIG)
+            ) as probe:
+                _is_paylens(probe, path)
+        con = duckdb.connect(str(path), read_only=read_only, config=DUCKDB_CONFIG)
+        if read_only:
+            try:
+                _is_paylens(con, path)
+            except WarehouseFileError:
+                con.close()
+                raise
+        else:
+            con.execute(_WRITE_SETTINGS)
+        return con
+    except duckdb.Error as exc:
+        raise typed(exc, path) from None
+
+
+def typed(exc: BaseException, path: Path) -> WarehouseError:
+    """The typed error for what DuckDB or the OS said about the file."""
+    text = str(exc)
+    lower = text.lower()
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "no space left" in lower:
+        return WarehouseStorageError(
+            f"no space left on the device holding {path}: nothing committed before is lost; "
+            "free some space and run again (a sync resumes where it stopped)"
+        )
+    if isinstance(exc, OSError):
+        return WarehouseStorageError(f"cannot write {path}: {exc.strerror or text}")
+    if "lock" in lower and ("conflict" in lower or "could not set lock" in lower):
+        return WarehouseLockedError(
+            f"the warehouse {path} is open for writing by another process; wait for it to "
+            "finish or open it with read_only=True"
+        )
+    if "different configuration" in lower:
+        return WarehouseLockedError(
+            f"the warehouse {path} is already open in this process in another mode; close it first"
+        )
+    if "not a valid duckdb" in lower or "magic" in lower or "corrupt" in lower or "checksum" in lower:
+        return WarehouseFileError(f"{path} is not a readable DuckDB database: {text.splitlines()[0]}")
+    if "serialization" in lower or "version" in lower and "storage" in lower:
+        return WarehouseFileError(f"{path} cannot be read by this DuckDB: {text.splitlines()[0]}")
+    return WarehouseError(f"{path}: {text.splitlines()[0] if text else type(exc).__name__}")
+
+
+@dataclass
+class Store:
+    """One warehouse file open in this process: shared by every `Warehouse` on it."""
+
+    path: Path
+    read_only: bool
+    con: duckdb.DuckDBPyConnection
+    writer: WriterLock | None
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    sync_lock: threading.Lock = field(default_factory=threading.Lock)
+    refs: int = 1
+
+
+_OPEN: dict[Path, Store] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def open_store(path: Path, *, read_only: bool, wait: float = 0.0) -> Store:
+    """The store of `path` in this process (shared), opened on first use."""
+    key = path.resolve()
+    with _OPEN_LOCK:
+        store = _OPEN.get(key)
+        if store is not None:
+            if store.read_only and not read_only:
+                raise WarehouseLockedError(
+                    f"{path} is open read-only in this process; close those Warehouse objects "
+                    "before opening it read-write"
+                )
+            store.refs += 1
+            return store
+        writer = None if read_only else WriterLock(path, wait=wait)
+        try:
+            con = connect(path, read_only=read_only)
+        except BaseException:
+            if writer is not None:
+                writer.release()
+            raise
+        store = Store(path=key, read_only=read_only, con=con, writer=writer)
+        _OPEN[key] = store
+        return store
+
+
+def close_store(store: Store) -> None:
+    with _OPEN_LOCK:
+        store.refs -= 1
+        if store.refs > 0:
+            return
+        _OPEN.pop(store.path, None)
+        with store.lock:
+            try:
+                store.con.close()
+            finally:
+                if store.writer is not None:
+                    store.writer.release()
+
+
+@contextlib.contextmanager
+def storage_errors(path: Path) -> Iterator[None]:
+    """DuckDB's and the OS's write errors as typed warehouse errors (the real one named)."""
+    try:
+        yield
+    except (duckdb.IOException, OSError) as exc:
+        raise typed(exc, path) from None
+    except duckdb.Error as exc:
+        if "no space left" in str(exc).lower():
+            raise typed(exc, path) from None
+        raise
+

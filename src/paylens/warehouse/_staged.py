@@ -1,0 +1,144 @@
+"""The scheduled sync's staged copy: sync a copy of the file and swap it in, so that readers
+holding the file open read-only are never blocked, while no other writer can lose a row.
+
+The protocol (`sync_file` holds the target's writer lock throughout, so no paylens writer can
+write the target between the copy and the swap):
+
+1. *recover*: a swap that was interrupted (the marker `<file>.swapping` exists) is finished;
+2. *prepare*: a staged copy `<file>.syncing` left by a killed sync is resumed only when the
+   target is exactly as it was when the copy was taken (`<file>.syncing.base` records its size,
+   time and inode, and its WAL's); otherwise, or when the copy does not open (a disk that
+   filled up), it is dropped and the target copied afresh, with its WAL, which DuckDB replays
+   on opening the copy;
+3. the sync writes the copy and closes it (checkpointed: no WAL of its own);
+4. *swap*: write the marker, remove the target's stale WAL (its content is in the copy), rename
+   the copy over the target, remove the marker. Each step is idempotent, so a crash anywhere is
+   finished by the next run's *recover*.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+from pathlib import Path
+
+import orjson
+
+from paylens.errors import WarehouseFileError
+
+from ._open import check_file, typed
+
+logger = logging.getLogger("paylens.warehouse")
+
+
+def _wal(path: Path) -> Path:
+    return path.with_name(path.name + ".wal")
+
+
+def staged_path(target: Path) -> Path:
+    return target.with_name(target.name + ".syncing")
+
+
+def _base_path(target: Path) -> Path:
+    return target.with_name(target.name + ".syncing.base")
+
+
+def _marker(target: Path) -> Path:
+    return target.with_name(target.name + ".swapping")
+
+
+def _stat(path: Path) -> list[int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def _fingerprint(target: Path) -> bytes:
+    return orjson.dumps({"db": _stat(target), "wal": _stat(_wal(target))})
+
+
+def _remove(*paths: Path) -> None:
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def recover(target: Path) -> None:
+    """Finish a swap that a killed run began."""
+    if not _marker(target).exists():
+        return
+    staged = staged_path(target)
+    if staged.exists():
+        _remove(_wal(target))
+        os.replace(staged, target)
+        _fsync_dir(target)
+    _remove(_base_path(target), _marker(target))
+    logger.warning("finished the swap of %s that an interrupted sync had begun", target)
+
+
+def prepare(target: Path) -> Path:
+    """The staged copy to sync: the one a killed run left, when still valid; else a fresh one."""
+    staged = staged_path(target)
+    base = _base_path(target)
+    if staged.exists():
+        reason = _stale(target, staged)
+        if reason is None:
+            return staged
+        logger.warning("dropping the staged copy %s: %s", staged, reason)
+    _remove(staged, _wal(staged), base)
+    if target.exists():
+        check_file(target)
+        _copy(target, staged)
+    base.write_bytes(_fingerprint(target))
+    return staged
+
+
+def _stale(target: Path, staged: Path) -> str | None:
+    base = _base_path(target)
+    if not base.exists() or base.read_bytes() != _fingerprint(target):
+        return "the warehouse changed since it was taken"
+    try:
+        check_file(staged)
+    except WarehouseFileError as exc:
+        return str(exc)
+    return None
+
+
+def _copy(target: Path, staged: Path) -> None:
+    """Copy the file and its WAL under temporary names, then rename: a copy cut short (a full
+    disk) is never mistaken for a complete one."""
+    tmp = staged.with_name(staged.name + ".tmp")
+    try:
+        shutil.copyfile(target, tmp)
+        if _wal(target).exists():
+            shutil.copyfile(_wal(target), _wal(staged))
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, staged)
+    except OSError as exc:
+        _remove(tmp, _wal(staged))
+        raise typed(exc, staged) from None
+
+
+def swap(target: Path, staged: Path) -> None:
+    """Put the synced copy in the target's place (see the module docstring)."""
+    if _wal(staged).exists():
+        raise WarehouseFileError(f"{staged} was not closed cleanly; it is kept for the next run")
+    _marker(target).write_bytes(b"swap")
+    _fsync_dir(target)
+    _remove(_wal(target))
+    os.replace(staged, target)
+    _fsync_dir(target)
+    _remove(_base_path(target), _marker(target))
