@@ -172,6 +172,7 @@ def apply_plan(
     with _LIVE_LOCK:
         _LIVE.add(run.token)
     try:
+        run.resolve_in_doubt()
         with ThreadPoolExecutor(
             max_workers=max(1, concurrency), thread_name_prefix="paylens-ops"
         ) as pool:
@@ -218,6 +219,40 @@ class _Run:
     def _read(self, row: dict[str, Any]) -> Any:
         self._pace()
         return self.kind.read(self.client, row)
+
+    def resolve_in_doubt(self) -> None:
+        """Read the record of every item whose request a dead run left in doubt (this
+        action, any plan) and journal what it shows; an item that cannot be read stays in
+        doubt. Items of this plan are also resolved when claimed (see `act`)."""
+        action = self.plan.action
+        with _LIVE_LOCK:
+            live = set(_LIVE)
+        entries: dict[str, list[int]] = {}
+        for entry, item in self.wh.journal_in_doubt(action.name, live):
+            entries.setdefault(item, []).append(entry)
+        if not entries:
+            return
+        rows = self.wh.sql(
+            f"SELECT {action.columns} FROM {action.table} WHERE id IN (SELECT unnest(?::VARCHAR[]))",
+            [list(entries)],
+        ).to_dict("records")
+        for row in rows:
+            try:
+                current = self._read(row)
+            except NotFoundError as exc:
+                self._finish(entries[row["id"]], _error_outcome(row["id"], exc, "not_found"))
+                continue
+            except (APIError, APIConnectionError):
+                continue
+            if self.kind.effect(action.name, row, current):
+                outcome = _Outcome(
+                    row["id"], action.verb, message="confirmed by reading the record later"
+                )
+            else:
+                outcome = _Outcome(
+                    row["id"], "no_effect", message="a later read showed no effect of it"
+                )
+            self._finish(entries[row["id"]], outcome)
 
     def act(self, row: dict[str, Any]) -> _Outcome:
         action, tid = self.plan.action, row["id"]

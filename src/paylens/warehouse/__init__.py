@@ -494,6 +494,12 @@ class Warehouse:
                 message=message,
             )
 
+    def journal_in_doubt(self, action: str, live: Sequence[str] | set[str]) -> list[tuple[int, str]]:
+        """(entry id, item id) of `action`'s journal entries whose outcome is not known, left
+        by runs not in `live`: to resolve by reading the record."""
+        with self._lock:
+            return _journal.in_doubt(self._con, action, live)
+
     def journal_succeeded(self, action: str, success: str, ids: Sequence[str]) -> set[str]:
         """Items the journal records `action` as having succeeded on."""
         with self._lock:

@@ -100,6 +100,18 @@ def record(
     )
 
 
+def in_doubt(
+    con: duckdb.DuckDBPyConnection, action: str, live: Collection[str]
+) -> list[tuple[int, str]]:
+    """(entry, item) of `action`'s in-doubt entries left by runs no longer alive."""
+    rows = con.execute(
+        """SELECT entry_id, transaction_id, claim FROM ops_journal
+           WHERE action = ? AND outcome IN (SELECT unnest(?::VARCHAR[])) ORDER BY entry_id""",
+        [action, list(IN_DOUBT)],
+    ).fetchall()
+    return [(int(e), str(i)) for e, i, holder in rows if holder not in live]
+
+
 def succeeded(
     con: duckdb.DuckDBPyConnection, action: str, success: str, ids: Sequence[str]
 ) -> set[str]:
