@@ -81,7 +81,9 @@ def test_lost_answers_never_send_a_second_request(tmp_path: Path, how: str) -> N
         ids = _inside_window(sandbox, wh)[:30]
         assert len(ids) == 30
         transport = LostAnswers(httpx.HTTPTransport(), lambda r: r.method == "POST", how)
-        client = Client(server.base_url, sandbox.client_id, sandbox.client_secret, transport=transport)
+        client = Client(
+            server.base_url, sandbox.client_id, sandbox.client_secret, transport=transport
+        )
         result = ops.plan_cancel(wh, ids, reason="duplicate").apply(client, progress=False)
         journal = wh.journal()
     assert _posts(sandbox, "/cancel") == Counter(dict.fromkeys(ids, 1))
@@ -394,7 +396,5 @@ def test_an_answer_lost_before_the_service_acted_is_sent_again_only_after_a_read
         journal = wh.journal()
     assert list(second["outcome"]) == ["cancelled"]
     assert list(journal["outcome"]) == ["no_effect", "cancelled"]
-    statuses = [
-        s for m, p, s in sandbox.requests.entries if m == "POST" and p.endswith("/cancel")
-    ]
+    statuses = [s for m, p, s in sandbox.requests.entries if m == "POST" and p.endswith("/cancel")]
     assert statuses == [0, 200]  # dropped unanswered, then sent once more after the read

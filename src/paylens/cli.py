@@ -24,7 +24,15 @@ def _sandbox_serve(args: argparse.Namespace) -> int:
     sandbox.faults.configure(
         latency=args.latency, rate_429=args.rate_429, rate_limit=args.rate_limit
     )
-    server = sandbox.serve(port=args.port, host=args.host)
+    try:
+        server = sandbox.serve(port=args.port, host=args.host)
+    except OSError as exc:
+        print(
+            f"paylens sandbox serve: cannot listen on {args.host} port {args.port}: "
+            f"{exc.strerror or exc} (choose another with --port, or 0 for any free port)",
+            file=sys.stderr,
+        )
+        return 1
     for name, value in sandbox.env(server).items():
         print(f"{name}={value}")
     print(
@@ -119,6 +127,7 @@ def _sync(args: argparse.Namespace) -> int:
         report = sync_file(
             args.db,
             client,
+            wait=args.wait,
             since=args.since,
             full=args.full,
             concurrency=args.concurrency,
@@ -144,7 +153,8 @@ def _cancel(args: argparse.Namespace) -> int:
         print(f"paylens cancel: {exc}", file=sys.stderr)
         return 2
     try:
-        with Warehouse(args.db) as wh:
+        # a dry run reads only: it opens the file read-only and writes nothing
+        with Warehouse(args.db, read_only=args.dry_run, wait=args.wait) as wh:
             plan = ops.plan_cancel(wh, args.where, reason=args.reason)
             print(plan)
             if not len(plan.eligible):
@@ -219,6 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
     sync.add_argument("--concurrency", type=int, default=16)
     sync.add_argument("--rate-limit", type=float, default=None, help="requests per second")
     sync.add_argument("--quiet", action="store_true", help="no progress bar")
+    sync.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        help="seconds to wait for another writer of the file to finish (default: fail at once)",
+    )
     sync.set_defaults(run=_sync)
 
     cancel = commands.add_parser(
@@ -234,6 +250,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mode.add_argument("--apply", action="store_true", help="send the cancellations")
     cancel.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    cancel.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        help="seconds to wait for another writer of the file to finish (default: fail at once)",
+    )
     cancel.set_defaults(run=_cancel)
 
     report = commands.add_parser(
@@ -261,12 +283,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command; whatever goes wrong is one line on stderr, never a traceback."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr)
+    name = " ".join(
+        n for n in ("paylens", args.command, getattr(args, "sandbox_command", None)) if n
+    )
     try:
         return int(args.run(args))
     except KeyboardInterrupt:
+        print(
+            f"{name}: interrupted; what was committed is kept, and the next run resumes",
+            file=sys.stderr,
+        )
         return 130
+    except Exception as exc:  # the last net: one line, the real error named
+        if args.verbose:
+            logging.getLogger("paylens").exception("%s failed", name)
+        first = (str(exc).strip().splitlines() or [""])[0]
+        print(f"{name}: {type(exc).__name__}: {first}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

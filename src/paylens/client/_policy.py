@@ -155,7 +155,9 @@ class Attempts:
     The clients call these methods outside their `except` blocks, so no error paylens raises
     carries the transport's exception (and the request headers it holds) in its chain."""
 
-    def __init__(self, policy: RetryPolicy, call: Call[Any], request: httpx.Request, rng: random.Random) -> None:
+    def __init__(
+        self, policy: RetryPolicy, call: Call[Any], request: httpx.Request, rng: random.Random
+    ) -> None:
         self.policy = policy
         self.retry_safe = call.retry_safe
         self.info = FailedRequest(request.method, _public_url(request.url))

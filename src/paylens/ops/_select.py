@@ -25,6 +25,16 @@ def select_ids(wh: Warehouse, expression: str, table: str) -> list[str]:
     """Ids of `table`'s rows for which `expression` is true, oldest first."""
     if not expression.strip():
         raise InvalidArgumentError("select", f"an empty filter; give a condition over {table}")
+    refused = (
+        f"{expression!r} must be one condition over {table} (e.g. \"status = 'PENDING'\"); "
+        "stacked statements, DDL and DML are refused"
+    )
+    try:  # as pasted into a WHERE clause, the way an attacker means it
+        pasted = duckdb.extract_statements(f"SELECT id FROM {table} WHERE {expression}")
+    except duckdb.Error:
+        pasted = []
+    if len(pasted) > 1 or any(st.type != duckdb.StatementType.SELECT for st in pasted):
+        raise InvalidArgumentError("select", refused)
     query = f"SELECT id FROM {table} WHERE ({expression}) ORDER BY created_at, id"
     try:
         statements = duckdb.extract_statements(query)
@@ -33,11 +43,7 @@ def select_ids(wh: Warehouse, expression: str, table: str) -> list[str]:
             "select", f"{expression!r} is not a SQL condition: {_first_line(exc)}"
         ) from None
     if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
-        raise InvalidArgumentError(
-            "select",
-            f"{expression!r} must be one condition over {table} (e.g. \"status = 'PENDING'\"); "
-            "stacked statements, DDL and DML are refused",
-        )
+        raise InvalidArgumentError("select", refused)
     snapshot = wh.snapshot(table)
     private = duckdb.connect(":memory:", config=_PRIVATE)
     try:

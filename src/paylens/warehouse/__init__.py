@@ -29,9 +29,13 @@ import pyarrow as pa
 
 from paylens.client import Client
 from paylens.client._params import timestamp
+from paylens.errors import (
+    WarehouseError,
+    WarehouseFileError,
+    WarehouseLockedError,
+    WarehouseStorageError,
+)
 from paylens.frames import to_pandas
-
-from paylens.errors import WarehouseError, WarehouseLockedError
 
 from . import _journal, _staged, _store, _wallets
 from ._open import WriterLock, close_store, open_store, storage_errors
@@ -494,7 +498,9 @@ class Warehouse:
                 message=message,
             )
 
-    def journal_in_doubt(self, action: str, live: Sequence[str] | set[str]) -> list[tuple[int, str]]:
+    def journal_in_doubt(
+        self, action: str, live: Sequence[str] | set[str]
+    ) -> list[tuple[int, str]]:
         """(entry id, item id) of `action`'s journal entries whose outcome is not known, left
         by runs not in `live`: to resolve by reading the record."""
         with self._lock:
@@ -643,16 +649,27 @@ def sync_file(
     try:
         _staged.recover(target)
         staged = _staged.prepare(target)
-        with Warehouse(staged) as wh:
-            report = wh.sync(
-                client,
-                since=since,
-                full=full,
-                concurrency=concurrency,
-                rate_limit=rate_limit,
-                progress=progress,
-                resources=resources,
-            )
+        try:
+            wh = Warehouse(staged)
+        except WarehouseFileError:
+            _staged.discard(target)
+            staged = _staged.prepare(target)
+            wh = Warehouse(staged)
+        try:
+            with wh:
+                report = wh.sync(
+                    client,
+                    since=since,
+                    full=full,
+                    concurrency=concurrency,
+                    rate_limit=rate_limit,
+                    progress=progress,
+                    resources=resources,
+                )
+        except WarehouseStorageError:
+            # the copy holds the space that ran out: free it (the target is intact)
+            _staged.discard(target)
+            raise
         _staged.swap(target, staged)
     finally:
         lock.release()

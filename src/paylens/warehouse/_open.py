@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
 import duckdb
 
 from paylens.errors import (
@@ -115,7 +116,9 @@ def check_file(path: Path) -> None:
             f"{path} is an empty file, not a paylens warehouse; remove it or choose another path"
         )
     if head.startswith(_SQLITE_MAGIC):
-        raise WarehouseFileError(f"{path} is a SQLite database, not a paylens warehouse; left as is")
+        raise WarehouseFileError(
+            f"{path} is a SQLite database, not a paylens warehouse; left as is"
+        )
     if head[8:12] != _DUCKDB_MAGIC:
         raise WarehouseFileError(
             f"{path} is not a DuckDB database (truncated, or another program's file); left as is"
@@ -131,20 +134,29 @@ def _is_paylens(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         )
 
 
+def probe(path: Path) -> None:
+    """Refuse `path` unless it is a paylens warehouse (or absent), opening it read-only."""
+    if not path.exists():
+        return
+    check_file(path)
+    try:
+        with contextlib.closing(
+            duckdb.connect(str(path), read_only=True, config=DUCKDB_CONFIG)
+        ) as con:
+            _is_paylens(con, path)
+    except duckdb.Error as exc:
+        raise typed(exc, path) from None
+
+
 def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     """Open the file with DuckDB, its errors turned into typed ones."""
     if read_only and not path.exists():
         raise WarehouseError(f"no warehouse at {path}: run a sync first (paylens sync --db {path})")
     check_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    existed = path.exists()
+    if not read_only:
+        probe(path)  # look before writing anything, not even a schema
     try:
-        if existed and not read_only:
-            # look before writing anything, not even a schema
-            with contextlib.closing(
-                duckdb.connect(str(path), read_only=True, config=DUCKDB_CONFIG)
-            ) as probe:
-                _is_paylens(probe, path)
         con = duckdb.connect(str(path), read_only=read_only, config=DUCKDB_CONFIG)
         if read_only:
             try:
@@ -163,7 +175,7 @@ def typed(exc: BaseException, path: Path) -> WarehouseError:
     """The typed error for what DuckDB or the OS said about the file."""
     text = str(exc)
     lower = text.lower()
-    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "no space left" in lower:
+    if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or "no space left" in lower:
         return WarehouseStorageError(
             f"no space left on the device holding {path}: nothing committed before is lost; "
             "free some space and run again (a sync resumes where it stopped)"
@@ -179,9 +191,17 @@ def typed(exc: BaseException, path: Path) -> WarehouseError:
         return WarehouseLockedError(
             f"the warehouse {path} is already open in this process in another mode; close it first"
         )
-    if "not a valid duckdb" in lower or "magic" in lower or "corrupt" in lower or "checksum" in lower:
-        return WarehouseFileError(f"{path} is not a readable DuckDB database: {text.splitlines()[0]}")
-    if "serialization" in lower or "version" in lower and "storage" in lower:
+    if (
+        "could not read enough bytes" in lower
+        or "not a valid duckdb" in lower
+        or "magic" in lower
+        or "corrupt" in lower
+        or "checksum" in lower
+    ):
+        return WarehouseFileError(
+            f"{path} is not a readable DuckDB database: {text.splitlines()[0]}"
+        )
+    if "serialization" in lower or ("version" in lower and "storage" in lower):
         return WarehouseFileError(f"{path} cannot be read by this DuckDB: {text.splitlines()[0]}")
     return WarehouseError(f"{path}: {text.splitlines()[0] if text else type(exc).__name__}")
 
@@ -253,4 +273,3 @@ def storage_errors(path: Path) -> Iterator[None]:
         if "no space left" in str(exc).lower():
             raise typed(exc, path) from None
         raise
-

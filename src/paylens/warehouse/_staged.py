@@ -28,7 +28,7 @@ import orjson
 
 from paylens.errors import WarehouseFileError
 
-from ._open import check_file, typed
+from ._open import check_file, probe, typed
 
 logger = logging.getLogger("paylens.warehouse")
 
@@ -92,6 +92,7 @@ def prepare(target: Path) -> Path:
     """The staged copy to sync: the one a killed run left, when still valid; else a fresh one."""
     staged = staged_path(target)
     base = _base_path(target)
+    probe(target)  # a foreign file is refused before anything is copied or written
     if staged.exists():
         reason = _stale(target, staged)
         if reason is None:
@@ -99,10 +100,16 @@ def prepare(target: Path) -> Path:
         logger.warning("dropping the staged copy %s: %s", staged, reason)
     _remove(staged, _wal(staged), base)
     if target.exists():
-        check_file(target)
         _copy(target, staged)
     base.write_bytes(_fingerprint(target))
     return staged
+
+
+def discard(target: Path) -> None:
+    """Drop the staged copy (it does not open, or it holds the space a full disk lacks)."""
+    staged = staged_path(target)
+    logger.info("dropping the staged copy %s", staged)
+    _remove(staged, _wal(staged), _base_path(target))
 
 
 def _stale(target: Path, staged: Path) -> str | None:

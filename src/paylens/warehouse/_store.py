@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import duckdb

@@ -1,0 +1,332 @@
+"""The warehouse file under hostile conditions: foreign files, a full disk, a truncated staged
+copy, stacked statements in a plan's filter, the CLI's one-line errors, and exception chains
+that never carry the request's headers."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from paylens import Client, Sandbox, ops
+from paylens.errors import (
+    APIConnectionError,
+    InvalidArgumentError,
+    OutcomeUnknownError,
+    WarehouseFileError,
+    WarehouseLockedError,
+    WarehouseStorageError,
+)
+from paylens.warehouse import Warehouse, sync_file
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "paylens.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env or dict(os.environ),
+        timeout=120,
+    )
+
+
+def _one_line(result: subprocess.CompletedProcess[str]) -> str:
+    err = result.stderr.strip()
+    assert "Traceback" not in err and err.count("\n") == 0, err
+    return err
+
+
+@pytest.fixture
+def foreign_files(tmp_path: Path) -> dict[str, Path]:
+    sqlite_path = tmp_path / "ledger.sqlite"
+    with contextlib.closing(sqlite3.connect(sqlite_path)) as con:
+        con.execute("CREATE TABLE ledger (id INTEGER, amount INTEGER)")
+        con.execute("INSERT INTO ledger VALUES (1, 100)")
+        con.commit()
+    other_duck = tmp_path / "other.duckdb"
+    with contextlib.closing(duckdb.connect(str(other_duck))) as con:
+        con.execute("CREATE TABLE budget (month VARCHAR, amount BIGINT)")
+        con.execute("INSERT INTO budget VALUES ('2025-09', 1200)")
+    text = tmp_path / "notes.duckdb"
+    text.write_text("month-end notes\n" * 100)
+    truncated = tmp_path / "truncated.duckdb"
+    truncated.write_bytes(b"\x00" * 7)
+    return {"sqlite": sqlite_path, "duckdb": other_duck, "text": text, "truncated": truncated}
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "duckdb", "text", "truncated"])
+@pytest.mark.parametrize("read_only", [False, True])
+def test_foreign_files_are_refused_and_never_altered(
+    foreign_files: dict[str, Path], kind: str, read_only: bool
+) -> None:
+    path = foreign_files[kind]
+    before = _digest(path)
+    siblings = set(path.parent.iterdir())
+    with pytest.raises(WarehouseFileError, match="left as is|not a|another program"):
+        Warehouse(path, read_only=read_only)
+    assert _digest(path) == before
+    assert {p for p in path.parent.iterdir() if not p.name.endswith(".lock")} == siblings
+    # and the CLI says so in one line
+    result = _cli("sync", "--db", str(path), "--sandbox", "--transactions", "200", "--quiet")
+    assert result.returncode == 1 and _one_line(result).startswith("paylens sync:")
+    assert _digest(path) == before
+
+
+def test_a_sqlite_file_never_makes_duckdb_fetch_an_extension(
+    foreign_files: dict[str, Path],
+) -> None:
+    extensions = Path.home() / ".duckdb" / "extensions"
+    existed = set(extensions.rglob("*")) if extensions.exists() else set()
+    with pytest.raises(WarehouseFileError, match="SQLite"):
+        Warehouse(foreign_files["sqlite"])
+    now = set(extensions.rglob("*")) if extensions.exists() else set()
+    assert now == existed
+
+
+@contextlib.contextmanager
+def _small_disk(tmp_path: Path, megabytes: int) -> Iterator[Path | None]:
+    """A tmpfs of `megabytes` where the machine allows mounting one, else None."""
+    mount = tmp_path / "small-disk"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs", str(mount)],
+        capture_output=True,
+    )
+    if done.returncode != 0:
+        yield None
+        return
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_a_full_disk_is_a_typed_error_that_loses_nothing(tmp_path: Path) -> None:
+    small, big = Sandbox(seed=1, transactions=300), Sandbox(seed=1, transactions=40_000)
+    with _small_disk(tmp_path, 24) as disk:
+        if disk is None:
+            pytest.skip("cannot mount a tmpfs here; the injected ENOSPC test covers the copy")
+        path = disk / "w.duckdb"
+        with Warehouse(path) as wh:
+            wh.sync(small.client(), progress=False)
+        with pytest.raises(WarehouseStorageError, match="no space left"):
+            with Warehouse(path) as wh:
+                wh.sync(big.client(), progress=False, full=True)
+        with pytest.raises(WarehouseStorageError, match="no space left"):
+            sync_file(path, big.client(), progress=False, full=True)
+        with Warehouse(path, read_only=True) as wh:
+            assert len(wh.transactions()) == 300  # what was stored before stays
+        # the failed staged copy was removed to give its space back: the next run succeeds
+        report = sync_file(path, small.client(), progress=False, full=True)
+        assert report.resources["transactions"]["unchanged"] == 300
+        assert not path.with_name(path.name + ".syncing").exists()
+
+
+def test_a_copy_cut_short_by_enospc_leaves_no_staged_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sandbox = Sandbox(seed=2, transactions=300)
+    path = tmp_path / "w.duckdb"
+    with Warehouse(path) as wh:
+        wh.sync(sandbox.client(), progress=False)
+
+    def full(src: str, dst: str, **_: object) -> None:
+        Path(dst).write_bytes(Path(src).read_bytes()[:1000])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(shutil, "copyfile", full)
+    with pytest.raises(WarehouseStorageError, match="no space left"):
+        sync_file(path, sandbox.client(), progress=False)
+    monkeypatch.undo()
+    assert not path.with_name(path.name + ".syncing").exists()
+    assert not path.with_name(path.name + ".syncing.tmp").exists()
+    report = sync_file(path, sandbox.client(), progress=False, full=True)
+    assert report.resources["transactions"]["unchanged"] == 300
+
+
+def test_a_truncated_staged_copy_is_dropped_and_the_sync_succeeds(tmp_path: Path) -> None:
+    sandbox = Sandbox(seed=3, transactions=300)
+    path = tmp_path / "w.duckdb"
+    sync_file(path, sandbox.client(), progress=False)
+    # a staged copy that a full disk cut short, with a base that still matches the target
+    staged = path.with_name(path.name + ".syncing")
+    staged.write_bytes(path.read_bytes()[:4096])
+    base = path.with_name(path.name + ".syncing.base")
+    from paylens.warehouse._staged import _fingerprint
+
+    base.write_bytes(_fingerprint(path))
+    report = sync_file(path, sandbox.client(), progress=False, full=True)
+    assert report.resources["transactions"]["unchanged"] == 300
+    assert not staged.exists()
+    with Warehouse(path, read_only=True) as wh:
+        assert len(wh.transactions()) == 300
+
+
+def test_an_interrupted_swap_is_finished_by_the_next_run(tmp_path: Path) -> None:
+    sandbox = Sandbox(seed=4, transactions=300)
+    path = tmp_path / "w.duckdb"
+    sync_file(path, sandbox.client(), progress=False)
+    with Warehouse(path) as wh:  # a journal row in the target
+        wh.journal_record(
+            fingerprint="f",
+            action="cancel",
+            item_id="Transaction:x",
+            outcome="skipped_changed",
+            message="kept",
+        )
+    staged = path.with_name(path.name + ".syncing")
+    shutil.copyfile(path, staged)
+    path.with_name(path.name + ".swapping").write_bytes(b"swap")
+    sync_file(path, sandbox.client(), progress=False)
+    assert not staged.exists() and not path.with_name(path.name + ".swapping").exists()
+    with Warehouse(path, read_only=True) as wh:
+        assert list(wh.journal()["message"]) == ["kept"]
+
+
+STACKED = "1=0; DELETE FROM transactions; SELECT id, created_at FROM transactions WHERE 1=1"
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        STACKED,
+        "1=0; DROP TABLE ops_journal",
+        "id IN (SELECT id FROM transactions); CREATE TABLE x AS SELECT 1",
+        "nextval('ops_journal_ids') > 0",
+        "id IN (SELECT content FROM read_text('/etc/hostname'))",
+        "",
+    ],
+)
+def test_a_plan_filter_cannot_write(tmp_path: Path, where: str) -> None:
+    sandbox = Sandbox(seed=5, transactions=500)
+    path = tmp_path / "w.duckdb"
+    with Warehouse(path) as wh:
+        wh.sync(sandbox.client(), progress=False, resources=["transactions"])
+        before = wh.sql("SELECT count(*) AS n FROM transactions")["n"][0]
+        with pytest.raises(InvalidArgumentError, match="select"):
+            ops.plan_cancel(wh, where)
+        assert wh.sql("SELECT count(*) AS n FROM transactions")["n"][0] == before == 500
+        assert "ops_journal" in set(wh.sql("SHOW TABLES")["name"])
+        sequence = wh.sql("SELECT nextval('ops_journal_ids') AS n")["n"][0]
+        assert sequence == 1  # the filter's nextval never ran against the warehouse
+
+
+@pytest.mark.http
+def test_cli_dry_run_with_stacked_statements_changes_nothing(tmp_path: Path) -> None:
+    sandbox = Sandbox(seed=6, transactions=500)
+    path = tmp_path / "w.duckdb"
+    with sandbox.serve() as server:
+        with Warehouse(path) as wh:
+            client = Client(server.base_url, sandbox.client_id, sandbox.client_secret)
+            wh.sync(client, progress=False, resources=["transactions"])
+        before = _digest(path)
+        env = {**os.environ, **sandbox.env(server)}
+        result = _cli("cancel", "--db", str(path), "--where", STACKED, "--dry-run", env=env)
+    assert result.returncode == 1
+    assert "stacked statements" in _one_line(result)
+    assert _digest(path) == before
+    assert sandbox.requests.count() == 0 or sandbox.requests.count("POST") == 0
+
+
+def test_cli_errors_are_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "held.duckdb"
+    with Warehouse(path):  # a writer holds it
+        result = _cli("sync", "--db", str(path), "--sandbox", "--transactions", "200", "--quiet")
+    assert result.returncode == 1
+    assert "being written by" in _one_line(result)
+    missing = _cli("report", "--db", str(tmp_path / "nope.duckdb"))
+    assert missing.returncode == 2 and _one_line(missing)
+
+
+def test_port_in_use_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = _cli("sandbox", "serve", "--port", str(port), "--transactions", "200")
+    assert result.returncode == 1
+    assert f"port {port}" in _one_line(result)
+
+
+def test_ctrl_c_is_one_line_and_the_sync_resumes(tmp_path: Path) -> None:
+    path = tmp_path / "w.duckdb"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "paylens.cli",
+            "sync",
+            "--db",
+            str(path),
+            "--sandbox",
+            "--transactions",
+            "200000",
+            "--quiet",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    base = path.with_name(path.name + ".syncing.base")
+    deadline = time.monotonic() + 120
+    while not base.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert "interrupted" in err and "Traceback" not in err and err.strip().count("\n") == 0
+    # the lock is released: the next run goes ahead
+    with Warehouse(path.with_name("other.duckdb")):
+        pass
+    assert not Path(str(path) + ".lock").exists() or _lock_is_free(path)
+
+
+def _lock_is_free(path: Path) -> bool:
+    try:
+        with Warehouse(path, wait=0):
+            return True
+    except WarehouseLockedError:
+        return False
+    except WarehouseFileError:
+        return True  # no warehouse yet: the lock was free all the same
+
+
+def test_exception_chains_never_carry_request_headers() -> None:
+    sandbox = Sandbox(seed=7, transactions=200)
+    client = sandbox.client(max_retries=1, sleep=lambda _: None)
+    tid = next(iter(sandbox.world.all_transactions()))["id"]
+    sandbox.faults.drop_next(5)
+    errors: list[BaseException] = []
+    for call in (lambda: client.transactions.get(tid), lambda: client.transactions.cancel(tid)):
+        try:
+            call()
+        except (APIConnectionError, OutcomeUnknownError) as exc:
+            errors.append(exc)
+    assert [type(e) for e in errors] == [APIConnectionError, OutcomeUnknownError]
+    for error in errors:
+        seen, link = [], error
+        while link is not None:
+            seen.append(link)
+            link = link.__cause__ or link.__context__
+        assert seen == [error], f"{error!r} chains {seen[1:]!r}"
+        for value in vars(error).values():
+            assert "Authorization" not in repr(value)
+            assert sandbox.client_secret not in repr(value)
