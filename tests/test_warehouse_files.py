@@ -79,7 +79,7 @@ def test_foreign_files_are_refused_and_never_altered(
     path = foreign_files[kind]
     before = _digest(path)
     siblings = set(path.parent.iterdir())
-    with pytest.raises(WarehouseFileError, match="left as is|not a|another program"):
+    with pytest.raises(WarehouseFileError, match=r"left as is|not a|another program"):
         Warehouse(path, read_only=read_only)
     assert _digest(path) == before
     assert {p for p in path.parent.iterdir() if not p.name.endswith(".lock")} == siblings
@@ -126,9 +126,8 @@ def test_a_full_disk_is_a_typed_error_that_loses_nothing(tmp_path: Path) -> None
         path = disk / "w.duckdb"
         with Warehouse(path) as wh:
             wh.sync(small.client(), progress=False)
-        with pytest.raises(WarehouseStorageError, match="no space left"):
-            with Warehouse(path) as wh:
-                wh.sync(big.client(), progress=False, full=True)
+        with pytest.raises(WarehouseStorageError, match="no space left"), Warehouse(path) as wh:
+            wh.sync(big.client(), progress=False, full=True)
         with pytest.raises(WarehouseStorageError, match="no space left"):
             sync_file(path, big.client(), progress=False, full=True)
         with Warehouse(path, read_only=True) as wh:
