@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -241,3 +243,109 @@ def test_transport_errors_other_than_http_are_not_swallowed() -> None:
     )
     with pytest.raises(RuntimeError):
         client.config.get()
+
+
+def _pending_bank_transfer(sandbox: Sandbox) -> str:
+    return next(
+        t["id"]
+        for t in sandbox.world.all_transactions()
+        if t["type"] == "OUTGOING"
+        and t.get("paymentRail") in ("ACH", "WIRE")
+        and t["status"] in ("PENDING", "PROCESSING")
+        and sandbox.world.cancel_cutoff(t["id"]) > sandbox.now
+    )
+
+
+@pytest.mark.parametrize("fault", ["500", "502", "drop"])
+def test_a_state_change_is_never_sent_twice_after_it_may_have_reached_the_service(
+    sandbox: Sandbox, client: Client, fault: str
+) -> None:
+    tid = _pending_bank_transfer(sandbox)
+    if fault == "drop":
+        sandbox.faults.drop_next(1)
+    else:
+        sandbox.faults.inject(int(fault), "INTERNAL_ERROR" if fault == "500" else "HTTP_502")
+    with pytest.raises(paylens.errors.OutcomeUnknownError) as caught:
+        client.transactions.cancel(tid)
+    assert sandbox.requests.count("POST", suffix="/cancel") == 1
+    assert caught.value.status == (None if fault == "drop" else int(fault))
+    assert "not sent again" in str(caught.value)
+
+
+def test_a_state_change_refused_with_429_is_retried(
+    sandbox: Sandbox, client: Client, recorded_sleeps: list[float]
+) -> None:
+    tid = _pending_bank_transfer(sandbox)
+    sandbox.faults.inject(429, "RATE_LIMITED", count=1, retry_after=2)
+    tx = client.transactions.cancel(tid)
+    assert tx.refund is not None and tx.refund.reason == "USER_CANCELLATION"
+    assert sandbox.requests.count("POST", suffix="/cancel") == 2
+    assert recorded_sleeps == [2.0]
+
+
+def test_a_state_change_that_could_not_connect_is_retried() -> None:
+    sandbox = Sandbox(seed=3, transactions=300)
+    tid = _pending_bank_transfer(sandbox)
+    refused = {"n": 0}
+    inner = sandbox.client()._http._transport
+
+    class RefuseOnce(httpx.BaseTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            if refused["n"] == 0:
+                refused["n"] += 1
+                raise httpx.ConnectError("connection refused", request=request)
+            return inner.handle_request(request)
+
+    client = Client(
+        paylens.sandbox.IN_PROCESS_BASE_URL,
+        sandbox.client_id,
+        sandbox.client_secret,
+        transport=RefuseOnce(),
+        sleep=lambda _: None,
+    )
+    client.transactions.cancel(tid)
+    assert sandbox.requests.count("POST", suffix="/cancel") == 1  # the refused one never left
+
+
+def test_async_state_changes_are_at_most_once_too(sandbox: Sandbox) -> None:
+    tid = _pending_bank_transfer(sandbox)
+    sandbox.faults.inject(503, "HTTP_503")
+
+    async def cancel() -> None:
+        async with sandbox.async_client(sleep=_no_sleep) as client:
+            await client.transactions.cancel(tid)
+
+    with pytest.raises(paylens.errors.OutcomeUnknownError):
+        asyncio.run(cancel())
+    assert sandbox.requests.count("POST", suffix="/cancel") == 1
+
+
+async def _no_sleep(_: float) -> None:
+    return None
+
+
+def test_quote_creation_carries_an_idempotency_key(sandbox: Sandbox) -> None:
+    seen: list[str | None] = []
+    inner = sandbox.client()._http._transport
+
+    class Spy(httpx.BaseTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            if request.method == "POST":
+                seen.append(request.headers.get("Idempotency-Key"))
+            return inner.handle_request(request)
+
+    client = Client(
+        paylens.sandbox.IN_PROCESS_BASE_URL,
+        sandbox.client_id,
+        sandbox.client_secret,
+        transport=Spy(),
+    )
+    account = next(iter(client.internal_accounts.list()))
+    with contextlib.suppress(paylens.errors.APIError):  # refused or not: the key went out
+        client.quotes.create(
+            source={"sourceType": "ACCOUNT", "accountId": account.id},
+            destination={"destinationType": "ACCOUNT", "accountId": "ExternalAccount:x"},
+            locked_currency_side="SENDING",
+            locked_currency_amount=1000,
+        )
+    assert len(seen) == 1 and seen[0] and len(seen[0]) == 36
