@@ -83,9 +83,11 @@ def _within_caps(
     plan: Plan, max_items: int | None, max_total_minor: Mapping[str, int] | None
 ) -> tuple[list[dict[str, Any]], list[_Outcome]]:
     """The eligible items to act on, in plan order, and those beyond a cap."""
-    acting, over = [], []
+    acting: list[dict[str, Any]] = []
+    over: list[_Outcome] = []
     spent: dict[str, int] = {}
-    for row in plan.eligible.to_dict("records"):
+    for record in plan.eligible.to_dict("records"):
+        row = {str(k): v for k, v in record.items()}
         currency, amount = row.get("currency"), int(row.get("amount_minor") or 0)
         limit = (max_total_minor or {}).get(str(currency))
         if max_items is not None and len(acting) >= max_items:
@@ -236,7 +238,8 @@ class _Run:
             f"SELECT {action.columns} FROM {action.table} WHERE id IN (SELECT unnest(?::VARCHAR[]))",
             [list(entries)],
         ).to_dict("records")
-        for row in rows:
+        for record in rows:
+            row = {str(k): v for k, v in record.items()}
             try:
                 current = self._read(row)
             except NotFoundError as exc:

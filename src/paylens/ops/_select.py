@@ -14,7 +14,7 @@ from paylens.errors import InvalidArgumentError
 if TYPE_CHECKING:
     from paylens.warehouse import Warehouse
 
-_PRIVATE = {
+_PRIVATE: dict[str, str | bool | int | float | list[str]] = {
     "enable_external_access": False,
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -38,7 +39,10 @@ except ImportError:  # pragma: no cover - not on POSIX: DuckDB's own file lock i
     fcntl = None  # type: ignore[assignment]
 
 #: DuckDB must never reach the network or load code to open a file it was handed.
-DUCKDB_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
 
 #: Writes land in batches of thousands of rows; checkpointing the WAL every 16 MB (DuckDB's
 #: default) would stall them, so the file is checkpointed at the end of each sync instead.
@@ -76,7 +80,7 @@ class WriterLock:
                     ) from None
                 time.sleep(0.05)
         os.ftruncate(self._fd, 0)
-        os.write(self._fd, f"pid {os.getpid()} ({holder or _command()})".encode())
+        os.write(self._fd, f"process {os.getpid()} ({holder or _command()})".encode())
 
     def holder(self) -> str:
         try:
@@ -183,9 +187,13 @@ def typed(exc: BaseException, path: Path) -> WarehouseError:
     if isinstance(exc, OSError):
         return WarehouseStorageError(f"cannot write {path}: {exc.strerror or text}")
     if "lock" in lower and ("conflict" in lower or "could not set lock" in lower):
+        pid = re.search(r"\(PID (\d+)\)", text)
+        holder = f"process {pid.group(1)}" if pid else "another process"
         return WarehouseLockedError(
-            f"the warehouse {path} is open for writing by another process; wait for it to "
-            "finish or open it with read_only=True"
+            f"the warehouse {path} is open for writing by {holder} (a notebook or shell with a "
+            "read-write Warehouse, or an apply); readers wait for it to close. Scheduled "
+            "`paylens sync` runs never hold it while they read the service: they write a "
+            "staged copy and swap it in"
         )
     if "different configuration" in lower:
         return WarehouseLockedError(
