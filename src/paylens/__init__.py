@@ -5,8 +5,14 @@ sandbox = paylens.Sandbox()                 # the embedded simulator
 client = sandbox.client()                   # or paylens.Client.from_env()
 for tx in client.transactions.list(type="OUTGOING", status="PENDING"):
     print(tx.id, tx.sent_amount)
+wh = paylens.Warehouse("data/paylens.duckdb"); wh.sync(client)
+paylens.analysis.fee_breakdown(wh); paylens.ops.plan_cancel(wh, "status = 'PENDING'")
+
+Everything a user types after `paylens.` is here; the warehouse, analysis, ops and the
+sandbox (and pandas, DuckDB, matplotlib, numpy behind them) load when first asked for.
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from paylens import errors, models
@@ -26,6 +32,7 @@ from paylens.errors import (
     InvalidSignatureError,
     LockedError,
     NotFoundError,
+    OutcomeUnknownError,
     PaginationError,
     PaylensError,
     RateLimitError,
@@ -37,19 +44,43 @@ from paylens.errors import (
     WalletSignatureInvalidError,
     WalletSignatureMalformedError,
     WalletSignatureMissingError,
+    WarehouseError,
+    WarehouseFileError,
+    WarehouseLockedError,
+    WarehouseStorageError,
 )
 
 if TYPE_CHECKING:
+    from paylens import analysis, ops
+    from paylens.ops import Plan
     from paylens.sandbox import Sandbox
+    from paylens.warehouse import SyncOptions, SyncReport, Warehouse, sync_file
+
+#: What loads on first use: name -> (module, attribute or None for the module itself).
+_LAZY = {
+    "Sandbox": ("paylens.sandbox", "Sandbox"),
+    "Warehouse": ("paylens.warehouse", "Warehouse"),
+    "SyncReport": ("paylens.warehouse", "SyncReport"),
+    "SyncOptions": ("paylens.warehouse", "SyncOptions"),
+    "sync_file": ("paylens.warehouse", "sync_file"),
+    "Plan": ("paylens.ops", "Plan"),
+    "ops": ("paylens.ops", None),
+    "analysis": ("paylens.analysis", None),
+}
 
 
 def __getattr__(name: str) -> Any:
-    # the simulator (and numpy behind it) loads only when first asked for
-    if name == "Sandbox":
-        from paylens.sandbox import Sandbox
-
-        return Sandbox
+    if name in _LAZY:
+        module_name, attribute = _LAZY[name]
+        module = importlib.import_module(module_name)
+        value = module if attribute is None else getattr(module, attribute)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'paylens' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 __all__ = [
@@ -67,9 +98,11 @@ __all__ = [
     "InvalidSignatureError",
     "LockedError",
     "NotFoundError",
+    "OutcomeUnknownError",
     "PaginationError",
     "Paginator",
     "PaylensError",
+    "Plan",
     "RateLimitError",
     "RawPage",
     "RequestIdMissingError",
@@ -77,6 +110,8 @@ __all__ = [
     "RetryPolicy",
     "Sandbox",
     "SessionKey",
+    "SyncOptions",
+    "SyncReport",
     "TextPage",
     "UnexpectedStatusError",
     "WalletOperationPendingError",
@@ -84,7 +119,15 @@ __all__ = [
     "WalletSignatureInvalidError",
     "WalletSignatureMalformedError",
     "WalletSignatureMissingError",
+    "Warehouse",
+    "WarehouseError",
+    "WarehouseFileError",
+    "WarehouseLockedError",
+    "WarehouseStorageError",
     "__version__",
+    "analysis",
     "errors",
     "models",
+    "ops",
+    "sync_file",
 ]

@@ -4,6 +4,8 @@ other with httpx.AsyncClient. Everything but sending and sleeping lives in the p
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
 import random
 import time
 from collections.abc import Callable
@@ -12,7 +14,7 @@ from typing import Any, Self, TypeVar
 import httpx
 
 from ._auth import Auth
-from ._config import Credentials, check_base_url, settings_from_env
+from ._config import Credentials, check_base_url, is_sandbox_url, settings_from_env
 from ._policy import Attempts, Call, RateBudget, RequestStats, RetryPolicy, logger
 from ._resources import (
     Cards,
@@ -51,17 +53,12 @@ class _ClientBase:
         self._credentials = Credentials(client_id, client_secret)
         policy = retry or RetryPolicy()
         if max_retries is not None:
-            policy = RetryPolicy(
-                max_retries=max_retries,
-                backoff_base=policy.backoff_base,
-                backoff_cap=policy.backoff_cap,
-                retry_after_cap=policy.retry_after_cap,
-                deadline=policy.deadline,
-            )
+            policy = dataclasses.replace(policy, max_retries=max_retries)
         self.retry_policy = policy
         self.stats = RequestStats()
         self.rate_budget = RateBudget(rate_limit) if rate_limit else None
         self._rng = random.Random(seed)
+        self._timeout: httpx.Timeout | None = None  # a sibling's own, per request
         self._http_options: dict[str, Any] = {
             "base_url": self.base_url + "/",
             "auth": httpx.BasicAuth(client_id, client_secret),
@@ -71,6 +68,9 @@ class _ClientBase:
                 max_connections=max_connections, max_keepalive_connections=max_connections
             ),
         }
+        self._bind_resources()
+
+    def _bind_resources(self) -> None:
         self.transactions = Transactions(self)
         self.cards = Cards(self)
         self.customers = Customers(self)
@@ -97,15 +97,46 @@ class _ClientBase:
     @property
     def is_sandbox(self) -> bool:
         """True when this client talks to paylens' own simulator."""
-        from paylens.sandbox import is_sandbox_url
-
         return is_sandbox_url(self.base_url)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.base_url!r}, client_id={self.client_id!r})"
 
+    def with_options(
+        self,
+        *,
+        timeout: float | httpx.Timeout | None = None,
+        max_retries: int | None = None,
+        retry: RetryPolicy | None = None,
+        rate_limit: float | None = None,
+    ) -> Self:
+        """A sibling client with other options for some calls, sharing this one's connection
+        pool and credentials; this client is left as it was. The sibling counts its own
+        requests (`stats`), so a sync's report counts only its own.
+
+            fast = client.with_options(timeout=5, max_retries=0)
+            paced = client.with_options(rate_limit=20)   # requests per second
+        """
+        sibling = copy.copy(self)
+        policy = retry or self.retry_policy
+        if max_retries is not None:
+            policy = dataclasses.replace(policy, max_retries=max_retries)
+        sibling.retry_policy = policy
+        sibling.stats = RequestStats()
+        if rate_limit is not None:
+            sibling.rate_budget = RateBudget(rate_limit)
+        if timeout is not None:
+            sibling._timeout = (
+                timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+            )
+        sibling._rng = random.Random(self._rng.random())
+        sibling._bind_resources()
+        return sibling
+
     def _start(self, call: Call[Any]) -> tuple[httpx.Request, Attempts]:
         request = call.build(self._http)
+        if self._timeout is not None:
+            request.extensions["timeout"] = self._timeout.as_dict()
         return request, Attempts(self.retry_policy, call, request, self._rng)
 
     def _finish(self, call: Call[T], attempts: Attempts, response: httpx.Response) -> T:

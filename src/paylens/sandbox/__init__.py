@@ -16,7 +16,8 @@ from __future__ import annotations
 import secrets
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+
+from paylens.client._config import is_sandbox_url
 
 from ._app import RequestLog, SandboxApp
 from ._faults import Faults
@@ -41,13 +42,6 @@ __all__ = [
     "ServiceError",
     "is_sandbox_url",
 ]
-
-
-def is_sandbox_url(base_url: str) -> bool:
-    """True when a base URL points at a sandbox (paylens' own, in-process or served, or any
-    service URL that names itself one): its data must be labelled sandbox data."""
-    parts = urlsplit(base_url)
-    return "sandbox" in (parts.hostname or "") or "/sandbox" in parts.path
 
 
 class Sandbox:

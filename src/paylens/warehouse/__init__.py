@@ -198,12 +198,10 @@ class Warehouse:
         self._check_source(client)
         started_clock = time.perf_counter()
         started = utcnow()
+        # a sibling for this run: its own rate budget and request counts, the caller's
+        # client untouched (it may be shared with other threads)
+        client = client.with_options(rate_limit=opts.rate_limit)
         stats_before = client.stats.snapshot()
-        budget_before = client.rate_budget
-        if opts.rate_limit:
-            from paylens.client._policy import RateBudget
-
-            client.rate_budget = RateBudget(opts.rate_limit)
         with self._lock:
             run_id = _store.next_run_id(self._con)
             self._con.execute(
@@ -239,7 +237,6 @@ class Warehouse:
             raise
         finally:
             bar.close()
-            client.rate_budget = budget_before
         self._finish(run_id, report, started_clock, client, stats_before, status="succeeded")
         logger.info("%s", report)
         return report

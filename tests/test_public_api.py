@@ -1,0 +1,85 @@
+"""The public surface: flat, lazy where it saves start-up, and per-call options that never
+mutate a shared client."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import threading
+
+import paylens
+from paylens import Sandbox
+
+
+def test_every_public_name_resolves() -> None:
+    missing = [name for name in paylens.__all__ if not hasattr(paylens, name)]
+    assert missing == []
+    assert paylens.Warehouse.__module__ == "paylens.warehouse"
+    assert paylens.ops.plan_cancel and paylens.analysis.fee_breakdown
+    assert paylens.SyncReport.__name__ == "SyncReport"
+
+
+def test_the_error_tree_drawn_is_the_error_tree_exported() -> None:
+    drawn = set(re.findall(r"[├└]── (\w+)", paylens.errors.__doc__ or ""))
+    exported = {
+        name
+        for name in paylens.errors.__all__
+        if isinstance(getattr(paylens.errors, name), type)
+        and issubclass(getattr(paylens.errors, name), paylens.PaylensError)
+    }
+    report_error = {"ReportError"}  # drawn in the tree, defined beside the report
+    assert drawn - report_error <= exported
+    assert exported - {"PaylensError"} <= drawn
+    assert all(getattr(paylens, name) is getattr(paylens.errors, name) for name in drawn - report_error)
+
+
+def test_import_paylens_loads_no_dataframe_or_plotting_stack() -> None:
+    code = (
+        "import sys, paylens; "
+        "print(sorted(m for m in ('pandas', 'duckdb', 'matplotlib', 'numpy', 'papermill') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_with_options_returns_a_sibling_and_leaves_the_client_alone() -> None:
+    sandbox = Sandbox(seed=1, transactions=200)
+    client = sandbox.client()
+    before = (client.retry_policy, client.rate_budget, client.stats)
+    paced = client.with_options(rate_limit=50, max_retries=0, timeout=3)
+    assert (client.retry_policy, client.rate_budget, client.stats) == before
+    assert paced.retry_policy.max_retries == 0 and client.retry_policy.max_retries == 5
+    assert paced.rate_budget is not None and paced.rate_budget.rate == 50
+    assert paced._http is client._http  # one connection pool
+    assert paced.transactions._client is paced
+    paced.config.get()
+    assert paced.stats.snapshot()["requests"] == 1
+    assert client.stats.snapshot()["requests"] == 0
+
+
+def test_a_sync_counts_only_its_own_requests_and_leaves_the_client_alone(tmp_path) -> None:
+    sandbox = Sandbox(seed=2, transactions=500)
+    client = sandbox.client()
+    budget = client.rate_budget
+    stop = threading.Event()
+
+    def chatter() -> None:  # another thread using the same client meanwhile
+        while not stop.is_set():
+            client.config.get()
+
+    other = threading.Thread(target=chatter)
+    other.start()
+    try:
+        sandbox.requests.reset()
+        with paylens.Warehouse(tmp_path / "w.duckdb") as wh:
+            report = wh.sync(client, progress=False, rate_limit=10_000)
+    finally:
+        stop.set()
+        other.join()
+    assert client.rate_budget is budget
+    not_config = sum(
+        1 for method, path, _ in sandbox.requests.entries if not path.endswith("/config")
+    )
+    assert report.requests == not_config
