@@ -12,8 +12,15 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from paylens._version import __version__
+
+if TYPE_CHECKING:
+    from paylens.client import Client
+
+#: The one default size of the embedded sandbox, everywhere a command makes one.
+SANDBOX_TRANSACTIONS = 20_000
 
 
 def _sandbox_serve(args: argparse.Namespace) -> int:
@@ -110,16 +117,11 @@ def _report(args: argparse.Namespace) -> int:
 def _sync(args: argparse.Namespace) -> int:
     """`paylens sync`: the scheduled job. Exit 0 on success, 1 when the sync failed, 2 when
     paylens is not configured to reach a service."""
-    from paylens import Client, ConfigurationError, PaylensError
+    from paylens import ConfigurationError, PaylensError
     from paylens.warehouse import sync_file
 
     try:
-        if args.sandbox:
-            from paylens.sandbox import Sandbox
-
-            client = Sandbox(seed=args.seed, transactions=args.transactions).client()
-        else:
-            client = Client.from_env()
+        client = _client(args)
     except ConfigurationError as exc:
         print(f"paylens sync: {exc}", file=sys.stderr)
         return 2
@@ -141,39 +143,57 @@ def _sync(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cancel(args: argparse.Namespace) -> int:
-    """`paylens cancel`: plan, print, confirm, apply. Exit 0 when every item ended as planned,
-    1 otherwise (or when the operator declined), 2 when not configured."""
-    from paylens import Client, ConfigurationError, PaylensError, ops
+#: The bulk actions a shell can run: command -> (ops planner, what a request does, body args).
+_BULK = {
+    "cancel": ("plan_cancel", "cancellation", ("reason",)),
+    "approve": ("plan_approve", "approval", ()),
+    "reject": ("plan_reject", "rejection", ("reason",)),
+    "confirm-receipt": ("plan_confirm_receipt", "receipt confirmation", ()),
+}
+
+
+def _client(args: argparse.Namespace) -> Client:
+    """The embedded sandbox's client with `--sandbox`, else the PAYLENS_* service."""
+    from paylens import Client, ConfigurationError
+
+    if getattr(args, "sandbox", False):
+        from paylens.sandbox import Sandbox
+
+        return Sandbox(seed=args.seed, transactions=args.transactions).client()
+    try:
+        return Client.from_env()
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{exc} Or pass --sandbox for the embedded simulator.") from None
+
+
+def _bulk(args: argparse.Namespace) -> int:
+    """`paylens cancel|approve|reject|confirm-receipt`: plan, print, confirm, apply. Exit 0
+    when every item ended as planned, 1 otherwise (or when the operator declined), 2 when not
+    configured. A dry run opens the warehouse read-only and needs no credentials."""
+    from paylens import ConfigurationError, ops
     from paylens.warehouse import Warehouse
 
+    planner, noun, body_args = _BULK[args.command]
+    body = {name: getattr(args, name) for name in body_args if getattr(args, name, None)}
     try:
-        client = Client.from_env()
+        client = None if args.dry_run else _client(args)
     except ConfigurationError as exc:
-        print(f"paylens cancel: {exc}", file=sys.stderr)
+        print(f"paylens {args.command}: {exc}", file=sys.stderr)
         return 2
-    try:
-        # a dry run reads only: it opens the file read-only and writes nothing
-        with Warehouse(args.db, read_only=args.dry_run, wait=args.wait) as wh:
-            plan = ops.plan_cancel(wh, args.where, reason=args.reason)
-            print(plan)
-            if not len(plan.eligible):
-                print("nothing to cancel")
-                return 0
-            if args.dry_run:
-                result = plan.apply(client, dry_run=True, progress=False)
-            else:
-                if not args.yes and not _confirm(
-                    f"send {len(plan.eligible):,} cancellation request(s)?"
-                ):
-                    print("not applied")
-                    return 1
-                result = plan.apply(
-                    client, concurrency=args.concurrency, progress=sys.stderr.isatty()
-                )
-    except PaylensError as exc:
-        print(f"paylens cancel: {exc}", file=sys.stderr)
-        return 1
+    with Warehouse(args.db, read_only=args.dry_run, wait=args.wait) as wh:
+        plan = getattr(ops, planner)(wh, args.where, **body)
+        print(plan)
+        if not len(plan.eligible):
+            print(f"nothing to {args.command}")
+            return 0
+        if args.dry_run:
+            result = plan.apply(client, dry_run=True, progress=False)  # type: ignore[arg-type]
+        else:
+            if not args.yes and not _confirm(f"send {len(plan.eligible):,} {noun} request(s)?"):
+                print("not applied")
+                return 1
+            assert client is not None
+            result = plan.apply(client, concurrency=args.concurrency, progress=sys.stderr.isatty())
     print(result.to_string(index=False, max_rows=100))
     print(", ".join(f"{k} {v:,}" for k, v in result["outcome"].value_counts().items()))
     return 0 if result.attrs["all_as_planned"] else 1
@@ -186,22 +206,59 @@ def _confirm(question: str) -> bool:
         return False
 
 
+class _Formatter(argparse.HelpFormatter):
+    """Help that shows each option's default, where it has one worth saying."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        quiet = action.default is None or action.default is False
+        if not quiet and action.default != argparse.SUPPRESS and "%(default)" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+def _sandbox_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--sandbox",
+        action="store_true",
+        help="use the embedded sandbox instead of the PAYLENS_* service",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="sandbox seed (with --sandbox)")
+    parser.add_argument(
+        "--transactions",
+        type=int,
+        default=SANDBOX_TRANSACTIONS,
+        help="sandbox size (with --sandbox)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="paylens", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"paylens {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug lines to stderr")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="-v: what paylens does (INFO); -vv: every HTTP request too (DEBUG)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    sandbox = commands.add_parser("sandbox", help="the embedded simulator of the service")
+    sandbox = commands.add_parser(
+        "sandbox", formatter_class=_Formatter, help="the embedded simulator of the service"
+    )
     sandbox_commands = sandbox.add_subparsers(dest="sandbox_command", required=True)
     serve = sandbox_commands.add_parser(
         "serve",
+        formatter_class=_Formatter,
         help="serve a sandbox over HTTP on loopback and print the PAYLENS_* lines to export",
     )
-    serve.add_argument("--port", type=int, default=8765)
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--seed", type=int, default=0)
-    serve.add_argument("--transactions", type=int, default=100_000)
+    serve.add_argument("--port", type=int, default=8765, help="port to listen on (0: any free)")
+    serve.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
+    serve.add_argument("--seed", type=int, default=0, help="seed of the generated data")
+    serve.add_argument(
+        "--transactions", type=int, default=SANDBOX_TRANSACTIONS, help="sandbox size"
+    )
     serve.add_argument("--latency", type=float, default=0.0, help="seconds added to each request")
     serve.add_argument(
         "--scenarios",
@@ -216,50 +273,61 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(run=_sandbox_serve)
 
     sync = commands.add_parser(
-        "sync", help="bring a warehouse file in step with the service (PAYLENS_* variables)"
+        "sync",
+        formatter_class=_Formatter,
+        help="bring a warehouse file in step with the service (PAYLENS_* variables)",
     )
     sync.add_argument("--db", default="data/paylens.duckdb", help="warehouse file")
     sync.add_argument("--since", help="only records created from this date (YYYY-MM-DD)")
-    sync.add_argument("--sandbox", action="store_true", help="sync from the embedded sandbox")
-    sync.add_argument("--seed", type=int, default=0, help="sandbox seed (with --sandbox)")
-    sync.add_argument(
-        "--transactions", type=int, default=20_000, help="sandbox size (with --sandbox)"
-    )
+    _sandbox_options(sync)
     sync.add_argument("--full", action="store_true", help="re-read everything")
-    sync.add_argument("--concurrency", type=int, default=16)
+    sync.add_argument("--concurrency", type=int, default=16, help="time slices read at once")
     sync.add_argument("--rate-limit", type=float, default=None, help="requests per second")
     sync.add_argument("--quiet", action="store_true", help="no progress bar")
     sync.add_argument(
         "--wait",
         type=float,
         default=0.0,
-        help="seconds to wait for another writer of the file to finish (default: fail at once)",
+        help="seconds to wait for another writer of the file to finish (0: fail at once)",
     )
     sync.set_defaults(run=_sync)
 
-    cancel = commands.add_parser(
-        "cancel", help="cancel pending ACH and wire transfers selected from the warehouse"
-    )
-    cancel.add_argument("--db", default="data/paylens.duckdb", help="warehouse file")
-    cancel.add_argument("--where", required=True, help="SQL filter over the transactions table")
-    cancel.add_argument("--reason", help="free-text reason sent with each cancellation")
-    cancel.add_argument("--concurrency", type=int, default=4)
-    mode = cancel.add_mutually_exclusive_group(required=True)
-    mode.add_argument(
-        "--dry-run", action="store_true", help="show what would be sent; send nothing"
-    )
-    mode.add_argument("--apply", action="store_true", help="send the cancellations")
-    cancel.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    cancel.add_argument(
-        "--wait",
-        type=float,
-        default=0.0,
-        help="seconds to wait for another writer of the file to finish (default: fail at once)",
-    )
-    cancel.set_defaults(run=_cancel)
+    helps = {
+        "cancel": "cancel pending ACH and wire transfers selected from the warehouse",
+        "approve": "approve payments waiting for platform approval, selected from the warehouse",
+        "reject": "reject payments waiting for platform approval, selected from the warehouse",
+        "confirm-receipt": "confirm receipt delivery of transactions selected from the warehouse",
+    }
+    for command, (_, noun, body_args) in _BULK.items():
+        bulk = commands.add_parser(command, help=helps[command], formatter_class=_Formatter)
+        bulk.add_argument("--db", default="data/paylens.duckdb", help="warehouse file")
+        bulk.add_argument(
+            "--where",
+            required=True,
+            help="one SQL condition over the transactions table, e.g. \"status = 'PENDING'\"",
+        )
+        if "reason" in body_args:
+            bulk.add_argument("--reason", help=f"free-text reason sent with each {noun}")
+        bulk.add_argument("--concurrency", type=int, default=4, help="requests at once")
+        mode = bulk.add_mutually_exclusive_group(required=True)
+        mode.add_argument(
+            "--dry-run", action="store_true", help="show what would be sent; send and write nothing"
+        )
+        mode.add_argument("--apply", action="store_true", help=f"send the {noun} requests")
+        bulk.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+        bulk.add_argument(
+            "--wait",
+            type=float,
+            default=0.0,
+            help="seconds to wait for another writer of the file to finish (0: fail at once)",
+        )
+        _sandbox_options(bulk)
+        bulk.set_defaults(run=_bulk)
 
     report = commands.add_parser(
-        "report", help="run the report notebook over a warehouse and write it as HTML"
+        "report",
+        formatter_class=_Formatter,
+        help="run the report notebook over a warehouse and write it as HTML",
     )
     report.add_argument("--db", default="data/paylens.duckdb", help="warehouse file (read only)")
     report.add_argument("--start", help="period start, inclusive (UTC date or instant)")
@@ -269,10 +337,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(run=_report)
 
     demo = commands.add_parser(
-        "demo", help="the main job on the embedded sandbox: sync, report, headline figures"
+        "demo",
+        formatter_class=_Formatter,
+        help="the main job on the embedded sandbox: sync, report, headline figures",
     )
-    demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--transactions", type=int, default=20_000)
+    demo.add_argument("--seed", type=int, default=0, help="sandbox seed")
+    demo.add_argument("--transactions", type=int, default=SANDBOX_TRANSACTIONS, help="sandbox size")
     demo.add_argument("--db", default="data/paylens.duckdb", help="warehouse file")
     demo.add_argument("--out", default="reports", help="folder for the report")
     demo.add_argument(
@@ -285,7 +355,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; whatever goes wrong is one line on stderr, never a traceback."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr)
+    level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    logging.getLogger("paylens").setLevel(level)
+    # httpx/httpcore speak at DEBUG only with -vv; paylens' own client logs requests at DEBUG
+    logging.getLogger("paylens.client").setLevel(
+        logging.DEBUG if args.verbose > 1 else max(level, logging.INFO)
+    )
     name = " ".join(
         n for n in ("paylens", args.command, getattr(args, "sandbox_command", None)) if n
     )
