@@ -31,7 +31,9 @@ def test_the_error_tree_drawn_is_the_error_tree_exported() -> None:
     report_error = {"ReportError"}  # drawn in the tree, defined beside the report
     assert drawn - report_error <= exported
     assert exported - {"PaylensError"} <= drawn
-    assert all(getattr(paylens, name) is getattr(paylens.errors, name) for name in drawn - report_error)
+    assert all(
+        getattr(paylens, name) is getattr(paylens.errors, name) for name in drawn - report_error
+    )
 
 
 def test_import_paylens_loads_no_dataframe_or_plotting_stack() -> None:

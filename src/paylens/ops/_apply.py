@@ -37,6 +37,7 @@ from paylens.errors import (
     NotFoundError,
     OutcomeUnknownError,
     PaylensError,
+    WarehouseError,
 )
 from paylens.models import Transaction
 
@@ -160,8 +161,11 @@ def apply_plan(
             _Outcome(r["id"], "would_send", request=kind.describe(plan, r)) for r in acting
         ]
         return _frame(plan, skipped + outcomes, fingerprint, dry_run=True)
-    if acting:
-        wh._writable()
+    if acting and wh.read_only:
+        raise WarehouseError(
+            f"{wh.path} is open read-only, and an apply journals every item there before "
+            "sending: plan on a Warehouse opened read-write (a dry run needs only read-only)"
+        )
     run = _Run(plan, client, fingerprint, RateBudget(rate_limit) if rate_limit else None)
     bar = _bar(progress, len(acting), action.name)
 

@@ -279,7 +279,7 @@ class Warehouse:
         after = client.stats.snapshot()
         report.requests = int(after["requests"] - before["requests"])
         report.retries = int(after["retries"] - before["retries"])
-        report.duration_seconds = time.perf_counter() - started
+        report.duration_seconds = round(time.perf_counter() - started, 2)
         for counts in report.resources.values():
             report.new += counts["new"]
             report.changed += counts["changed"]
@@ -321,7 +321,7 @@ class Warehouse:
         return f"{SANDBOX_LABEL} from {source}" if meta.get("is_sandbox") == "true" else source
 
     def _select(
-        self, table: str, filters: dict[str, Any], order: str = "created_at"
+        self, table: str, filters: dict[str, Any], order: str = "created_at", raw: bool = False
     ) -> pd.DataFrame:
         clauses, params = [], []
         for column, value in filters.items():
@@ -338,7 +338,10 @@ class Warehouse:
                 clauses.append(f"{column} = ?")
                 params.append(value)
         where = " AND ".join(clauses) or "TRUE"
-        return self.sql(f"SELECT * FROM {table} WHERE {where} ORDER BY {order}", params)
+        # the raw JSON is most of a frame's memory: only when asked for
+        hidden = [] if raw else [c for c in ("raw", "raw_hash") if c in self._column_names(table)]
+        columns = f"* EXCLUDE ({', '.join(hidden)})" if hidden else "*"
+        return self.sql(f"SELECT {columns} FROM {table} WHERE {where} ORDER BY {order}", params)
 
     def transactions(
         self,
@@ -350,9 +353,11 @@ class Warehouse:
         payment_rail: str | None = None,
         start: date | datetime | str | None = None,
         end: date | datetime | str | None = None,
+        raw: bool = False,
     ) -> pd.DataFrame:
         """Transactions of every kind (common fields), oldest first; `start`/`end` bound
-        `created_at` inclusively (a date is a whole UTC day)."""
+        `created_at` inclusively (a date is a whole UTC day); `raw=True` adds each record's
+        JSON as the service sent it."""
         return self._select(
             "transactions",
             {
@@ -364,6 +369,7 @@ class Warehouse:
                 "start": start,
                 "end": end,
             },
+            raw=raw,
         )
 
     def fees(
@@ -373,11 +379,13 @@ class Warehouse:
         payment_rail: str | None = None,
         start: date | datetime | str | None = None,
         end: date | datetime | str | None = None,
+        raw: bool = False,
     ) -> pd.DataFrame:
         """One row per outgoing transaction with its fees and every rate detail."""
         return self._select(
             "outgoing_fees",
             {"status": status, "payment_rail": payment_rail, "start": start, "end": end},
+            raw=raw,
         )
 
     def card_transactions(
@@ -387,10 +395,13 @@ class Warehouse:
         card_id: str | None = None,
         start: date | datetime | str | None = None,
         end: date | datetime | str | None = None,
+        raw: bool = False,
     ) -> pd.DataFrame:
         """Card transactions with their pull, settlement and refund summaries and merchant."""
         return self._select(
-            "card_transactions", {"status": status, "card_id": card_id, "start": start, "end": end}
+            "card_transactions",
+            {"status": status, "card_id": card_id, "start": start, "end": end},
+            raw=raw,
         )
 
     def payment_instructions(self) -> pd.DataFrame:
@@ -564,12 +575,15 @@ class Warehouse:
         """The bulk-operations journal: every request sent, before and after."""
         return self.sql("SELECT * FROM ops_journal ORDER BY entry_id")
 
+    def _column_names(self, table: str) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._con.execute(f"DESCRIBE {table}").fetchall()]
+
     def snapshot(self, table: str) -> pa.Table:
         """An Arrow copy of a table without its raw JSON, to evaluate a user's expression on
         away from the file (see `paylens.ops`)."""
+        kept = ", ".join(c for c in self._column_names(table) if c != "raw")
         with self._lock:
-            columns = [r[0] for r in self._con.execute(f"DESCRIBE {table}").fetchall()]
-            kept = ", ".join(c for c in columns if c != "raw")
             return self._con.sql(f"SELECT {kept} FROM {table}").to_arrow_table()
 
     def relation(self, table: str) -> duckdb.DuckDBPyRelation:
