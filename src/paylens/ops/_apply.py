@@ -438,13 +438,13 @@ def _frame(
         columns=list(columns),
     ).astype(
         {
-            "id": "string",
-            "outcome": "string",
+            "id": "string[pyarrow]",
+            "outcome": "string[pyarrow]",
             "http_status": "Int64",
-            "error_code": "string",
-            "message": "string",
+            "error_code": "string[pyarrow]",
+            "message": "string[pyarrow]",
             "attempts": "Int64",
-            "request": "string",
+            "request": "string[pyarrow]",
         }
     )
     acted = frame[~frame["outcome"].isin(["skipped"])]
