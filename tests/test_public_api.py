@@ -85,3 +85,25 @@ def test_a_sync_counts_only_its_own_requests_and_leaves_the_client_alone(tmp_pat
         1 for method, path, _ in sandbox.requests.entries if not path.endswith("/config")
     )
     assert report.requests == not_config
+
+
+def test_async_resources_answer_awaitables_of_the_same_models() -> None:
+    import asyncio
+
+    sandbox = Sandbox(seed=3, transactions=300)
+    tid = next(iter(sandbox.world.all_transactions()))["id"]
+
+    async def run() -> tuple[object, object, int]:
+        async with sandbox.async_client() as client:
+            one = await client.transactions.get(tid)
+            config = await client.config.get()
+            count = 0
+            async for _ in client.transactions.list(limit=100):
+                count += 1
+            return one, config, count
+
+    one, config, count = asyncio.run(run())
+    with sandbox.client() as client:
+        assert one == client.transactions.get(tid)
+        assert config == client.config.get()
+    assert count == 300

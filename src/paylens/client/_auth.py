@@ -17,8 +17,9 @@ its `retry_after_cap`) or raised as `RateLimitError` with `retry_after`.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import httpx
 import orjson
@@ -28,7 +29,7 @@ from paylens.errors import InvalidArgumentError
 
 from . import _params as p
 from ._policy import Call
-from ._resources import _parse, _parse_data_list, _Resource
+from ._resources import _parse, _parse_data_list, _Resource, parse_customer
 from ._signing import (
     REQUEST_ID_HEADER,
     SessionKey,
@@ -86,7 +87,7 @@ def _passkey_part(kind: type[P], value: P | Mapping[str, Any], argument: str) ->
         return value
     try:
         if isinstance(value, Mapping) and "response" in value:
-            return kind.from_webauthn(value)  # type: ignore[return-value]
+            return kind.from_webauthn(value)
         return kind.model_validate(value)
     except (KeyError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
         raise InvalidArgumentError(argument, f"is not a passkey {argument}: {exc}") from None
@@ -102,8 +103,9 @@ def _session_or_none(response: httpx.Response) -> m.AuthSession | None:
 
 def _challenge_answer(response: httpx.Response) -> m.AuthMethod | m.PasskeyAuthChallenge:
     body = orjson.loads(response.content)
-    kind = m.PasskeyAuthChallenge if "challenge" in body else m.AuthMethod
-    return _parse(kind)(response)
+    if "challenge" in body:
+        return _parse(m.PasskeyAuthChallenge)(response)
+    return _parse(m.AuthMethod)(response)
 
 
 def _credential_path(credential_id: str, action: str = "") -> str:
@@ -136,7 +138,7 @@ class _Flows(_Resource):
         flow = signed_flow(
             method, path, parse, body=body, signer=signer, terminal=terminal, headers=headers
         )
-        return run_flow(self._client, flow)  # type: ignore[no-any-return]
+        return cast(T, run_flow(self._client, flow))
 
 
 class _Credentials(_Flows):
@@ -146,7 +148,9 @@ class _Credentials(_Flows):
         """The wallet credentials of an account (not paginated)."""
         params = {"accountId": p.text("account_id", account_id)}
         return self._run(
-            Call("GET", "auth/credentials", _parse_data_list(m.AuthMethod), params=params)
+            Call[builtins.list[m.AuthMethod]](
+                "GET", "auth/credentials", _parse_data_list(m.AuthMethod), params=params
+            )
         )
 
     def _add(self, body: dict[str, Any], signer: Signer | None) -> m.AuthMethod:
@@ -305,7 +309,9 @@ class _Sessions(_Flows):
         """The active wallet sessions of an account (not paginated)."""
         params = {"accountId": p.text("account_id", account_id)}
         return self._run(
-            Call("GET", "auth/sessions", _parse_data_list(m.AuthSession), params=params)
+            Call[builtins.list[m.AuthSession]](
+                "GET", "auth/sessions", _parse_data_list(m.AuthSession), params=params
+            )
         )
 
     def revoke(self, session_id: str, *, signer: Signer) -> None:
@@ -380,7 +386,7 @@ class Auth(_Flows):
         return self._flow(
             "PATCH",
             f"customers/{cid}",
-            _parse(m.Customer),
+            parse_customer,
             body=body,
             signer=_signer(signer, required=False),
         )

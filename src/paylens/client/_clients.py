@@ -9,10 +9,21 @@ import dataclasses
 import random
 import time
 from collections.abc import Callable
-from typing import Any, Self, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 import httpx
 
+from ._async_resources import (
+    AsyncAuth,
+    AsyncCards,
+    AsyncConfig,
+    AsyncCustomers,
+    AsyncExchangeRates,
+    AsyncExternalAccounts,
+    AsyncInternalAccounts,
+    AsyncQuotes,
+    AsyncTransactions,
+)
 from ._auth import Auth
 from ._config import Credentials, check_base_url, is_sandbox_url, settings_from_env
 from ._policy import Attempts, Call, RateBudget, RequestStats, RetryPolicy, logger
@@ -70,16 +81,12 @@ class _ClientBase:
         }
         self._bind_resources()
 
+    #: attribute -> resource class (sync or async twins, by client)
+    _RESOURCES: ClassVar[dict[str, type[Any]]] = {}
+
     def _bind_resources(self) -> None:
-        self.transactions = Transactions(self)
-        self.cards = Cards(self)
-        self.customers = Customers(self)
-        self.internal_accounts = InternalAccounts(self)
-        self.external_accounts = ExternalAccounts(self)
-        self.quotes = Quotes(self)
-        self.exchange_rates = ExchangeRates(self)
-        self.config = Config(self)
-        self.auth = Auth(self)
+        for name, kind in self._RESOURCES.items():
+            setattr(self, name, kind(self))
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **options: Any) -> Self:
@@ -157,6 +164,28 @@ class Client(_ClientBase):
     `paylens.Sandbox().client()` for the embedded simulator. Safe to share between threads.
     """
 
+    _RESOURCES: ClassVar[dict[str, type[Any]]] = {
+        "transactions": Transactions,
+        "cards": Cards,
+        "customers": Customers,
+        "internal_accounts": InternalAccounts,
+        "external_accounts": ExternalAccounts,
+        "quotes": Quotes,
+        "exchange_rates": ExchangeRates,
+        "config": Config,
+        "auth": Auth,
+    }
+    transactions: Transactions
+    cards: Cards
+    customers: Customers
+    internal_accounts: InternalAccounts
+    external_accounts: ExternalAccounts
+    quotes: Quotes
+    exchange_rates: ExchangeRates
+    config: Config
+    auth: Auth
+    _http: httpx.Client
+
     def __init__(
         self,
         base_url: str,
@@ -212,6 +241,28 @@ class AsyncClient(_ClientBase):
     """The asyncio twin of `Client`: the same resources, each method returning an awaitable,
     and `async for` over `list(...)`. Use it to run many requests concurrently."""
 
+    _RESOURCES: ClassVar[dict[str, type[Any]]] = {
+        "transactions": AsyncTransactions,
+        "cards": AsyncCards,
+        "customers": AsyncCustomers,
+        "internal_accounts": AsyncInternalAccounts,
+        "external_accounts": AsyncExternalAccounts,
+        "quotes": AsyncQuotes,
+        "exchange_rates": AsyncExchangeRates,
+        "config": AsyncConfig,
+        "auth": AsyncAuth,
+    }
+    transactions: AsyncTransactions
+    cards: AsyncCards
+    customers: AsyncCustomers
+    internal_accounts: AsyncInternalAccounts
+    external_accounts: AsyncExternalAccounts
+    quotes: AsyncQuotes
+    exchange_rates: AsyncExchangeRates
+    config: AsyncConfig
+    auth: AsyncAuth
+    _http: httpx.AsyncClient
+
     def __init__(
         self,
         base_url: str,
@@ -226,7 +277,7 @@ class AsyncClient(_ClientBase):
         self._sleep = sleep
         self._http = httpx.AsyncClient(transport=transport, **self._http_options)
 
-    async def request(self, call: Call[T]) -> T:  # type: ignore[override]
+    async def request(self, call: Call[T]) -> T:
         """Send one call with the retry policy and return its parsed answer."""
         request, attempts = self._start(call)
         waited = 0.0

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import httpx
 import orjson
@@ -58,7 +58,7 @@ class RetryPolicy:
 
     def backoff(self, retry_number: int, rng: random.Random) -> float:
         """Seconds before retry number `retry_number` (1-based) when the service named no time."""
-        ceiling = min(self.backoff_cap, self.backoff_base * (2 ** (retry_number - 1)))
+        ceiling = min(self.backoff_cap, self.backoff_base * (2.0 ** (retry_number - 1)))
         return ceiling * (0.5 + rng.random() / 2)
 
 
@@ -91,8 +91,9 @@ class Call(Generic[T]):
         headers = dict(self.headers or {})
         if content is not None:
             headers["Content-Type"] = "application/json"
+        params = cast("httpx.QueryParams | None", self.params)  # str pairs or a str mapping
         return http.build_request(
-            self.method, self.path.lstrip("/"), params=self.params, content=content, headers=headers
+            self.method, self.path.lstrip("/"), params=params, content=content, headers=headers
         )
 
 

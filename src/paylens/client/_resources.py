@@ -7,11 +7,12 @@ an awaitable). Python names are snake_case; the wire keeps the interface's names
 
 from __future__ import annotations
 
+import builtins
 import functools
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import httpx
 from pydantic import TypeAdapter
@@ -36,12 +37,21 @@ _TRANSACTION_ID_TYPES = ("Transaction", "CardTransaction")
 DateLike = date | datetime | str
 
 
+def _parse(item_type: type[T]) -> Callable[[httpx.Response], T]:
+    """Reader of one record of the model `item_type`."""
+    return cast("Callable[[httpx.Response], T]", _reader(cast(Any, item_type)))
+
+
 @functools.cache
-def _parse(item_type: Any) -> Callable[[httpx.Response], Any]:
-    """Reader of one record of `item_type` (transactions through the fast known-kinds path)."""
-    if item_type is m.Transaction:
-        return parse_with(m.parse_transaction)
+def _reader(item_type: Any) -> Callable[[httpx.Response], Any]:
     return parse_with(TypeAdapter(item_type).validate_json)
+
+
+#: Readers of the interface's unions: transactions through the fast known-kinds path.
+parse_transaction: Callable[[httpx.Response], m.Transaction] = parse_with(m.parse_transaction)
+parse_customer: Callable[[httpx.Response], m.Customer] = parse_with(
+    TypeAdapter(m.Customer).validate_json
+)
 
 
 @functools.cache
@@ -60,7 +70,9 @@ class _Resource:
         self._client = client
 
     def _run(self, call: Call[T]) -> T:
-        return self._client.request(call)  # type: ignore[return-value]
+        # an AsyncClient answers with a coroutine: its resources are typed as awaitables
+        # (`_async_resources`), these for the sync client
+        return cast(T, self._client.request(call))
 
     def _list(self, path: str, params: dict[str, str], item_type: Any) -> Paginator[Any]:
         return Paginator(self._client, path, params, item_type)
@@ -128,7 +140,7 @@ class Transactions(_Resource):
 
     def get(self, transaction_id: str) -> m.Transaction:
         """One transaction by id."""
-        return self._run(Call("GET", self._path(transaction_id), _parse(m.Transaction)))
+        return self._run(Call[m.Transaction]("GET", self._path(transaction_id), parse_transaction))
 
     def cancel(self, transaction_id: str, *, reason: str | None = None) -> m.Transaction:
         """Ask to cancel a pending ACH transfer or wire (spec §4.1). 409 ConflictError
@@ -136,7 +148,9 @@ class Transactions(_Resource):
         a type that cannot be cancelled."""
         body = {} if reason is None else {"reason": p.text("reason", reason)}
         return self._run(
-            Call("POST", self._path(transaction_id, "cancel"), _parse(m.Transaction), json=body)
+            Call[m.Transaction](
+                "POST", self._path(transaction_id, "cancel"), parse_transaction, json=body
+            )
         )
 
     def approve(
@@ -149,14 +163,18 @@ class Transactions(_Resource):
             else {"receiverCustomerInfo": receiver_customer_info}
         )
         return self._run(
-            Call("POST", self._path(transaction_id, "approve"), _parse(m.Transaction), json=body)
+            Call[m.Transaction](
+                "POST", self._path(transaction_id, "approve"), parse_transaction, json=body
+            )
         )
 
     def reject(self, transaction_id: str, *, reason: str | None = None) -> m.Transaction:
         """Platform rejection of a transaction pending approval (409 otherwise)."""
         body = {} if reason is None else {"reason": p.text("reason", reason)}
         return self._run(
-            Call("POST", self._path(transaction_id, "reject"), _parse(m.Transaction), json=body)
+            Call[m.Transaction](
+                "POST", self._path(transaction_id, "reject"), parse_transaction, json=body
+            )
         )
 
     def confirm_receipt(
@@ -169,7 +187,9 @@ class Transactions(_Resource):
             else {"receiptDeliveryConfirmedAt": p.timestamp("confirmed_at", confirmed_at)}
         )
         return self._run(
-            Call("POST", self._path(transaction_id, "confirm"), _parse(m.Transaction), json=body)
+            Call[m.Transaction](
+                "POST", self._path(transaction_id, "confirm"), parse_transaction, json=body
+            )
         )
 
 
@@ -198,7 +218,7 @@ class Cards(_Resource):
 
     def get(self, card_id: str) -> m.Card:
         return self._run(
-            Call("GET", f"cards/{p.record_id('card_id', card_id, 'Card')}", _parse(m.Card))
+            Call[m.Card]("GET", f"cards/{p.record_id('card_id', card_id, 'Card')}", _parse(m.Card))
         )
 
     def update(
@@ -223,7 +243,7 @@ class Cards(_Resource):
                 "nothing to change: pass state, funding_sources or max_spend_per_transaction",
             )
         path = f"cards/{p.record_id('card_id', card_id, 'Card')}"
-        return self._run(Call("PATCH", path, _parse(m.Card), json=body))
+        return self._run(Call[m.Card]("PATCH", path, _parse(m.Card), json=body))
 
 
 class Customers(_Resource):
@@ -271,7 +291,7 @@ class Customers(_Resource):
 
     def get(self, customer_id: str) -> m.Customer:
         cid = p.record_id("customer_id", customer_id, "Customer")
-        return self._run(Call("GET", f"customers/{cid}", _parse(m.Customer)))
+        return self._run(Call[m.Customer]("GET", f"customers/{cid}", parse_customer))
 
 
 class InternalAccounts(_Resource):
@@ -295,13 +315,13 @@ class InternalAccounts(_Resource):
 
     def list_platform(
         self, *, currency: str | None = None, type: str | None = None
-    ) -> list[m.InternalAccount]:
+    ) -> builtins.list[m.InternalAccount]:
         params = p.query(
             currency=currency,
             type=None if type is None else p.one_of("type", type, m.InternalAccountType),
         )
         return self._run(
-            Call(
+            Call[builtins.list[m.InternalAccount]](
                 "GET",
                 "platform/internal-accounts",
                 _parse_data_list(m.InternalAccount),
@@ -335,10 +355,11 @@ class Quotes(_Resource):
 
     def get(self, quote_id: str) -> m.Quote:
         qid = p.record_id("quote_id", quote_id, "Quote")
-        return self._run(Call("GET", f"quotes/{qid}", _parse(m.Quote)))
+        return self._run(Call[m.Quote]("GET", f"quotes/{qid}", _parse(m.Quote)))
 
     def create(
         self,
+        /,
         *,
         source: dict[str, Any],
         destination: dict[str, Any],
@@ -373,14 +394,18 @@ class Quotes(_Resource):
         # a key on every create, so the policy may re-send it after a lost answer: the service
         # answers a replay with the first quote instead of making a second one
         headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
-        return self._run(Call("POST", "quotes", _parse(m.Quote), json=body, headers=headers))
+        return self._run(
+            Call[m.Quote]("POST", "quotes", _parse(m.Quote), json=body, headers=headers)
+        )
 
     def execute(self, quote_id: str, *, idempotency_key: str | None = None) -> m.Quote:
         """Execute a quote (moves money). Sent with an `Idempotency-Key` (yours, or a new one)
         so a retry after a lost answer cannot execute it twice."""
         qid = p.record_id("quote_id", quote_id, "Quote")
         headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
-        return self._run(Call("POST", f"quotes/{qid}/execute", _parse(m.Quote), headers=headers))
+        return self._run(
+            Call[m.Quote]("POST", f"quotes/{qid}/execute", _parse(m.Quote), headers=headers)
+        )
 
 
 class ExchangeRates(_Resource):
@@ -400,7 +425,9 @@ class ExchangeRates(_Resource):
             params.append(("destinationCurrency", p.text("destination_currencies", code)))
         if sending_amount is not None:
             params.append(("sendingAmount", str(sending_amount)))
-        call = Call("GET", "exchange-rates", _parse_data_list(m.ExchangeRate), params=params)  # type: ignore[arg-type]
+        call = Call[builtins.list[m.ExchangeRate]](
+            "GET", "exchange-rates", _parse_data_list(m.ExchangeRate), params=params
+        )
         return self._run(call)
 
 
@@ -408,7 +435,7 @@ class Config(_Resource):
     """`/config`: the platform configuration, with `feeConfigs`."""
 
     def get(self) -> m.PlatformConfig:
-        return self._run(Call("GET", "config", _parse(m.PlatformConfig)))
+        return self._run(Call[m.PlatformConfig]("GET", "config", _parse(m.PlatformConfig)))
 
 
 __all__ = [

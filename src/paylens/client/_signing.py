@@ -36,7 +36,7 @@ import inspect
 import logging
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar, cast
 
 import httpx
 import orjson
@@ -332,7 +332,7 @@ class PollPolicy:
     max_legs: int = 4  # challenges (202) answered within one attempt
 
     def wait(self, poll: int) -> float:
-        return min(self.cap, self.first * 2 ** (poll - 1))
+        return min(self.cap, self.first * 2.0 ** (poll - 1))
 
 
 DEFAULT_POLL = PollPolicy()
@@ -357,7 +357,9 @@ def _is_processing(response: httpx.Response, terminal_200: bool) -> bool:
     return isinstance(body, dict) and body.get("status") == "PROCESSING"
 
 
-def _stamped(first: Call[httpx.Response], response: httpx.Response, signer: Signer | None) -> Call:
+def _stamped(
+    first: Call[httpx.Response], response: httpx.Response, signer: Signer | None
+) -> Call[httpx.Response]:
     if signer is None:
         raise InvalidArgumentError(
             "signer",
@@ -472,7 +474,7 @@ def run_flow(client: Any, flow: Flow[T]) -> Any:
             driver.value = client.request(step)
         except PaylensError as exc:
             driver.error = exc
-    return driver.result
+    return cast(T, driver.result)
 
 
 async def _run_async(client: Any, flow: Flow[T]) -> T:
@@ -485,4 +487,4 @@ async def _run_async(client: Any, flow: Flow[T]) -> T:
             driver.value = await client.request(step)
         except PaylensError as exc:
             driver.error = exc
-    return driver.result
+    return cast(T, driver.result)

@@ -59,12 +59,16 @@ def _validate_known_first(fast: TypeAdapter[Any], open_: TypeAdapter[Any], data:
 
 def parse_transaction(data: WireData) -> Transaction:
     """Parse one transaction into its variant (`UnknownTransaction` for a new `type`)."""
-    return _validate_known_first(_KNOWN_TRANSACTION_ADAPTER, TRANSACTION_ADAPTER, data)
+    parsed: Transaction = _validate_known_first(
+        _KNOWN_TRANSACTION_ADAPTER, TRANSACTION_ADAPTER, data
+    )
+    return parsed
 
 
 def parse_customer(data: WireData) -> Customer:
     """Parse one customer into `IndividualCustomer`, `BusinessCustomer` or `UnknownCustomer`."""
-    return _validate(CUSTOMER_ADAPTER, data)
+    parsed: Customer = _validate(CUSTOMER_ADAPTER, data)
+    return parsed
 
 
 _PAGE_ADAPTERS: dict[Any, TypeAdapter[Page[Any]]] = {Transaction: TRANSACTION_PAGE_ADAPTER}
@@ -80,8 +84,11 @@ def page_adapter(item_type: Any) -> TypeAdapter[Page[Any]]:
 
 def parse_page(data: WireData, item_type: Any = Transaction) -> Page[Any]:
     """Parse a list response (`data`, `hasMore`, `nextCursor`, `totalCount`) of `item_type`."""
+    page: Page[Any]
     if item_type is Transaction:
-        return _validate_known_first(
+        page = _validate_known_first(
             _KNOWN_TRANSACTION_PAGE_ADAPTER, TRANSACTION_PAGE_ADAPTER, data
         )
-    return _validate(page_adapter(item_type), data)
+    else:
+        page = _validate(page_adapter(item_type), data)
+    return page
