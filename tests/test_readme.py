@@ -39,4 +39,6 @@ def test_every_readme_example_runs_as_written(
             try:
                 exec(compile(block, f"README.md python block {number}", "exec"), namespace)
             except Exception as exc:
-                pytest.fail(f"README block {number} ({first!r}) failed: {type(exc).__name__}: {exc}")
+                pytest.fail(
+                    f"README block {number} ({first!r}) failed: {type(exc).__name__}: {exc}"
+                )

@@ -183,11 +183,17 @@ class Plan:
         if self.warehouse.is_sandbox:
             lines[0] = "[SANDBOX DATA] " + lines[0]
         lines += [f"  {n:6,}  {reason}" for reason, n in counts.items()]
-        for row in self.totals.itertuples():
-            if row.eligible and "currency" in self.totals.columns:
-                lines.append(
-                    f"  {row.currency}: {row.eligible:,} eligible, {format_minor(row.eligible_amount_minor, row.decimals)} {row.currency}"
-                )
+        totals = self.totals
+        if "currency" in totals.columns:
+            for total in totals.to_dict("records"):
+                if total["eligible"]:
+                    amount = format_minor(
+                        int(total["eligible_amount_minor"]), int(total["decimals"])
+                    )
+                    lines.append(
+                        f"  {total['currency']}: {total['eligible']:,} eligible, "
+                        f"{amount} {total['currency']}"
+                    )
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -254,8 +260,8 @@ def make_plan(
         [ids],
     )
     done = wh.journal_succeeded(action.name, action.verb, ids)
-    by_id = {row["id"]: row for row in known.to_dict("records")}
-    rows = []
+    by_id = {str(r["id"]): {str(k): v for k, v in r.items()} for r in known.to_dict("records")}
+    rows: list[dict[str, Any]] = []
     for tid in ids:
         row = by_id.get(tid)
         if row is None:
