@@ -47,3 +47,18 @@ def http_client(sandbox: Sandbox, server: SandboxServer) -> Iterator[Client]:
     """A client of `sandbox` over real HTTP on loopback."""
     with Client(server.base_url, sandbox.client_id, sandbox.client_secret, timeout=10) as c:
         yield c
+
+
+#: Files whose tests start Jupyter kernels: they run on one worker, one kernel at a time (two
+#: kernels starting at once on one machine can race for the same ports and restart mid-run).
+_KERNELS = ("test_notebooks.py", "test_report.py")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Parallel by file (`-n auto --dist loadgroup`): each file's tests share one worker and
+    their module fixtures; every notebook and kernel-starting file shares one worker."""
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        kernel = path.endswith((".ipynb", *_KERNELS))
+        item.add_marker(pytest.mark.xdist_group("kernels" if kernel else path))

@@ -119,7 +119,8 @@ class _ClientBase:
     ) -> Self:
         """A sibling client with other options for some calls, sharing this one's connection
         pool and credentials; this client is left as it was. The sibling counts its own
-        requests (`stats`), so a sync's report counts only its own.
+        requests (`stats`; this client's count them too), so a sync's report counts only its
+        own.
 
             fast = client.with_options(timeout=5, max_retries=0)
             paced = client.with_options(rate_limit=20)   # requests per second
@@ -129,7 +130,7 @@ class _ClientBase:
         if max_retries is not None:
             policy = dataclasses.replace(policy, max_retries=max_retries)
         sibling.retry_policy = policy
-        sibling.stats = RequestStats()
+        sibling.stats = RequestStats(parent=self.stats)
         if rate_limit is not None:
             sibling.rate_budget = RateBudget(rate_limit)
         if timeout is not None:

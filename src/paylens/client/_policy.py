@@ -99,11 +99,13 @@ class Call(Generic[T]):
 
 @dataclass
 class RequestStats:
-    """Counters of what a client sent, safe to share between threads."""
+    """Counters of what a client sent, safe to share between threads. A sibling client's
+    (`with_options`) counts its own requests and its parent's counts them too."""
 
     requests: int = 0
     retries: int = 0
     waited_seconds: float = 0.0
+    parent: RequestStats | None = field(default=None, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def count(self, *, retry: bool = False, waited: float = 0.0) -> None:
@@ -112,6 +114,8 @@ class RequestStats:
             if retry:
                 self.retries += 1
             self.waited_seconds += waited
+        if self.parent is not None:
+            self.parent.count(retry=retry, waited=waited)
 
     def snapshot(self) -> dict[str, float]:
         with self._lock:
