@@ -34,9 +34,15 @@ from ._world_store import RowSet
 from ._world_wallets import SignedRequest, is_p256_point
 
 MAX_LIMIT = 100
+#: Integers of the interface are int64: larger ones are refused, never stored or computed with.
+INT64_MAX = 2**63 - 1
+MAX_LOCKED_AMOUNT = 9_000_000_000_000_000  # the interface's maximum of lockedCurrencyAmount
 DEFAULT_LIMIT = 20
 _UNKNOWN = -2  # an id that matches nothing (NO_ROW would match "no account")
-_TX_STATUSES = tuple(s for s in STATUSES if s not in CARD_STATUSES) + tuple(sorted(CARD_STATUSES))
+#: The transaction list's `status` filter takes the interface's TransactionStatus values only (a
+#: card status such as SETTLED is refused). Its `type` filter also takes CARD, beyond the
+#: interface's INCOMING and OUTGOING, because paylens' client filters card transactions with it.
+_TX_STATUSES = tuple(s for s in STATUSES if s not in CARD_STATUSES or s == "REFUNDED")
 
 
 @dataclass
@@ -83,7 +89,7 @@ class Query:
             )
         return at
 
-    def integer(self, name: str, default: int, low: int, high: int | None = None) -> int:
+    def integer(self, name: str, default: int, low: int, high: int = INT64_MAX) -> int:
         value = self.text(name)
         if value is None:
             return default
@@ -91,10 +97,8 @@ class Query:
             number = int(value)
         except ValueError:
             number = None
-        if number is None or number < low or (high is not None and number > high):
-            self.fail(
-                name, f"must be an integer from {low}" + (f" to {high}" if high is not None else "")
-            )
+        if number is None or not is_int(number, low, high):
+            self.fail(name, f"must be an integer from {low} to {high}")
             return default
         return number
 
@@ -105,6 +109,11 @@ class Query:
     def check(self) -> None:
         if self.errors:
             raise invalid(self.errors)
+
+
+def is_int(value: Any, low: int = 0, high: int = INT64_MAX) -> bool:
+    """True for a JSON integer (not a boolean) in [low, high]."""
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
 def parse_time(value: str) -> int | None:
@@ -141,7 +150,7 @@ def _encode_cursor(fingerprint: str, after: int) -> str:
 
 def _decode_cursor(q: Query, fingerprint: str) -> int | None:
     cursor = q.text("cursor")
-    if cursor is None:
+    if not cursor:  # an empty `cursor=` is how some clients say "first page"
         return None
     try:
         data = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
@@ -343,9 +352,7 @@ def patch_card(r: Request) -> tuple[int, Any]:
         )
     has_max = "maxSpendPerTransaction" in body
     max_spend = body.get("maxSpendPerTransaction")
-    if max_spend is not None and (
-        not isinstance(max_spend, int) or isinstance(max_spend, bool) or max_spend < 1
-    ):
+    if max_spend is not None and not is_int(max_spend, 1):
         errors.append(
             {"field": "maxSpendPerTransaction", "message": "must be a positive integer or null"}
         )
@@ -535,11 +542,11 @@ def create_quote(r: Request) -> tuple[int, Any]:
     if side not in ("SENDING", "RECEIVING"):
         errors.append({"field": "lockedCurrencySide", "message": "must be SENDING or RECEIVING"})
     amount = body.get("lockedCurrencyAmount")
-    if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
+    if not is_int(amount, 1, MAX_LOCKED_AMOUNT):
         errors.append(
             {
                 "field": "lockedCurrencyAmount",
-                "message": "must be a positive integer in minor units",
+                "message": f"must be an integer in minor units from 1 to {MAX_LOCKED_AMOUNT}",
             }
         )
     execute = body.get("immediatelyExecute", False)
@@ -573,16 +580,13 @@ def _fee_override(
     fixed = value.get("platformFixedFee") if isinstance(value, dict) else None
     bps = value.get("platformVariableFeeBps") if isinstance(value, dict) else None
     ok_fixed = (
-        isinstance(fixed, dict)
-        and isinstance(fixed.get("amount"), int)
-        and fixed["amount"] >= 0
-        and fixed.get("currency") == sending
+        isinstance(fixed, dict) and is_int(fixed.get("amount")) and fixed.get("currency") == sending
     )
-    if not ok_fixed or not isinstance(bps, int) or isinstance(bps, bool) or bps < 0:
+    if not ok_fixed or not is_int(bps, 0, 10_000):
         errors.append(
             {
                 "field": "platformFeeOverride",
-                "message": "needs platformFixedFee {amount >= 0, currency: the sending currency} and platformVariableFeeBps >= 0",
+                "message": "needs platformFixedFee {amount >= 0, currency: the sending currency} and platformVariableFeeBps from 0 to 10000",
             }
         )
         return None
@@ -609,8 +613,9 @@ def _wallet_account(r: Request) -> int:
         q.fail("accountId", "is required")
     q.check()
     assert account_id is not None
-    row = r.world.account_row(account_id)
-    if not r.world.wallets.is_wallet(row):
+    # the interface documents no 404 on these lists: an unknown account is a bad parameter
+    row = r.world.entities.account_index.get(account_id)
+    if row is None or not r.world.wallets.is_wallet(row):
         raise invalid(
             [{"field": "accountId", "message": "must be an Embedded Wallet internal account"}]
         )
@@ -769,13 +774,10 @@ def patch_customer(r: Request) -> tuple[int, Any]:
         raise invalid(
             [{"field": "phoneNumber", "message": "update email and phoneNumber in separate calls"}]
         )
-    if set(body) - {"customerType", "email"} or "email" not in body:
-        raise ServiceError(
-            501,
-            "NOT_IMPLEMENTED",
-            "the sandbox updates only a customer's email ({customerType, email})",
-        )
-    errors: list[dict[str, str]] = []
+    errors: list[dict[str, str]] = [
+        {"field": name, "message": "the sandbox updates only a customer's email"}
+        for name in sorted(set(body) - {"customerType", "email"})
+    ]
     if body.get("customerType") != kind:
         errors.append({"field": "customerType", "message": f"must be {kind}, the customer's type"})
     _texts(body, ("email",), "", errors)
