@@ -27,6 +27,7 @@ import pytest
 
 from paylens import Sandbox
 from paylens.sandbox import SandboxServer
+from paylens.sandbox._currencies import CODES
 from paylens.sandbox._routes import ROUTES
 
 from .test_sandbox_world import call
@@ -76,7 +77,7 @@ def _pinned_ids(sandbox: Sandbox) -> dict[str, dict[str, str]]:
         and (cutoff := w.cancel_cutoff(t["id"])) is not None
         and cutoff > now
     )
-    approvals = w.pending_approval_ids()
+    approvals = [_received_payment(sandbox) for _ in range(2)]
     incoming = next(t["id"] for t in transactions if t["type"] == "INCOMING")
     wallet_rows = sorted(w.wallets.credentials)
     wallet = w.wallets.account_ids[wallet_rows[0]]
@@ -84,7 +85,10 @@ def _pinned_ids(sandbox: Sandbox) -> dict[str, dict[str, str]]:
     session = next(s["id"] for row in wallet_rows for s in w.wallets.list_sessions(row, w.now_us))
     owner = int(w.entities.accounts.owner[wallet_rows[0]])
     customer = next(cid for cid, row in w.entities.customer_index.items() if row == owner)
-    status, quote = call(w, "POST", "/quotes", body=_quote_body(sandbox))
+    body = _quote_body(sandbox)
+    ids_by_row = {row: aid for aid, row in w.entities.account_index.items()}
+    source_row = w.entities.account_index[body["source"]["accountId"]]
+    status, quote = call(w, "POST", "/quotes", body=body)
     assert status == 201, quote
     return {
         "getTransactionById": {"transactionId": transactions[0]["id"]},
@@ -106,7 +110,30 @@ def _pinned_ids(sandbox: Sandbox) -> dict[str, dict[str, str]]:
         "refreshAuthSession": {"id": session},
         "revokeAuthSession": {"id": session},
         "exportInternalAccount": {"id": wallet},
+        "sandboxFundInternalAccount": {"accountId": ids_by_row[source_row]},
     }
+
+
+def _received_payment(sandbox: Sandbox) -> str:
+    """An incoming payment waiting for the platform's approve or reject (the clock is fixed)."""
+    w = sandbox.world
+    body = _quote_body(sandbox)
+    account = w.entities.account_index[body["source"]["accountId"]]
+    customer = w.entities.customers.ids[int(w.entities.accounts.owner[account])]
+    code = CODES[int(w.entities.accounts.currency[account])]
+    status, tx = call(
+        w,
+        "POST",
+        "/sandbox/uma/receive",
+        body={
+            "senderUmaAddress": "$tester@sender.example",
+            "customerId": customer,
+            "receivingCurrencyCode": code,
+            "receivingCurrencyAmount": 2_500,
+        },
+    )
+    assert status == 200, tx
+    return str(tx["id"])
 
 
 def _quote_body(sandbox: Sandbox) -> dict[str, Any]:
@@ -201,7 +228,7 @@ def test_the_served_sandbox_conforms_to_the_interface(
 ) -> None:
     sandbox, server = served
     result = run_schemathesis(
-        sandbox, server, tmp_path, examples=8, phases="examples,coverage,fuzzing"
+        sandbox, server, tmp_path, examples=25, phases="examples,coverage,fuzzing"
     )
     assert result.returncode == 0, result.stdout[-20_000:] + result.stderr[-2_000:]
     assert "Tested:" in result.stdout

@@ -19,8 +19,6 @@ import binascii
 import hashlib
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -29,104 +27,21 @@ import orjson
 from ._currencies import CODES, CUR, RECEIVE_OPTIONS, REGIONS
 from ._gen_entities import CARD_STATES, CUSTOMER_TYPES, INTERNAL_TYPES, NO_ROW
 from ._generate import CARD_STATUSES, KINDS, ST, STATUSES
-from ._world import QuoteRequest, ServiceError, World, invalid, to_us
+from ._request import Handler, Query, Request, is_int, parse_time
+from ._routes_sandbox import SANDBOX_ROUTES
+from ._world import QuoteRequest, ServiceError, World, invalid
 from ._world_store import RowSet
 from ._world_wallets import SignedRequest, is_p256_point
 
 MAX_LIMIT = 100
-#: Integers of the interface are int64: larger ones are refused, never stored or computed with.
-INT64_MAX = 2**63 - 1
 MAX_LOCKED_AMOUNT = 9_000_000_000_000_000  # the interface's maximum of lockedCurrencyAmount
 DEFAULT_LIMIT = 20
+MAX_RATE_AMOUNT = 10**15  # the largest sendingAmount the exchange-rate list converts
 _UNKNOWN = -2  # an id that matches nothing (NO_ROW would match "no account")
 #: The transaction list's `status` filter takes the interface's TransactionStatus values only (a
 #: card status such as SETTLED is refused). Its `type` filter also takes CARD, beyond the
 #: interface's INCOMING and OUTGOING, because paylens' client filters card transactions with it.
 _TX_STATUSES = tuple(s for s in STATUSES if s not in CARD_STATUSES or s == "REFUNDED")
-
-
-@dataclass
-class Request:
-    world: World
-    args: list[str]
-    params: dict[str, list[str]]
-    body: Any
-    headers: Mapping[str, str]
-
-
-Handler = Callable[[Request], tuple[int, Any]]
-
-
-class Query:
-    """Reads query parameters, collecting one FieldError per bad parameter."""
-
-    def __init__(self, params: dict[str, list[str]]) -> None:
-        self.params = params
-        self.errors: list[dict[str, str]] = []
-
-    def fail(self, name: str, message: str) -> None:
-        self.errors.append({"field": name, "message": message})
-
-    def text(self, name: str) -> str | None:
-        values = self.params.get(name)
-        return values[0] if values else None
-
-    def choice(self, name: str, allowed: tuple[str, ...]) -> str | None:
-        value = self.text(name)
-        if value is not None and value not in allowed:
-            self.fail(name, f"must be one of {', '.join(allowed)}")
-            return None
-        return value
-
-    def time(self, name: str) -> int | None:
-        value = self.text(name)
-        if value is None:
-            return None
-        at = parse_time(value)
-        if at is None:
-            self.fail(
-                name, "must be an ISO 8601 date-time with a time zone, e.g. 2025-10-01T00:00:00Z"
-            )
-        return at
-
-    def integer(self, name: str, default: int, low: int, high: int = INT64_MAX) -> int:
-        value = self.text(name)
-        if value is None:
-            return default
-        try:
-            number = int(value)
-        except ValueError:
-            number = None
-        if number is None or not is_int(number, low, high):
-            self.fail(name, f"must be an integer from {low} to {high}")
-            return default
-        return number
-
-    def boolean(self, name: str) -> bool | None:
-        value = self.choice(name, ("true", "false"))
-        return None if value is None else value == "true"
-
-    def check(self) -> None:
-        if self.errors:
-            raise invalid(self.errors)
-
-
-def is_int(value: Any, low: int = 0, high: int = INT64_MAX) -> bool:
-    """True for a JSON integer (not a boolean) in [low, high]."""
-    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
-
-
-def parse_time(value: str) -> int | None:
-    """Microseconds since the epoch of an ISO 8601 date-time with a zone (a '+' that arrived as
-    a space in an unencoded query is read as '+')."""
-    text = value.strip().replace(" ", "+")
-    if "T" not in text and "t" not in text:
-        return None
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return None if moment.tzinfo is None else to_us(moment)
 
 
 # --- pagination -----------------------------------------------------------------------------------
@@ -597,7 +512,8 @@ def list_exchange_rates(r: Request) -> tuple[int, Any]:
     q = Query(r.params)
     source = q.text("sourceCurrency")
     destinations = r.params.get("destinationCurrency", [])
-    amount = q.integer("sendingAmount", 10_000, 0)
+    # past this, converted amounts and fees would leave the int64 range in some corridors
+    amount = q.integer("sendingAmount", 10_000, 0, MAX_RATE_AMOUNT)
     q.check()
     return 200, {"data": r.world.exchange_rates(source, destinations, amount)}
 
@@ -827,6 +743,7 @@ ROUTES: dict[str, dict[str, Handler]] = {
     "/auth/sessions/{id}/refresh": {"POST": refresh_session},
     "/internal-accounts/{id}/export": {"POST": export_account},
 }
+ROUTES.update(SANDBOX_ROUTES)
 #: Methods the interface defines on paths the sandbox serves only in part (501 for these).
 INTERFACE_ONLY: dict[str, frozenset[str]] = {
     "/cards": frozenset({"POST"}),
@@ -881,6 +798,8 @@ def dispatch(
             405,
             "METHOD_NOT_ALLOWED",
             f"{method} is not allowed on {template}",
-            headers={"Allow": ", ".join(sorted(ROUTES[template]))},
+            headers={
+                "Allow": ", ".join(sorted({*ROUTES[template], *INTERFACE_ONLY.get(template, ())}))
+            },
         )
     return handler(Request(world, args, params, body, headers))

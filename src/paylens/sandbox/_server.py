@@ -23,6 +23,8 @@ BASE_PATH = "/sandbox"
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # small answers written in two pieces would otherwise wait ~40 ms for a delayed ACK
+    disable_nagle_algorithm = True
     server: _Server
 
     def _serve(self) -> None:

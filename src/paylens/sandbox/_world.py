@@ -103,6 +103,7 @@ from ._generate import (
     status_at,
 )
 from ._world_entities import SANDBOX_DOMAIN, EntityViews, iso1
+from ._world_incoming import approve_incoming, reject_incoming
 from ._world_render import TxViews, WireRows, hi_of_reference, quote_uuid, shows_reference
 from ._world_store import RowSet, TxStore
 from ._world_wallets import WalletAuth
@@ -429,6 +430,22 @@ class World:
         """The time of a change made now, at whole milliseconds."""
         return _ms(self._now)
 
+    # --- for the world's other modules (incoming approvals, sandbox simulations) --------------
+
+    @property
+    def call_rng(self) -> np.random.Generator:
+        """The random stream of changes made through the interface."""
+        return self._calls
+
+    def move_clock_to(self, at: int) -> None:
+        """Move the clock forward to `at` (µs) without running `advance` (a record created now
+        whose time must follow the previous record's)."""
+        self._now = max(self._now, at)
+
+    def update_row(self, row: int, **values: Any) -> None:
+        """Change fields of a row through the interface (see `_update`)."""
+        self._update(row, **values)
+
     def cancel(self, transaction_id: str, reason: str | None = None) -> dict[str, Any]:
         row = self.transaction_row(transaction_id)
         s = self.store
@@ -475,12 +492,18 @@ class World:
 
     def approve(self, transaction_id: str) -> dict[str, Any]:
         row = self._pending_approval(transaction_id)
-        self._execute(row)
+        if self.store.col("kind")[row] == INCOMING:
+            approve_incoming(self, row, self._touch())
+        else:
+            self._execute(row)
         return self.get_transaction_wire(transaction_id)
 
     def reject(self, transaction_id: str, reason: str | None = None) -> dict[str, Any]:
         row = self._pending_approval(transaction_id)
         t = self._touch()
+        if self.store.col("kind")[row] == INCOMING:
+            reject_incoming(self, row, t)
+            return self.get_transaction_wire(transaction_id)
         self._update(
             row,
             t1=t,
