@@ -43,6 +43,11 @@ class Query:
         values = self.params.get(name)
         return values[0] if values else None
 
+    def texts(self, name: str) -> list[str]:
+        """An array parameter as official clients send it: repeated (`a=X&a=Y`), comma-joined
+        (`a=X,Y`), or both; empty items are dropped."""
+        return [item for value in self.params.get(name, ()) for item in value.split(",") if item]
+
     def choice(self, name: str, allowed: tuple[str, ...]) -> str | None:
         value = self.text(name)
         if value is not None and value not in allowed:

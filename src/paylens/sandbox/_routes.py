@@ -27,6 +27,7 @@ import orjson
 from ._currencies import CODES, CUR, RECEIVE_OPTIONS, REGIONS
 from ._gen_entities import CARD_STATES, CUSTOMER_TYPES, INTERNAL_TYPES, NO_ROW
 from ._generate import CARD_STATUSES, KINDS, ST, STATUSES
+from ._idempotency import MAX_KEY_LENGTH, KeyReused
 from ._request import Handler, Query, Request, is_int, parse_time
 from ._routes_sandbox import SANDBOX_ROUTES
 from ._world import QuoteRequest, ServiceError, World, invalid
@@ -511,7 +512,7 @@ def _fee_override(
 def list_exchange_rates(r: Request) -> tuple[int, Any]:
     q = Query(r.params)
     source = q.text("sourceCurrency")
-    destinations = r.params.get("destinationCurrency", [])
+    destinations = q.texts("destinationCurrency")
     # past this, converted amounts and fees would leave the int64 range in some corridors
     amount = q.integer("sendingAmount", 10_000, 0, MAX_RATE_AMOUNT)
     q.check()
@@ -702,6 +703,41 @@ def patch_customer(r: Request) -> tuple[int, Any]:
     return w.wallets.update_email(signed, row, body["email"], lambda: w.views.customer(row))
 
 
+def idempotent(operation: str, handler: Handler) -> Handler:
+    """`handler` with the Idempotency-Key header honoured."""
+
+    def handle(r: Request) -> tuple[int, Any]:
+        key = r.headers.get("idempotency-key")
+        if key is None:
+            return handler(r)
+        if not key or len(key) > MAX_KEY_LENGTH:
+            raise invalid(
+                [
+                    {
+                        "field": "Idempotency-Key",
+                        "message": f"must be 1 to {MAX_KEY_LENGTH} characters",
+                    }
+                ]
+            )
+        fingerprint = hashlib.sha256(
+            orjson.dumps([r.args, r.body], option=orjson.OPT_SORT_KEYS)
+        ).hexdigest()
+        try:
+            return r.world.idempotency.run(operation, key, fingerprint, lambda: handler(r))
+        except KeyReused:
+            raise invalid(
+                [
+                    {
+                        "field": "Idempotency-Key",
+                        "message": "was already used with another request; use a new key",
+                    }
+                ],
+                "the idempotency key was used with a different request",
+            ) from None
+
+    return handle
+
+
 # --- routing --------------------------------------------------------------------------------------
 
 ROUTES: dict[str, dict[str, Handler]] = {
@@ -729,9 +765,9 @@ ROUTES: dict[str, dict[str, Handler]] = {
     "/platform/external-accounts": {
         "GET": _account_list("platform-external-accounts", external=True, platform=True)
     },
-    "/quotes": {"POST": create_quote},
+    "/quotes": {"POST": idempotent("createQuote", create_quote)},
     "/quotes/{id}": {"GET": get_quote},
-    "/quotes/{id}/execute": {"POST": execute_quote},
+    "/quotes/{id}/execute": {"POST": idempotent("executeQuote", execute_quote)},
     "/exchange-rates": {"GET": list_exchange_rates},
     "/config": {"GET": get_config},
     "/auth/credentials": {"GET": list_credentials, "POST": add_credential},

@@ -102,6 +102,7 @@ from ._generate import (
     settle_durations,
     status_at,
 )
+from ._idempotency import IdempotencyKeys
 from ._world_entities import SANDBOX_DOMAIN, EntityViews, iso1
 from ._world_incoming import approve_incoming, reject_incoming
 from ._world_render import TxViews, WireRows, hi_of_reference, quote_uuid, shows_reference
@@ -228,6 +229,7 @@ class World:
         self.platform_id = f"Platform:{uuid_text(int(ids_hi[0]), int(ids_lo[0]))}"
         self.config_id = f"PlatformConfig:{uuid_text(int(ids_hi[1]), int(ids_lo[1]))}"
         self.wallets = WalletAuth.generate(self.entities, self.views, seed, end_us)
+        self.idempotency = IdempotencyKeys()
         self._advances = 0
 
     # --- clock ----------------------------------------------------------------------------------
