@@ -13,13 +13,20 @@ Decisions where the specification is silent (see also `_generate` for money and 
   cancellable transfer can be cancelled while it is not yet terminal and the clock is before its
   cutoff: the banking partner's window, drawn per transfer when it is created (ACH: 1 to 8 hours
   after creation, until the batch file goes out; wires: 5 to 45 minutes, until release).
-  Otherwise 409 TRANSACTION_NOT_CANCELLABLE. A cancelled transaction becomes FAILED, without a
-  `failureReason`, with a `refund` of reason USER_CANCELLATION, COMPLETED at the cancellation
-  time (`World.cancel_cutoff` tells a transfer's cutoff).
+  Otherwise 409 TRANSACTION_NOT_CANCELLABLE. A cancelled transaction becomes FAILED with a
+  `refund` of reason USER_CANCELLATION, COMPLETED at the cancellation time (`World.cancel_cutoff`
+  tells a transfer's cutoff). The interface names no status for a cancellation and the spec says
+  FAILED always carries a `failureReason`, so it gets the one whose meaning covers it: an
+  OUTGOING transfer QUOTE_EXECUTION_FAILED ("any failure on the way to settlement ... a debited
+  amount is refunded automatically"), an ACH pull COLLECTION_FAILED (an inbound bank-rail
+  collection that was not credited and goes back to the sender). The USER_CANCELLATION refund is
+  what tells a cancellation from other failures.
 - Approval: agent-initiated OUTGOING transactions (`agentId` set) wait in PENDING for the
   platform's decision for up to 3 days, then expire (EXPIRED). Approve moves one to PROCESSING
-  (it then settles on its rail); reject makes it FAILED without a `failureReason`. Anything else
-  answers 409 TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL.
+  (it then settles on its rail); reject makes it FAILED without a `failureReason`. Incoming UMA
+  payments received through `POST /sandbox/uma/receive` wait for the decision for 5 seconds
+  (see `_world_incoming`) and answer the IncomingTransaction. Anything else answers 409
+  TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL.
 - Receipt confirmation applies to INCOMING and OUTGOING transactions (a card transaction has no
   such field: 400).
 - Quotes: a quote is created as an OUTGOING transaction in PENDING that expires at the quote's
@@ -86,9 +93,11 @@ from ._generate import (
     ACH_PULL,
     AWAITING_APPROVAL,
     CARD,
+    IF,
     INCOMING,
     NEVER,
     NONE8,
+    OF,
     OUTGOING,
     ST,
     STATUSES,
@@ -476,7 +485,12 @@ class World:
                 "the banking partner has processed the transfer: its cancellation window has passed",
             )
         t = self._touch()
-        self._update(row, t1=min(int(s.col("t1")[row]), t), t2=t, t3=t, final=ST["FAILED"], failure=NONE8,
+        failure = (
+            OF["QUOTE_EXECUTION_FAILED"]
+            if s.col("kind")[row] == OUTGOING
+            else IF["COLLECTION_FAILED"]
+        )
+        self._update(row, t1=min(int(s.col("t1")[row]), t), t2=t, t3=t, final=ST["FAILED"], failure=failure,
                      refund_final=1, refund_reason=1, pending_reason=NONE8, touched=t,
                      flags=int(s.col("flags")[row]) & ~AWAITING_APPROVAL)  # fmt: skip
         return self.get_transaction_wire(transaction_id)
