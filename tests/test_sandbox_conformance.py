@@ -78,6 +78,7 @@ def _pinned_ids(sandbox: Sandbox) -> dict[str, dict[str, str]]:
         and cutoff > now
     )
     approvals = [_received_payment(sandbox) for _ in range(2)]
+    card = next(iter(w.entities.card_index))
     incoming = next(t["id"] for t in transactions if t["type"] == "INCOMING")
     wallet_rows = sorted(w.wallets.credentials)
     wallet = w.wallets.account_ids[wallet_rows[0]]
@@ -96,8 +97,8 @@ def _pinned_ids(sandbox: Sandbox) -> dict[str, dict[str, str]]:
         "approvePendingPayment": {"transactionId": approvals[0]},
         "rejectPendingPayment": {"transactionId": approvals[1]},
         "confirmReceiptDelivery": {"transactionId": incoming},
-        "getCardById": {"id": next(iter(w.entities.card_index))},
-        "updateCardById": {"id": next(iter(w.entities.card_index))},
+        "getCardById": {"id": card},
+        "updateCardById": {"id": card},
         "getCustomerById": {"customerId": customer},
         "updateCustomerById": {"customerId": customer},
         "getQuoteById": {"quoteId": quote["id"]},
@@ -111,6 +112,9 @@ def _pinned_ids(sandbox: Sandbox) -> dict[str, dict[str, str]]:
         "revokeAuthSession": {"id": session},
         "exportInternalAccount": {"id": wallet},
         "sandboxFundInternalAccount": {"accountId": ids_by_row[source_row]},
+        "sandboxSimulateCardAuthorization": {"id": card},
+        "sandboxSimulateCardClearing": {"id": card},
+        "sandboxSimulateCardReturn": {"id": card},
     }
 
 

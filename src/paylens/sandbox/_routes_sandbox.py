@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._currencies import CUR
+from ._currencies import CODES, CUR
 from ._gen_entities import NO_ROW
+from ._generate import CARD
 from ._request import INT64_MAX, Handler, Request, is_int
 from ._world import ServiceError, invalid
+from ._world_cards import CardEventRefused, authorize, clear, refund
 from ._world_incoming import receive_uma_payment
 
 #: The interface's maximum of one sandbox funding (minor units).
@@ -105,7 +107,76 @@ def fund_internal_account(r: Request) -> tuple[int, Any]:
     return 200, w.views.internal_account(row)
 
 
+def _card_event(
+    r: Request, body: dict[str, Any], errors: list[dict[str, str]], *, low: int
+) -> tuple[int, int]:
+    """(card row, transaction row) of a clearing or return, after checking its body."""
+    w = r.world
+    card = w.card_row(r.args[0])
+    transaction_id = body.get("cardTransactionId")
+    if not isinstance(transaction_id, str) or not transaction_id:
+        errors.append({"field": "cardTransactionId", "message": "is required"})
+    if not is_int(body.get("amount"), low):
+        errors.append({"field": "amount", "message": f"must be an integer from {low}"})
+    if errors:
+        raise invalid(errors)
+    assert isinstance(transaction_id, str)
+    row = w.transaction_row(transaction_id)
+    if w.store.col("card")[row] != card or w.store.col("kind")[row] != CARD:
+        raise ServiceError(
+            404, "TRANSACTION_NOT_FOUND", f"no transaction {transaction_id} on this card"
+        )
+    return card, row
+
+
+def _simulated(event: Any) -> tuple[int, Any]:
+    try:
+        return 202, event()
+    except CardEventRefused as refused:
+        raise invalid([{"field": refused.field, "message": refused.message}]) from None
+
+
+def simulate_authorization(r: Request) -> tuple[int, Any]:
+    w = r.world
+    card = w.card_row(r.args[0])
+    body, errors = _object(r), []
+    amount = body.get("amount")
+    if not is_int(amount, 1):
+        errors.append({"field": "amount", "message": "must be a positive int64 amount"})
+    currency = body.get("currency")
+    code = CODES[int(w.entities.cards.currency[card])]
+    if not isinstance(currency, dict) or currency.get("code") != code:
+        errors.append({"field": "currency.code", "message": f"must be {code}, the card's currency"})
+    merchant = body.get("merchant")
+    if not isinstance(merchant, dict) or not isinstance(merchant.get("descriptor"), str):
+        errors.append({"field": "merchant.descriptor", "message": "is required"})
+    elif not merchant["descriptor"].strip():
+        errors.append({"field": "merchant.descriptor", "message": "must not be empty"})
+    for name in ("mcc", "country"):
+        if isinstance(merchant, dict) and not isinstance(merchant.get(name, ""), str):
+            errors.append({"field": f"merchant.{name}", "message": "must be a string"})
+    if errors:
+        raise invalid(errors)
+    assert isinstance(merchant, dict) and isinstance(amount, int)
+    return _simulated(lambda: authorize(w, card, amount, merchant))
+
+
+def simulate_clearing(r: Request) -> tuple[int, Any]:
+    body = _object(r)
+    _, row = _card_event(r, body, [], low=0)
+    return _simulated(lambda: clear(r.world, row, body["amount"]))
+
+
+def simulate_return(r: Request) -> tuple[int, Any]:
+    body = _object(r)
+    _, row = _card_event(r, body, [], low=1)
+    return _simulated(lambda: refund(r.world, row, body["amount"]))
+
+
 SANDBOX_ROUTES: dict[str, dict[str, Handler]] = {
+    "/sandbox/cards/{id}/simulate/authorization": {"POST": simulate_authorization},
+    "/sandbox/cards/{id}/simulate/clearing": {"POST": simulate_clearing},
+    "/sandbox/cards/{id}/simulate/return": {"POST": simulate_return},
     "/sandbox/uma/receive": {"POST": receive_uma},
     "/sandbox/internal-accounts/{id}/fund": {"POST": fund_internal_account},
 }

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 INCOMING_DECISION_US = 5_000_000
 
 
-def _next_created(world: World) -> int:
+def next_created(world: World) -> int:
     """The creation time of a new row: now, after every existing row (whole milliseconds)."""
     store = world.store
     now_ms = world.now_us // 1000 * 1000
@@ -57,7 +57,7 @@ def receive_uma_payment(world: World, account: int, amount: int) -> int:
     acc = world.entities.accounts
     currency = int(acc.currency[account])
     fee = int(to_minor(SERVICE_FEE_USD[CH["UMA"]], currency))
-    created = _next_created(world)
+    created = next_created(world)
     world.move_clock_to(created)
     hi, lo = new_uuids(world.call_rng, 1)
     cols = empty_columns(1)

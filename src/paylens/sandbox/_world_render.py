@@ -745,6 +745,23 @@ _RAIL_MODE = _table([_json(mode) for mode in RAIL_MODES])
 _MERCHANT = _table(
     [_json({"descriptor": m.descriptor, "mcc": m.mcc, "country": m.country}) for m in MERCHANTS]
 )
+_MERCHANT_CODES = {m.descriptor: i for i, m in enumerate(MERCHANTS)}
+
+
+def merchant_code(descriptor: str, mcc: str | None, country: str | None) -> int | None:
+    """The `merchant` column code of a merchant named in a simulated authorization (codes past
+    the generated merchants are kept for the process); None when the table is full."""
+    if descriptor in _MERCHANT_CODES:
+        return _MERCHANT_CODES[descriptor]
+    code = len(_MERCHANT_CODES)
+    if code >= len(_MERCHANT) - 1:  # the last code stays free
+        return None
+    merchant = {"descriptor": descriptor, "mcc": mcc, "country": country}
+    _MERCHANT[code] = _json({k: v for k, v in merchant.items() if v is not None})
+    _MERCHANT_CODES[descriptor] = code
+    return code
+
+
 _IN_FAILURE = _table([b',"failureReason":' + _json(f) for f in IN_FAILURES])
 _OUT_FAILURE = _table([b',"failureReason":' + _json(f) for f in OUT_FAILURES])
 _PENDING = _table([b',"pendingReason":' + _json(r) for r in PENDING_REASONS])
