@@ -80,23 +80,23 @@ def test_authorize_clear_in_two_parts_then_return(world: World) -> None:
     assert event(world, card, "return", tx["id"], 1)[0] == 400
 
 
-def test_a_clearing_above_the_hold_pulls_the_excess(world: World) -> None:
+@pytest.mark.parametrize(
+    ("cleared", "settled", "pulls", "pulled"),
+    [
+        (2_400, 2_400, 2, 2_400),  # above the hold: a second, post-hoc pull for the excess
+        (0, 0, 1, 2_000),  # nothing cleared: the authorization expired
+    ],
+)
+def test_a_single_clearing_settles(
+    world: World, cleared: int, settled: int, pulls: int, pulled: int
+) -> None:
     card = _card(world)
     authorize(world, card, 2_000, "BISTRO 77")
     tx = newest(world)
-    assert event(world, card, "clearing", tx["id"], 2_400)[0] == 202
-    tipped = world.get_transaction_wire(tx["id"])
-    assert tipped["status"] == "SETTLED"
-    assert (tipped["pullSummary"]["count"], tipped["pullSummary"]["totalAmount"]) == (2, 2_400)
-
-
-def test_a_zero_clearing_expires_the_authorization(world: World) -> None:
-    card = _card(world)
-    authorize(world, card, 900, "PARKING 41")
-    tx = newest(world)
-    assert event(world, card, "clearing", tx["id"], 0)[0] == 202
-    expired = world.get_transaction_wire(tx["id"])
-    assert (expired["status"], expired["settledAmount"]["amount"]) == ("SETTLED", 0)
+    assert event(world, card, "clearing", tx["id"], cleared)[0] == 202
+    after = world.get_transaction_wire(tx["id"])
+    assert (after["status"], after["settledAmount"]["amount"]) == ("SETTLED", settled)
+    assert (after["pullSummary"]["count"], after["pullSummary"]["totalAmount"]) == (pulls, pulled)
 
 
 def test_descriptor_suffixes_decide_the_outcome(world: World) -> None:

@@ -227,24 +227,18 @@ def run_schemathesis(
     )
 
 
+@pytest.mark.parametrize(
+    ("examples", "phases"),
+    [
+        pytest.param(25, "examples,coverage,fuzzing", id="default"),
+        pytest.param(100, "examples,coverage,fuzzing,stateful", id="long", marks=pytest.mark.slow),
+    ],
+)
 def test_the_served_sandbox_conforms_to_the_interface(
-    served: tuple[Sandbox, SandboxServer], tmp_path: Path
+    served: tuple[Sandbox, SandboxServer], tmp_path: Path, examples: int, phases: str
 ) -> None:
     sandbox, server = served
-    result = run_schemathesis(
-        sandbox, server, tmp_path, examples=25, phases="examples,coverage,fuzzing"
-    )
+    result = run_schemathesis(sandbox, server, tmp_path, examples=examples, phases=phases)
     assert result.returncode == 0, result.stdout[-20_000:] + result.stderr[-2_000:]
     assert "Tested:" in result.stdout
     assert sandbox.requests.count() > 500  # it did drive the sandbox
-
-
-@pytest.mark.slow
-def test_the_served_sandbox_conforms_under_a_long_run(
-    served: tuple[Sandbox, SandboxServer], tmp_path: Path
-) -> None:
-    sandbox, server = served
-    result = run_schemathesis(
-        sandbox, server, tmp_path, examples=100, phases="examples,coverage,fuzzing,stateful"
-    )
-    assert result.returncode == 0, result.stdout[-20_000:] + result.stderr[-2_000:]

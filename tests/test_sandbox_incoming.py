@@ -107,30 +107,20 @@ def test_receive_checks_its_body(world: World) -> None:
         "receivingCurrencyCode",
         "receivingCurrencyAmount",
     }
-    status, error = call(
-        world,
-        "POST",
-        "/sandbox/uma/receive",
-        body={
-            "senderUmaAddress": "$a@b.example",
-            "customerId": "Customer:nope",
-            "receivingCurrencyCode": "USD",
-            "receivingCurrencyAmount": 5,
-        },
-    )
-    assert (status, error["code"]) == (404, "USER_NOT_FOUND")
-    status, error = call(
-        world,
-        "POST",
-        "/sandbox/uma/receive",
-        body={
-            "senderUmaAddress": "$a@b.example",
-            "customerId": _usd_customer(world),
-            "receivingCurrencyCode": "XYZ",
-            "receivingCurrencyAmount": 5,
-        },
-    )
-    assert (status, error["code"]) == (400, "INVALID_CURRENCY")
+    valid = {
+        "senderUmaAddress": "$a@b.example",
+        "customerId": _usd_customer(world),
+        "receivingCurrencyCode": "USD",
+        "receivingCurrencyAmount": 5,
+    }
+    for change, expected in (
+        ({"customerId": "Customer:nope"}, (404, "USER_NOT_FOUND")),
+        ({"receivingCurrencyCode": "XYZ"}, (400, "INVALID_CURRENCY")),
+        ({"customerId": None, "receiverUmaAddress": "$nobody@x.example"}, (404, "UMA_NOT_FOUND")),
+    ):
+        body = {k: v for k, v in (valid | change).items() if v is not None}
+        status, error = call(world, "POST", "/sandbox/uma/receive", body=body)
+        assert (status, error["code"]) == expected, change
 
 
 @pytest.mark.http

@@ -3,8 +3,10 @@
 `dispatch` maps a request (path relative to the version root, parsed query, parsed JSON body) to
 the world and returns `(status, JSON value)`, or raises `ServiceError`. Every bad field of a
 request is reported at once: 400 INVALID_INPUT with one FieldError per field in
-`details.errors`. Paths of the interface the sandbox does not serve answer 501 NOT_IMPLEMENTED,
-unknown paths 404, known paths with another method 405.
+`details.errors`. Methods of the interface the sandbox does not serve on a path it serves answer
+501 NOT_IMPLEMENTED, unknown paths 404, any other method 405 with `Allow` (in the error shape;
+the loopback server hands every method to the app). The interface's `/sandbox/...` routes are in
+`_routes_sandbox`; `Idempotency-Key` handling in `_idempotency`.
 
 Cursors are opaque (base64url of a small JSON): the position of the last row served and a
 fingerprint of the filters and sort order they were issued for. Rows never move, so a cursor
