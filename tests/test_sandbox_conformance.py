@@ -3,8 +3,9 @@
 Every operation the sandbox serves is driven with generated requests (examples, the coverage
 phase's edge values and undeclared methods, random fuzzing), with real ids pinned so the
 operations reach their 200s. The run must find no server error, no status code the interface
-does not document for the operation, no response off its schema or content type, and no answer
-but 405 (in the error shape) to an undeclared method.
+does not document for the operation, no response off its schema or content type, no answer
+but 405 (in the error shape) to an undeclared method, and no schema-violating request accepted
+(wrong types, out-of-range integers, values off an enum; unknown query parameters are not sent).
 
 Left out: schemathesis' "positive data acceptance" check, which fails any 400 to a schema-valid
 request: the interface documents 400s a schema cannot foresee (a funding source that is not the
@@ -44,7 +45,8 @@ pytestmark = [
 
 CHECKS = (
     "not_a_server_error,status_code_conformance,content_type_conformance,"
-    "response_headers_conformance,response_schema_conformance,unsupported_method"
+    "response_headers_conformance,response_schema_conformance,unsupported_method,"
+    "negative_data_rejection"
 )
 
 

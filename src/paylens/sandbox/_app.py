@@ -206,6 +206,8 @@ class SandboxApp:
             payload = orjson.loads(body) if body.strip() else None
         except orjson.JSONDecodeError as exc:
             return _error(400, "INVALID_REQUEST_FORMAT", f"request body is not valid JSON: {exc}")
+        if payload is None and body.strip():  # every body of the interface is an object
+            return _error(400, "INVALID_REQUEST_FORMAT", "request body is null, not a JSON object")
         params = parse_qs(query, keep_blank_values=True)
         try:
             with self._lock:

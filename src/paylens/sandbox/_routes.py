@@ -165,8 +165,9 @@ def _body(r: Request) -> dict[str, Any]:
 
 
 def _optional_text(body: dict[str, Any], name: str, errors: list[dict[str, str]]) -> str | None:
+    """An optional string field: absent is None, but a present one (null included) must be text."""
     value = body.get(name)
-    if value is not None and not isinstance(value, str):
+    if name in body and not isinstance(value, str):
         errors.append({"field": name, "message": "must be a string"})
         return None
     return value
@@ -187,8 +188,7 @@ def cancel_transaction(r: Request) -> tuple[int, Any]:
 
 def approve_transaction(r: Request) -> tuple[int, Any]:
     body = _body(r)
-    info = body.get("receiverCustomerInfo")
-    if info is not None and not isinstance(info, dict):
+    if "receiverCustomerInfo" in body and not isinstance(body["receiverCustomerInfo"], dict):
         raise invalid([{"field": "receiverCustomerInfo", "message": "must be an object"}])
     return 200, r.world.approve(r.args[0])
 
@@ -201,7 +201,7 @@ def confirm_transaction(r: Request) -> tuple[int, Any]:
     body = _body(r)
     value = body.get("receiptDeliveryConfirmedAt")
     at = None
-    if value is not None:
+    if "receiptDeliveryConfirmedAt" in body:  # present means a date-time: null is not one
         at = parse_time(value) if isinstance(value, str) else None
         if at is None:
             raise invalid(

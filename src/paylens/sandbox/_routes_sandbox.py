@@ -147,6 +147,12 @@ def simulate_authorization(r: Request) -> tuple[int, Any]:
     code = CODES[int(w.entities.cards.currency[card])]
     if not isinstance(currency, dict) or currency.get("code") != code:
         errors.append({"field": "currency.code", "message": f"must be {code}, the card's currency"})
+    else:
+        if "decimals" in currency and not is_int(currency["decimals"]):
+            errors.append({"field": "currency.decimals", "message": "must be an integer from 0"})
+        for name in ("name", "symbol"):
+            if name in currency and not isinstance(currency[name], str):
+                errors.append({"field": f"currency.{name}", "message": "must be a string"})
     merchant = body.get("merchant")
     if not isinstance(merchant, dict) or not isinstance(merchant.get("descriptor"), str):
         errors.append({"field": "merchant.descriptor", "message": "is required"})
