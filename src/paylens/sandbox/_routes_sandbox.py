@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ._currencies import CODES, CUR
 from ._gen_entities import NO_ROW
 from ._generate import CARD
@@ -57,30 +59,27 @@ def receive_uma(r: Request) -> tuple[int, Any]:
         )
     if errors:
         raise invalid(errors)
+    assert isinstance(code, str) and isinstance(amount, int)
     if isinstance(customer_id, str):
         customer = w.customer_row(customer_id)
     else:
-        customer = w.views.customer_by_uma(receiver)
+        customer = w.views.customer_by_uma(str(receiver))
         if customer < 0:
             raise ServiceError(404, "UMA_NOT_FOUND", f"no receiver at {receiver}")
     account = _internal_account_in(r, customer, code)
     row = receive_uma_payment(w, account, amount)
-    return 200, w.tx.transactions([row], w.now_us)[0]
+    return 200, w.tx.transactions(np.array([row]), w.now_us)[0]
 
 
 def _internal_account_in(r: Request, customer: int, code: str) -> int:
     """The customer's first internal (non-wallet) account in currency `code`."""
     w = r.world
-    acc = w.entities.accounts
+    e = w.entities
     currency = CUR.get(code, NO_ROW)
-    for row in range(len(acc)):
-        if (
-            acc.owner[row] == customer
-            and not acc.external[row]
-            and acc.currency[row] == currency
-            and not w.wallets.is_wallet(row)
-        ):
-            return row
+    owned = e.internal_of.items[e.internal_of.start[customer] : e.internal_of.start[customer + 1]]
+    for row in sorted(owned.tolist()):
+        if e.accounts.currency[row] == currency and not w.wallets.is_wallet(row):
+            return int(row)
     raise ServiceError(
         400,
         "INVALID_CURRENCY",
@@ -96,7 +95,7 @@ def fund_internal_account(r: Request) -> tuple[int, Any]:
     if acc.external[row]:
         raise ServiceError(404, "REFERENCE_NOT_FOUND", f"no internal account {r.args[0]}")
     amount = _object(r).get("amount")
-    if not is_int(amount, 1, MAX_FUNDING):
+    if not isinstance(amount, int) or not is_int(amount, 1, MAX_FUNDING):
         raise invalid(
             [{"field": "amount", "message": f"must be an integer from 1 to {MAX_FUNDING}"}]
         )
