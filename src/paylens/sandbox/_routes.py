@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from ._currencies import CODES, CUR, RECEIVE_OPTIONS, REGIONS
+from ._currencies import CODES, CUR, FUNDABLE, RECEIVE_OPTIONS, REGIONS
 from ._gen_entities import CARD_STATES, CUSTOMER_TYPES, INTERNAL_TYPES, NO_ROW
 from ._generate import CARD_STATUSES, KINDS, ST, STATUSES
 from ._idempotency import MAX_KEY_LENGTH, KeyReused
@@ -432,9 +432,15 @@ def create_quote(r: Request) -> tuple[int, Any]:
             )
         return row
 
-    src = account("source", "sourceType", "ACCOUNT")
+    source = body.get("source")
+    funding = None
+    if isinstance(source, dict) and source.get("sourceType") == "REALTIME_FUNDING":
+        funding = _funding_source(w, source, errors)
+        src: int | None = None if funding is None else NO_ROW
+    else:
+        src = account("source", "sourceType", "ACCOUNT")
     dst = account("destination", "destinationType", "ACCOUNT")
-    if src is not None and (acc.external[src] or acc.owner[src] == NO_ROW):
+    if src is not None and src != NO_ROW and (acc.external[src] or acc.owner[src] == NO_ROW):
         errors.append(
             {"field": "source.accountId", "message": "must be an internal account of a customer"}
         )
@@ -472,10 +478,20 @@ def create_quote(r: Request) -> tuple[int, Any]:
     execute = body.get("immediatelyExecute", False)
     if not isinstance(execute, bool):
         errors.append({"field": "immediatelyExecute", "message": "must be a boolean"})
+    elif execute and funding is not None:
+        errors.append(
+            {
+                "field": "immediatelyExecute",
+                "message": "a REALTIME_FUNDING quote executes when its funds arrive",
+            }
+        )
     description = _optional_text(body, "description", errors)
-    override = _fee_override(
-        body.get("platformFeeOverride"), None if src is None else CODES[acc.currency[src]], errors
+    sending = (
+        CODES[funding[1]]
+        if funding is not None
+        else (None if src is None else CODES[acc.currency[src]])
     )
+    override = _fee_override(body.get("platformFeeOverride"), sending, errors)
     if errors:
         raise invalid(errors)
     assert src is not None and dst is not None
@@ -488,8 +504,32 @@ def create_quote(r: Request) -> tuple[int, Any]:
         execute=execute,
         description=description,
         fee_override=override,
+        funding=funding,
     )
     return 201, w.create_quote(request)
+
+
+def _funding_source(
+    w: World, source: dict[str, Any], errors: list[dict[str, str]]
+) -> tuple[int, int] | None:
+    """(customer row, currency code) of a REALTIME_FUNDING source: the platform sends the funds
+    as the quote's `paymentInstructions` say (`POST /sandbox/send` simulates it)."""
+    customer_id, currency = source.get("customerId"), source.get("currency")
+    customer = w.entities.customer_index.get(customer_id) if isinstance(customer_id, str) else None
+    if customer is None:
+        errors.append(
+            {
+                "field": "source.customerId",
+                "message": "the sandbox funds quotes of customers: must be a customer's id",
+            }
+        )
+    if currency not in FUNDABLE:
+        errors.append(
+            {"field": "source.currency", "message": f"must be one of {', '.join(FUNDABLE)}"}
+        )
+    if customer is None or currency not in FUNDABLE:
+        return None
+    return customer, CUR[currency]
 
 
 def _fee_override(

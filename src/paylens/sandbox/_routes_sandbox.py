@@ -1,6 +1,8 @@
 """The interface's own sandbox routes (`/sandbox/...` under the version root): what a simulator of
 the service lets a platform trigger that the real service only lets the outside world do.
 
+- `POST /sandbox/send`: the funds of a REALTIME_FUNDING quote arrive (see `_world_funding`);
+  answers the transaction.
 - `POST /sandbox/uma/receive`: an incoming UMA payment to a customer, waiting for the platform's
   approve or reject (see `_world_incoming`); answers the IncomingTransaction.
 - `POST /sandbox/internal-accounts/{accountId}/fund`: adds to an internal account's balance;
@@ -23,6 +25,7 @@ from ._generate import CARD
 from ._request import INT64_MAX, Handler, Request, is_int
 from ._world import ServiceError, invalid
 from ._world_cards import CardEventRefused, authorize, clear, refund
+from ._world_funding import FundingRefused, send_funds
 from ._world_incoming import receive_uma_payment
 
 #: The interface's maximum of one sandbox funding (minor units).
@@ -178,7 +181,28 @@ def simulate_return(r: Request) -> tuple[int, Any]:
     return _simulated(lambda: refund(r.world, row, body["amount"]))
 
 
+def sandbox_send(r: Request) -> tuple[int, Any]:
+    body, errors = _object(r), []
+    quote_id, code = body.get("quoteId"), body.get("currencyCode")
+    if not isinstance(quote_id, str) or not quote_id:
+        errors.append({"field": "quoteId", "message": "is required"})
+    if not isinstance(code, str) or not code:
+        errors.append({"field": "currencyCode", "message": "is required"})
+    amount = body.get("currencyAmount")
+    if "currencyAmount" in body and not is_int(amount, 1):
+        errors.append({"field": "currencyAmount", "message": "must be a positive int64 amount"})
+    if errors:
+        raise invalid(errors)
+    assert isinstance(quote_id, str) and isinstance(code, str)
+    row = r.world.quote_row(quote_id)
+    try:
+        return 200, send_funds(r.world, row, code, amount)
+    except FundingRefused as refused:
+        raise invalid([{"field": refused.field, "message": refused.message}]) from None
+
+
 SANDBOX_ROUTES: dict[str, dict[str, Handler]] = {
+    "/sandbox/send": {"POST": sandbox_send},
     "/sandbox/cards/{id}/simulate/authorization": {"POST": simulate_authorization},
     "/sandbox/cards/{id}/simulate/clearing": {"POST": simulate_clearing},
     "/sandbox/cards/{id}/simulate/return": {"POST": simulate_return},

@@ -99,6 +99,8 @@ from ._generate import (
     NONE8,
     OF,
     OUTGOING,
+    SRC_ACCOUNT,
+    SRC_FUNDING,
     ST,
     STATUSES,
     Arrivals,
@@ -457,6 +459,10 @@ class World:
         """Change fields of a row through the interface (see `_update`)."""
         self._update(row, **values)
 
+    def execute_row(self, row: int) -> None:
+        """Execute the quote of an OUTGOING row now (it then settles on its rail)."""
+        self._execute(row)
+
     def cancel(self, transaction_id: str, reason: str | None = None) -> dict[str, Any]:
         row = self.transaction_row(transaction_id)
         s = self.store
@@ -579,6 +585,16 @@ class World:
     def execute_quote(self, quote_id: str) -> dict[str, Any]:
         row = self.quote_row(quote_id)
         s = self.store
+        if s.col("source_kind")[row] == SRC_FUNDING:
+            raise invalid(
+                [
+                    {
+                        "field": "quoteId",
+                        "message": "a REALTIME_FUNDING quote executes when its funds arrive",
+                    }
+                ],
+                "the quote cannot be executed: send its funds as its paymentInstructions say",
+            )
         if (
             self._status(row) != ST["PENDING"]
             or s.col("flags")[row] & AWAITING_APPROVAL
@@ -597,8 +613,11 @@ class World:
         e = self.entities
         acc = e.accounts
         src, dst = req.source, req.destination
-        send_cur, recv_cur = int(acc.currency[src]), int(acc.currency[dst])
-        owner = int(acc.owner[src])
+        recv_cur = int(acc.currency[dst])
+        if req.funding is not None:
+            owner, send_cur = req.funding
+        else:
+            send_cur, owner = int(acc.currency[src]), int(acc.owner[src])
         if acc.external[dst]:
             option = int(acc.kind[dst])
             channel = CH[req.rail] if req.rail else int(AUTO_CHANNEL[option])
@@ -655,8 +674,9 @@ class World:
             "platform_fee": plat, "cpty_fee": cpty, "var_rate": var_rate, "fx": fx,
             "channel": channel, "rail_mode": rail_mode, "person": acc.person[dst],
             "t1": created + ttl, "t2": created + ttl, "final": ST["EXPIRED"],
-            "timeline": TIMELINE_S[channel],
-            "expected": NEVER if INSTANT[channel] else created + int(TIMELINE_S[channel]) * 1_000_000,
+            "timeline": -1 if req.funding else TIMELINE_S[channel],
+            "expected": NEVER if INSTANT[channel] or req.funding else created + int(TIMELINE_S[channel]) * 1_000_000,
+            "source_kind": SRC_FUNDING if req.funding else SRC_ACCOUNT,
             "cancel_by": created + sum(window) * 500_000 if window else 0,
         }  # fmt: skip
         for name, value in values.items():
@@ -884,8 +904,10 @@ class QuoteRequest:
         execute: bool = False,
         description: str | None = None,
         fee_override: tuple[int, int] | None = None,
+        funding: tuple[int, int] | None = None,
     ) -> None:
-        self.source = source
+        self.source = source  # NO_ROW for a REALTIME_FUNDING source
+        self.funding = funding  # (customer row, currency code) of a REALTIME_FUNDING source
         self.destination = destination
         self.locked_side = locked_side
         self.amount = amount
