@@ -1,5 +1,6 @@
-"""Quotes funded in real time (source REALTIME_FUNDING) and `POST /sandbox/send`, which
-simulates their funds arriving: the quote executes, or fails with FUNDING_AMOUNT_MISMATCH."""
+"""Quotes beyond account-to-account: funded in real time (source REALTIME_FUNDING) with
+`POST /sandbox/send` simulating the funds arriving (the quote executes, or fails with
+FUNDING_AMOUNT_MISMATCH), and paid to a UMA address (destination UMA_ADDRESS)."""
 
 from __future__ import annotations
 
@@ -91,6 +92,35 @@ def test_send_refuses_what_it_cannot_apply(sandbox: Sandbox) -> None:
         "source.customerId",
         "source.currency",
     }
+
+
+def _counterparty(world: World) -> str:
+    return str(
+        next(
+            t["destination"]["umaAddress"]
+            for t in world.all_transactions()
+            if t["type"] == "OUTGOING" and t["destination"]["destinationType"] == "UMA_ADDRESS"
+        )
+    )
+
+
+def test_a_quote_to_a_uma_address_settles_on_the_uma_rail(sandbox: Sandbox) -> None:
+    w = sandbox.world
+    address = _counterparty(w)
+    destination = {"destinationType": "UMA_ADDRESS", "umaAddress": address, "currency": "EUR"}
+    body = _quote_body(sandbox) | {"destination": destination, "immediatelyExecute": True}
+    status, quote = call(w, "POST", "/quotes", body=body)
+    assert status == 201, quote
+    assert quote["destination"] == destination
+    assert quote["receivingCurrency"]["code"] == "EUR"
+    tx = w.get_transaction_wire(quote["transactionId"])
+    assert (tx["status"], tx["paymentRail"], tx["destination"]) == ("PROCESSING", None, destination)
+    w.advance(timedelta(days=3))
+    assert w.get_transaction_wire(tx["id"])["status"] == "COMPLETED"
+    unknown = body | {"destination": {"destinationType": "UMA_ADDRESS", "umaAddress": "$no@x.io"}}
+    status, error = call(w, "POST", "/quotes", body=unknown)
+    assert (status, error["code"]) == (400, "INVALID_RECEIVER")
+    assert error["details"]["errors"][0]["field"] == "destination.umaAddress"
 
 
 @pytest.mark.http

@@ -887,7 +887,7 @@ def test_quotes_execute_and_expire(fresh: World) -> None:
     )
     assert status == 400
     assert [e["field"] for e in error["details"]["errors"]] == [
-        "destination.destinationType",
+        "destination.umaAddress",
         "source.accountId",
         "lockedCurrencySide",
         "lockedCurrencyAmount",

@@ -439,7 +439,19 @@ def create_quote(r: Request) -> tuple[int, Any]:
         src: int | None = None if funding is None else NO_ROW
     else:
         src = account("source", "sourceType", "ACCOUNT")
-    dst = account("destination", "destinationType", "ACCOUNT")
+
+    def sending_currency() -> str | None:
+        if funding is not None:
+            return CODES[funding[1]]
+        return None if src is None or src == NO_ROW else CODES[acc.currency[src]]
+
+    destination = body.get("destination")
+    uma = None
+    if isinstance(destination, dict) and destination.get("destinationType") == "UMA_ADDRESS":
+        uma = _uma_destination(w, destination, sending_currency(), errors)
+        dst: int | None = None if uma is None else NO_ROW
+    else:
+        dst = account("destination", "destinationType", "ACCOUNT")
     if src is not None and src != NO_ROW and (acc.external[src] or acc.owner[src] == NO_ROW):
         errors.append(
             {"field": "source.accountId", "message": "must be an internal account of a customer"}
@@ -453,7 +465,7 @@ def create_quote(r: Request) -> tuple[int, Any]:
         if isinstance(body.get("destination"), dict)
         else None
     )
-    if rail is not None and dst is not None:
+    if rail is not None and dst is not None and dst != NO_ROW:
         rails = (
             [name for name, _ in RECEIVE_OPTIONS[acc.kind[dst]].rails] if acc.external[dst] else []
         )
@@ -486,12 +498,7 @@ def create_quote(r: Request) -> tuple[int, Any]:
             }
         )
     description = _optional_text(body, "description", errors)
-    sending = (
-        CODES[funding[1]]
-        if funding is not None
-        else (None if src is None else CODES[acc.currency[src]])
-    )
-    override = _fee_override(body.get("platformFeeOverride"), sending, errors)
+    override = _fee_override(body.get("platformFeeOverride"), sending_currency(), errors)
     if errors:
         raise invalid(errors)
     assert src is not None and dst is not None
@@ -505,8 +512,33 @@ def create_quote(r: Request) -> tuple[int, Any]:
         description=description,
         fee_override=override,
         funding=funding,
+        uma=uma,
     )
     return 201, w.create_quote(request)
+
+
+def _uma_destination(
+    w: World, destination: dict[str, Any], sending: str | None, errors: list[dict[str, str]]
+) -> tuple[int, int] | None:
+    """(person row, receiving currency code) of a UMA_ADDRESS destination: one of the sandbox's
+    counterparties (the UMA addresses its transactions show); the receiving currency defaults
+    to the sending one."""
+    address, currency = destination.get("umaAddress"), destination.get("currency", sending)
+    if not isinstance(address, str) or not address.startswith("$") or "@" not in address:
+        errors.append({"field": "destination.umaAddress", "message": "must be a UMA address"})
+        return None
+    if not isinstance(currency, str) or currency not in CUR:
+        errors.append({"field": "destination.currency", "message": "must be a currency code"})
+        return None
+    person = w.tx.person_by_uma(address)
+    if person is None:
+        raise ServiceError(
+            400,
+            "INVALID_RECEIVER",
+            f"no receiver at {address}",
+            {"errors": [{"field": "destination.umaAddress", "message": "no receiver there"}]},
+        )
+    return person, CUR[currency]
 
 
 def _funding_source(
@@ -523,7 +555,7 @@ def _funding_source(
                 "message": "the sandbox funds quotes of customers: must be a customer's id",
             }
         )
-    if currency not in FUNDABLE:
+    if not isinstance(currency, str) or currency not in FUNDABLE:
         errors.append(
             {"field": "source.currency", "message": f"must be one of {', '.join(FUNDABLE)}"}
         )

@@ -93,6 +93,8 @@ from ._generate import (
     ACH_PULL,
     AWAITING_APPROVAL,
     CARD,
+    DEST_ACCOUNT,
+    DEST_UMA,
     IF,
     INCOMING,
     NEVER,
@@ -613,12 +615,14 @@ class World:
         e = self.entities
         acc = e.accounts
         src, dst = req.source, req.destination
-        recv_cur = int(acc.currency[dst])
+        recv_cur = int(acc.currency[dst]) if req.uma is None else req.uma[1]
         if req.funding is not None:
             owner, send_cur = req.funding
         else:
             send_cur, owner = int(acc.currency[src]), int(acc.owner[src])
-        if acc.external[dst]:
+        if req.uma is not None:
+            channel, rail_mode = CH["UMA"], 0
+        elif acc.external[dst]:
             option = int(acc.kind[dst])
             channel = CH[req.rail] if req.rail else int(AUTO_CHANNEL[option])
             rail_mode = 2 if req.rail else (1 if channel < N_RAILS else 0)
@@ -672,7 +676,9 @@ class World:
             "sender": src, "receiver": dst, "send_cur": send_cur, "recv_cur": recv_cur, "sent": sent,
             "received": received, "fees": fees, "fixed_fee": fixed, "var_fee": var_fee,
             "platform_fee": plat, "cpty_fee": cpty, "var_rate": var_rate, "fx": fx,
-            "channel": channel, "rail_mode": rail_mode, "person": acc.person[dst],
+            "channel": channel, "rail_mode": rail_mode,
+            "person": acc.person[dst] if req.uma is None else req.uma[0],
+            "dest_kind": DEST_ACCOUNT if req.uma is None else DEST_UMA,
             "t1": created + ttl, "t2": created + ttl, "final": ST["EXPIRED"],
             "timeline": -1 if req.funding else TIMELINE_S[channel],
             "expected": NEVER if INSTANT[channel] or req.funding else created + int(TIMELINE_S[channel]) * 1_000_000,
@@ -905,9 +911,11 @@ class QuoteRequest:
         description: str | None = None,
         fee_override: tuple[int, int] | None = None,
         funding: tuple[int, int] | None = None,
+        uma: tuple[int, int] | None = None,
     ) -> None:
         self.source = source  # NO_ROW for a REALTIME_FUNDING source
         self.funding = funding  # (customer row, currency code) of a REALTIME_FUNDING source
+        self.uma = uma  # (person row, currency code) of a UMA_ADDRESS destination (NO_ROW dst)
         self.destination = destination
         self.locked_side = locked_side
         self.amount = amount

@@ -183,6 +183,7 @@ class TxViews:
         self.views = views
         self.descriptions: dict[int, str | None] = {}  # descriptions of quote requests (None: none)
         self._shared = _Shared(ents, views)
+        self._people_by_uma: dict[str, int] | None = None
         # each row's text, valid while the clock is before `_until[row]`
         self._texts: list[bytes] = []
         self._until = np.zeros(0, dtype=np.int64)
@@ -232,6 +233,14 @@ class TxViews:
         if grown > 0:
             self._texts += [b""] * grown
             self._until = np.concatenate([self._until, np.full(grown, _UNRENDERED)])
+
+    def person_by_uma(self, address: str) -> int | None:
+        """The sandbox person (a counterparty) whose UMA address this is, or None."""
+        if self._people_by_uma is None:
+            self._people_by_uma = {
+                orjson.loads(text): i for i, text in enumerate(self._shared.umas.tolist())
+            }
+        return self._people_by_uma.get(address)
 
     def forget(self, row: int) -> None:
         """Drop the kept text of a row that changed through the interface."""
