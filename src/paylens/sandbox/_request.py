@@ -104,3 +104,12 @@ def parse_time(value: str) -> int | None:
     except ValueError:
         return None
     return None if moment.tzinfo is None else to_us(moment)
+
+
+def optional_text(body: dict[str, Any], name: str, errors: list[dict[str, str]]) -> str | None:
+    """An optional string field: absent is None, but a present one (null included) must be text."""
+    value = body.get(name)
+    if name in body and not isinstance(value, str):
+        errors.append({"field": name, "message": "must be a string"})
+        return None
+    return value
