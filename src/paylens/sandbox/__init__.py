@@ -6,6 +6,7 @@
         print(server.env_lines())
     sandbox.advance(timedelta(days=1))        # settle, fail, expire what is due; new activity
     sandbox.faults.configure(latency=0.05, rate_429=0.1)
+    paylens.Sandbox(clock="wall")             # history ends now; time follows the wall clock
 
 Everything it serves is sandbox data and says so: its URLs carry "sandbox", its answers carry
 an `X-Paylens-Sandbox` header, and paylens labels what it stores from it.

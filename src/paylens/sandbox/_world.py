@@ -3,7 +3,8 @@
 A `World` is generated from a seed (same seed and options, same data) and works on wire-level JSON
 values only; the wire layer (`_app`) adds HTTP, and `_routes.dispatch` maps requests to the methods
 here. The clock starts at `end` (default 2025-10-13T00:00:00Z, a fixed date so data is
-reproducible) and moves only with `advance`.
+reproducible) and moves only with `advance` (a wall-clock `Sandbox` calls it before each request,
+see `_clock`).
 
 Decisions where the specification is silent (see also `_generate` for money and lifecycles):
 
@@ -31,7 +32,9 @@ Decisions where the specification is silent (see also `_generate` for money and 
   such field: 400).
 - Quotes: a quote is created as an OUTGOING transaction in PENDING that expires at the quote's
   `expiresAt` unless executed (`immediatelyExecute` or `POST /quotes/{id}/execute`), so every
-  quote has its `transactionId`. Sources must be internal accounts of a customer. A RECEIVING
+  quote has its `transactionId`. Sources are internal accounts of a customer, or REALTIME_FUNDING
+  for a customer (executed when `POST /sandbox/send` delivers its funds, see `_world_funding`);
+  destinations are accounts or the UMA addresses of the sandbox's counterparties. A RECEIVING
   lock sends the smallest amount whose `receivedAmount` reaches the locked amount.
 - Every world of 70 or more transactions has, just before its `end`, some of each: pending ACH
   pushes, ACH pulls and wires inside and past their cancellation window, and agent-initiated
