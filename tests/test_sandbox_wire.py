@@ -122,6 +122,8 @@ def test_cli_serve_prints_lines_ready_to_export() -> None:
             "1",
             "--transactions",
             "500",
+            "--clock",
+            "fixed",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

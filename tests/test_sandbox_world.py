@@ -369,7 +369,8 @@ def test_cancel_a_pending_ach_push_inside_its_window(fresh: World) -> None:
         fresh, "POST", f"/transactions/{t['id']}/cancel", body={"reason": "customer asked"}
     )
     assert status == 200
-    assert body["status"] == "FAILED" and "failureReason" not in body
+    # FAILED always carries a failureReason (spec §3); the refund's reason tells a cancellation
+    assert (body["status"], body["failureReason"]) == ("FAILED", "QUOTE_EXECUTION_FAILED")
     assert body["refund"] == {
         "reference": t["reconciliationInstructions"]["reference"] + "-RF",
         "initiatedAt": "2025-10-13T00:00:00.000Z",
@@ -388,9 +389,10 @@ def test_cancel_an_ach_pull_inside_its_window(fresh: World) -> None:
         "ExternalAccount:"
     )
     status, body = call(fresh, "POST", f"/transactions/{t['id']}/cancel")
-    assert (status, body["status"], body["refund"]["reason"]) == (
+    assert (status, body["status"], body["failureReason"], body["refund"]["reason"]) == (
         200,
         "FAILED",
+        "COLLECTION_FAILED",
         "USER_CANCELLATION",
     )
 
@@ -688,8 +690,7 @@ def test_each_filter_matches_brute_force(world: World, truth: list[dict[str, Any
         {"accountIdentifier": "InternalAccount:nope"},
     ]
     cases += [
-        {"status": s}
-        for s in ("PENDING", "PROCESSING", "FAILED", "EXPIRED", "AUTHORIZED", "REFUNDED", "CREATED")
+        {"status": s} for s in ("PENDING", "PROCESSING", "FAILED", "EXPIRED", "REFUNDED", "CREATED")
     ]
     cases += [{"type": k} for k in ("INCOMING", "OUTGOING", "CARD")]
     for params in cases:
@@ -886,7 +887,7 @@ def test_quotes_execute_and_expire(fresh: World) -> None:
     )
     assert status == 400
     assert [e["field"] for e in error["details"]["errors"]] == [
-        "destination.destinationType",
+        "destination.umaAddress",
         "source.accountId",
         "lockedCurrencySide",
         "lockedCurrencyAmount",
@@ -1036,10 +1037,9 @@ def test_wallet_credentials_and_sessions(fresh: World) -> None:
     assert call(fresh, "GET", "/auth/credentials")[1]["details"]["errors"] == [
         {"field": "accountId", "message": "is required"}
     ]
-    assert (
-        call(fresh, "GET", "/auth/sessions", {"accountId": "InternalAccount:nope"})[1]["code"]
-        == "REFERENCE_NOT_FOUND"
-    )
+    unknown = call(fresh, "GET", "/auth/sessions", {"accountId": "InternalAccount:nope"})
+    assert unknown[0] == 400  # the interface documents no 404 on this list
+    assert unknown[1]["details"]["errors"][0]["field"] == "accountId"
 
 
 def test_routing_answers_404_405_and_501(world: World) -> None:

@@ -1,6 +1,7 @@
 """The `paylens` command: each subcommand is a thin call of a public function.
 
 paylens sandbox serve --port 8765 --seed 0 --transactions 100000
+paylens sandbox advance --hours 24
 paylens demo
 paylens report --db data/paylens.duckdb --start 2025-09-01 --end 2025-10-01 --out reports/
 """
@@ -27,7 +28,9 @@ def _sandbox_serve(args: argparse.Namespace) -> int:
     from paylens.sandbox import Sandbox
 
     started = time.perf_counter()
-    sandbox = Sandbox(seed=args.seed, transactions=args.transactions, scenarios=args.scenarios)
+    sandbox = Sandbox(
+        seed=args.seed, transactions=args.transactions, scenarios=args.scenarios, clock=args.clock
+    )
     sandbox.faults.configure(
         latency=args.latency, rate_429=args.rate_429, rate_limit=args.rate_limit
     )
@@ -206,6 +209,17 @@ def _confirm(question: str) -> bool:
         return False
 
 
+def _sandbox_advance(args: argparse.Namespace) -> int:
+    """Move a served sandbox's clock ahead (PAYLENS_* variables) and print what changed."""
+    from datetime import timedelta
+
+    from paylens.sandbox import advance_served
+
+    changed = advance_served(timedelta(hours=args.hours))
+    print(" ".join(f"{name}={count}" for name, count in sorted(changed.items())))
+    return 0
+
+
 class _Formatter(argparse.HelpFormatter):
     """Help that shows each option's default, where it has one worth saying."""
 
@@ -270,7 +284,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--rate-429", type=float, default=0.0, help="fraction of requests answered 429"
     )
     serve.add_argument("--rate-limit", type=float, default=None, help="requests per second")
+    serve.add_argument(
+        "--clock",
+        choices=("wall", "fixed"),
+        default="wall",
+        help="wall: history ends now and time follows the wall clock; fixed: time moves only "
+        "with `paylens sandbox advance` (reproducible)",
+    )
     serve.set_defaults(run=_sandbox_serve)
+    advance = sandbox_commands.add_parser(
+        "advance",
+        formatter_class=_Formatter,
+        help="move a served sandbox's clock ahead (PAYLENS_* variables)",
+    )
+    advance.add_argument("--hours", type=float, required=True, help="how far to jump ahead")
+    advance.set_defaults(run=_sandbox_advance)
 
     sync = commands.add_parser(
         "sync",

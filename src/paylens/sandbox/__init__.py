@@ -6,6 +6,7 @@
         print(server.env_lines())
     sandbox.advance(timedelta(days=1))        # settle, fail, expire what is due; new activity
     sandbox.faults.configure(latency=0.05, rate_429=0.1)
+    paylens.Sandbox(clock="wall")             # history ends now; time follows the wall clock
 
 Everything it serves is sandbox data and says so: its URLs carry "sandbox", its answers carry
 an `X-Paylens-Sandbox` header, and paylens labels what it stores from it.
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from paylens.client._config import is_sandbox_url
 
 from ._app import RequestLog, SandboxApp
+from ._clock import Clock, WallClock, advance_served
 from ._faults import Faults
 from ._server import SandboxServer
 from ._transport import AsyncSandboxTransport, SandboxTransport
@@ -40,6 +42,7 @@ __all__ = [
     "Sandbox",
     "SandboxServer",
     "ServiceError",
+    "advance_served",
     "is_sandbox_url",
 ]
 
@@ -49,6 +52,8 @@ class Sandbox:
 
     `seed` and the generation options (`transactions`, `start`, `end`, ... passed on to the
     world) fix the data. Credentials are `client_id` and a random `client_secret` (or yours).
+    `clock="fixed"` (the default: reproducible) ends the history at `end` and moves time only
+    with `advance`; `clock="wall"` ends it now and follows the wall clock (see `_clock`).
     """
 
     def __init__(
@@ -58,14 +63,21 @@ class Sandbox:
         *,
         client_id: str = SANDBOX_CLIENT_ID,
         client_secret: str | None = None,
+        clock: str | WallClock = "fixed",
         **world_options: Any,
     ) -> None:
         self.seed = seed
+        time = Clock(clock)
+        wall_now = time.now()
+        if wall_now is not None and world_options.get("end") is None:
+            world_options["end"] = wall_now  # the history ends now
         self.world = World(seed=seed, transactions=transactions, **world_options)
         self.faults = Faults(seed=seed)
         self.client_id = client_id
         self._client_secret = client_secret or "sk_sandbox_" + secrets.token_urlsafe(24)
-        self.app = SandboxApp(self.world, self.faults, client_id, self._client_secret, API_VERSION)
+        self.app = SandboxApp(
+            self.world, self.faults, client_id, self._client_secret, API_VERSION, time
+        )
 
     def __repr__(self) -> str:
         return f"Sandbox(seed={self.seed}, transactions={self.world.transaction_count()}, now={self.now.isoformat()})"
@@ -82,13 +94,15 @@ class Sandbox:
 
     @property
     def now(self) -> datetime:
-        """The sandbox clock (tz-aware UTC); it moves only with `advance`."""
+        """The sandbox clock (tz-aware UTC): with `clock="fixed"` it moves only with `advance`;
+        with `clock="wall"` it follows the wall clock (plus every `advance`)."""
+        self.app.catch_up()
         return self.world.now
 
     def advance(self, delta: timedelta) -> dict[str, int]:
-        """Move the clock: settle, fail and expire what is due and create new activity."""
-        with self.app.lock:
-            return self.world.advance(delta)
+        """Move the clock ahead: settle, fail and expire what is due and create new activity.
+        Returns the counts of what changed (`created`, and per status reached)."""
+        return self.app.advance(delta)
 
     def client(self, **options: Any) -> Client:
         """A `paylens.Client` wired to this sandbox in-process (no sockets)."""

@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, unquote
 
 import orjson
 
+from ._clock import Clock
 from ._faults import Faults, corrupt
 from ._routes import dispatch
 from ._world import ServiceError, World
@@ -24,6 +25,8 @@ from ._world import ServiceError, World
 logger = logging.getLogger("paylens.sandbox")
 
 _JSON = [("content-type", "application/json")]
+#: The longest jump the control route makes at once (a year): generating more is minutes of work.
+_MAX_JUMP_S = 366 * 86_400
 _SANDBOX_HEADER = ("x-paylens-sandbox", "true")
 
 
@@ -90,10 +93,17 @@ class SandboxApp:
     """Answers one HTTP request of the interface from a `World`."""
 
     def __init__(
-        self, world: World, faults: Faults, client_id: str, client_secret: str, version: str
+        self,
+        world: World,
+        faults: Faults,
+        client_id: str,
+        client_secret: str,
+        version: str,
+        clock: Clock | None = None,
     ) -> None:
         self.world = world
         self.faults = faults
+        self.clock = clock or Clock("fixed")
         self.log = RequestLog()
         self.version = version
         self._expected_auth = (
@@ -105,6 +115,23 @@ class SandboxApp:
     def lock(self) -> threading.RLock:
         """Held while the world serves a request; hold it to change the world from outside."""
         return self._lock
+
+    def catch_up(self) -> None:
+        """Bring a wall-clock world up to the clock (a fixed clock moves only on command)."""
+        target = self.clock.now()
+        if target is None:
+            return
+        with self._lock:
+            behind = target - self.world.now
+            if behind > timedelta(0):
+                self.world.advance(behind)
+
+    def advance(self, delta: timedelta) -> dict[str, int]:
+        """Move the clock ahead by `delta` on command: what is due happens, new activity arrives."""
+        with self._lock:
+            self.catch_up()
+            self.clock.jumped(delta)
+            return self.world.advance(delta)
 
     def handle(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
         """`target` is the request's path and query as sent; `headers` have lower-case names."""
@@ -133,8 +160,10 @@ class SandboxApp:
         try:
             payload = orjson.loads(body) if body.strip() else {}
             if (method, action) == ("POST", "advance"):
-                with self._lock:
-                    result: Any = self.world.advance(timedelta(seconds=float(payload["seconds"])))
+                seconds = float(payload["seconds"])
+                if not 0 <= seconds <= _MAX_JUMP_S:
+                    raise ValueError(f"seconds must be from 0 to {_MAX_JUMP_S}")
+                result: Any = self.advance(timedelta(seconds=seconds))
             elif (method, action) == ("POST", "faults"):
                 self.faults.clear() if payload.pop("clear", False) else None
                 self.faults.configure(**payload)
@@ -177,9 +206,12 @@ class SandboxApp:
             payload = orjson.loads(body) if body.strip() else None
         except orjson.JSONDecodeError as exc:
             return _error(400, "INVALID_REQUEST_FORMAT", f"request body is not valid JSON: {exc}")
+        if payload is None and body.strip():  # every body of the interface is an object
+            return _error(400, "INVALID_REQUEST_FORMAT", "request body is null, not a JSON object")
         params = parse_qs(query, keep_blank_values=True)
         try:
             with self._lock:
+                self.catch_up()
                 status, value = dispatch(self.world, method, path, params, payload, headers)
         except ServiceError as exc:
             reply = _error(exc.status, exc.code, exc.message, exc.details)

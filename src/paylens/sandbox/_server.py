@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Self
+from typing import Any, Self
 
 from ._app import SandboxApp
 
@@ -23,6 +23,8 @@ BASE_PATH = "/sandbox"
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # small answers written in two pieces would otherwise wait ~40 ms for a delayed ACK
+    disable_nagle_algorithm = True
     server: _Server
 
     def _serve(self) -> None:
@@ -42,9 +44,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(reply.body)))
         self.end_headers()
-        self.wfile.write(reply.body)
+        if self.command != "HEAD":
+            self.wfile.write(reply.body)
 
-    do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve
+    def __getattr__(self, name: str) -> Any:
+        # every method reaches the app, which answers an undeclared one 405 in the error shape
+        # (the stdlib's own answer would be 501 in HTML)
+        if name.startswith("do_") and name[3:].isupper():
+            return self._serve
+        raise AttributeError(name)
 
     def log_message(self, format: str, *args: object) -> None:
         logger.debug("%s " + format, self.address_string(), *args)

@@ -3,7 +3,8 @@
 A `World` is generated from a seed (same seed and options, same data) and works on wire-level JSON
 values only; the wire layer (`_app`) adds HTTP, and `_routes.dispatch` maps requests to the methods
 here. The clock starts at `end` (default 2025-10-13T00:00:00Z, a fixed date so data is
-reproducible) and moves only with `advance`.
+reproducible) and moves only with `advance` (a wall-clock `Sandbox` calls it before each request,
+see `_clock`).
 
 Decisions where the specification is silent (see also `_generate` for money and lifecycles):
 
@@ -13,18 +14,27 @@ Decisions where the specification is silent (see also `_generate` for money and 
   cancellable transfer can be cancelled while it is not yet terminal and the clock is before its
   cutoff: the banking partner's window, drawn per transfer when it is created (ACH: 1 to 8 hours
   after creation, until the batch file goes out; wires: 5 to 45 minutes, until release).
-  Otherwise 409 TRANSACTION_NOT_CANCELLABLE. A cancelled transaction becomes FAILED, without a
-  `failureReason`, with a `refund` of reason USER_CANCELLATION, COMPLETED at the cancellation
-  time (`World.cancel_cutoff` tells a transfer's cutoff).
+  Otherwise 409 TRANSACTION_NOT_CANCELLABLE. A cancelled transaction becomes FAILED with a
+  `refund` of reason USER_CANCELLATION, COMPLETED at the cancellation time (`World.cancel_cutoff`
+  tells a transfer's cutoff). The interface names no status for a cancellation and the spec says
+  FAILED always carries a `failureReason`, so it gets the one whose meaning covers it: an
+  OUTGOING transfer QUOTE_EXECUTION_FAILED ("any failure on the way to settlement ... a debited
+  amount is refunded automatically"), an ACH pull COLLECTION_FAILED (an inbound bank-rail
+  collection that was not credited and goes back to the sender). The USER_CANCELLATION refund is
+  what tells a cancellation from other failures.
 - Approval: agent-initiated OUTGOING transactions (`agentId` set) wait in PENDING for the
   platform's decision for up to 3 days, then expire (EXPIRED). Approve moves one to PROCESSING
-  (it then settles on its rail); reject makes it FAILED without a `failureReason`. Anything else
-  answers 409 TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL.
+  (it then settles on its rail); reject makes it FAILED without a `failureReason`. Incoming UMA
+  payments received through `POST /sandbox/uma/receive` wait for the decision for 5 seconds
+  (see `_world_incoming`) and answer the IncomingTransaction. Anything else answers 409
+  TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL.
 - Receipt confirmation applies to INCOMING and OUTGOING transactions (a card transaction has no
   such field: 400).
 - Quotes: a quote is created as an OUTGOING transaction in PENDING that expires at the quote's
   `expiresAt` unless executed (`immediatelyExecute` or `POST /quotes/{id}/execute`), so every
-  quote has its `transactionId`. Sources must be internal accounts of a customer. A RECEIVING
+  quote has its `transactionId`. Sources are internal accounts of a customer, or REALTIME_FUNDING
+  for a customer (executed when `POST /sandbox/send` delivers its funds, see `_world_funding`);
+  destinations are accounts or the UMA addresses of the sandbox's counterparties. A RECEIVING
   lock sends the smallest amount whose `receivedAmount` reaches the locked amount.
 - Every world of 70 or more transactions has, just before its `end`, some of each: pending ACH
   pushes, ACH pulls and wires inside and past their cancellation window, and agent-initiated
@@ -86,10 +96,16 @@ from ._generate import (
     ACH_PULL,
     AWAITING_APPROVAL,
     CARD,
+    DEST_ACCOUNT,
+    DEST_UMA,
+    IF,
     INCOMING,
     NEVER,
     NONE8,
+    OF,
     OUTGOING,
+    SRC_ACCOUNT,
+    SRC_FUNDING,
     ST,
     STATUSES,
     Arrivals,
@@ -102,7 +118,9 @@ from ._generate import (
     settle_durations,
     status_at,
 )
+from ._idempotency import IdempotencyKeys
 from ._world_entities import SANDBOX_DOMAIN, EntityViews, iso1
+from ._world_incoming import approve_incoming, reject_incoming
 from ._world_render import TxViews, WireRows, hi_of_reference, quote_uuid, shows_reference
 from ._world_store import RowSet, TxStore
 from ._world_wallets import WalletAuth
@@ -227,6 +245,7 @@ class World:
         self.platform_id = f"Platform:{uuid_text(int(ids_hi[0]), int(ids_lo[0]))}"
         self.config_id = f"PlatformConfig:{uuid_text(int(ids_hi[1]), int(ids_lo[1]))}"
         self.wallets = WalletAuth.generate(self.entities, self.views, seed, end_us)
+        self.idempotency = IdempotencyKeys()
         self._advances = 0
 
     # --- clock ----------------------------------------------------------------------------------
@@ -429,6 +448,26 @@ class World:
         """The time of a change made now, at whole milliseconds."""
         return _ms(self._now)
 
+    # --- for the world's other modules (incoming approvals, sandbox simulations) --------------
+
+    @property
+    def call_rng(self) -> np.random.Generator:
+        """The random stream of changes made through the interface."""
+        return self._calls
+
+    def move_clock_to(self, at: int) -> None:
+        """Move the clock forward to `at` (µs) without running `advance` (a record created now
+        whose time must follow the previous record's)."""
+        self._now = max(self._now, at)
+
+    def update_row(self, row: int, **values: Any) -> None:
+        """Change fields of a row through the interface (see `_update`)."""
+        self._update(row, **values)
+
+    def execute_row(self, row: int) -> None:
+        """Execute the quote of an OUTGOING row now (it then settles on its rail)."""
+        self._execute(row)
+
     def cancel(self, transaction_id: str, reason: str | None = None) -> dict[str, Any]:
         row = self.transaction_row(transaction_id)
         s = self.store
@@ -457,7 +496,12 @@ class World:
                 "the banking partner has processed the transfer: its cancellation window has passed",
             )
         t = self._touch()
-        self._update(row, t1=min(int(s.col("t1")[row]), t), t2=t, t3=t, final=ST["FAILED"], failure=NONE8,
+        failure = (
+            OF["QUOTE_EXECUTION_FAILED"]
+            if s.col("kind")[row] == OUTGOING
+            else IF["COLLECTION_FAILED"]
+        )
+        self._update(row, t1=min(int(s.col("t1")[row]), t), t2=t, t3=t, final=ST["FAILED"], failure=failure,
                      refund_final=1, refund_reason=1, pending_reason=NONE8, touched=t,
                      flags=int(s.col("flags")[row]) & ~AWAITING_APPROVAL)  # fmt: skip
         return self.get_transaction_wire(transaction_id)
@@ -475,12 +519,18 @@ class World:
 
     def approve(self, transaction_id: str) -> dict[str, Any]:
         row = self._pending_approval(transaction_id)
-        self._execute(row)
+        if self.store.col("kind")[row] == INCOMING:
+            approve_incoming(self, row, self._touch())
+        else:
+            self._execute(row)
         return self.get_transaction_wire(transaction_id)
 
     def reject(self, transaction_id: str, reason: str | None = None) -> dict[str, Any]:
         row = self._pending_approval(transaction_id)
         t = self._touch()
+        if self.store.col("kind")[row] == INCOMING:
+            reject_incoming(self, row, t)
+            return self.get_transaction_wire(transaction_id)
         self._update(
             row,
             t1=t,
@@ -540,6 +590,16 @@ class World:
     def execute_quote(self, quote_id: str) -> dict[str, Any]:
         row = self.quote_row(quote_id)
         s = self.store
+        if s.col("source_kind")[row] == SRC_FUNDING:
+            raise invalid(
+                [
+                    {
+                        "field": "quoteId",
+                        "message": "a REALTIME_FUNDING quote executes when its funds arrive",
+                    }
+                ],
+                "the quote cannot be executed: send its funds as its paymentInstructions say",
+            )
         if (
             self._status(row) != ST["PENDING"]
             or s.col("flags")[row] & AWAITING_APPROVAL
@@ -558,9 +618,14 @@ class World:
         e = self.entities
         acc = e.accounts
         src, dst = req.source, req.destination
-        send_cur, recv_cur = int(acc.currency[src]), int(acc.currency[dst])
-        owner = int(acc.owner[src])
-        if acc.external[dst]:
+        recv_cur = int(acc.currency[dst]) if req.uma is None else req.uma[1]
+        if req.funding is not None:
+            owner, send_cur = req.funding
+        else:
+            send_cur, owner = int(acc.currency[src]), int(acc.owner[src])
+        if req.uma is not None:
+            channel, rail_mode = CH["UMA"], 0
+        elif acc.external[dst]:
             option = int(acc.kind[dst])
             channel = CH[req.rail] if req.rail else int(AUTO_CHANNEL[option])
             rail_mode = 2 if req.rail else (1 if channel < N_RAILS else 0)
@@ -614,10 +679,13 @@ class World:
             "sender": src, "receiver": dst, "send_cur": send_cur, "recv_cur": recv_cur, "sent": sent,
             "received": received, "fees": fees, "fixed_fee": fixed, "var_fee": var_fee,
             "platform_fee": plat, "cpty_fee": cpty, "var_rate": var_rate, "fx": fx,
-            "channel": channel, "rail_mode": rail_mode, "person": acc.person[dst],
+            "channel": channel, "rail_mode": rail_mode,
+            "person": acc.person[dst] if req.uma is None else req.uma[0],
+            "dest_kind": DEST_ACCOUNT if req.uma is None else DEST_UMA,
             "t1": created + ttl, "t2": created + ttl, "final": ST["EXPIRED"],
-            "timeline": TIMELINE_S[channel],
-            "expected": NEVER if INSTANT[channel] else created + int(TIMELINE_S[channel]) * 1_000_000,
+            "timeline": -1 if req.funding else TIMELINE_S[channel],
+            "expected": NEVER if INSTANT[channel] or req.funding else created + int(TIMELINE_S[channel]) * 1_000_000,
+            "source_kind": SRC_FUNDING if req.funding else SRC_ACCOUNT,
             "cancel_by": created + sum(window) * 500_000 if window else 0,
         }  # fmt: skip
         for name, value in values.items():
@@ -845,8 +913,12 @@ class QuoteRequest:
         execute: bool = False,
         description: str | None = None,
         fee_override: tuple[int, int] | None = None,
+        funding: tuple[int, int] | None = None,
+        uma: tuple[int, int] | None = None,
     ) -> None:
-        self.source = source
+        self.source = source  # NO_ROW for a REALTIME_FUNDING source
+        self.funding = funding  # (customer row, currency code) of a REALTIME_FUNDING source
+        self.uma = uma  # (person row, currency code) of a UMA_ADDRESS destination (NO_ROW dst)
         self.destination = destination
         self.locked_side = locked_side
         self.amount = amount

@@ -183,6 +183,7 @@ class TxViews:
         self.views = views
         self.descriptions: dict[int, str | None] = {}  # descriptions of quote requests (None: none)
         self._shared = _Shared(ents, views)
+        self._people_by_uma: dict[str, int] | None = None
         # each row's text, valid while the clock is before `_until[row]`
         self._texts: list[bytes] = []
         self._until = np.zeros(0, dtype=np.int64)
@@ -232,6 +233,14 @@ class TxViews:
         if grown > 0:
             self._texts += [b""] * grown
             self._until = np.concatenate([self._until, np.full(grown, _UNRENDERED)])
+
+    def person_by_uma(self, address: str) -> int | None:
+        """The sandbox person (a counterparty) whose UMA address this is, or None."""
+        if self._people_by_uma is None:
+            self._people_by_uma = {
+                orjson.loads(text): i for i, text in enumerate(self._shared.umas.tolist())
+            }
+        return self._people_by_uma.get(address)
 
     def forget(self, row: int) -> None:
         """Drop the kept text of a row that changed through the interface."""
@@ -745,6 +754,23 @@ _RAIL_MODE = _table([_json(mode) for mode in RAIL_MODES])
 _MERCHANT = _table(
     [_json({"descriptor": m.descriptor, "mcc": m.mcc, "country": m.country}) for m in MERCHANTS]
 )
+_MERCHANT_CODES = {m.descriptor: i for i, m in enumerate(MERCHANTS)}
+
+
+def merchant_code(descriptor: str, mcc: str | None, country: str | None) -> int | None:
+    """The `merchant` column code of a merchant named in a simulated authorization (codes past
+    the generated merchants are kept for the process); None when the table is full."""
+    if descriptor in _MERCHANT_CODES:
+        return _MERCHANT_CODES[descriptor]
+    code = len(_MERCHANT_CODES)
+    if code >= len(_MERCHANT) - 1:  # the last code stays free
+        return None
+    merchant = {"descriptor": descriptor, "mcc": mcc, "country": country}
+    _MERCHANT[code] = _json({k: v for k, v in merchant.items() if v is not None})
+    _MERCHANT_CODES[descriptor] = code
+    return code
+
+
 _IN_FAILURE = _table([b',"failureReason":' + _json(f) for f in IN_FAILURES])
 _OUT_FAILURE = _table([b',"failureReason":' + _json(f) for f in OUT_FAILURES])
 _PENDING = _table([b',"pendingReason":' + _json(r) for r in PENDING_REASONS])

@@ -1,0 +1,246 @@
+"""The served sandbox against the interface description, fuzzed by schemathesis over loopback.
+
+Every operation the sandbox serves is driven with generated requests (examples, the coverage
+phase's edge values and undeclared methods, random fuzzing), with real ids pinned so the
+operations reach their 200s. The run must find no server error, no status code the interface
+does not document for the operation, no response off its schema or content type, no answer
+but 405 (in the error shape) to an undeclared method, and no schema-violating request accepted
+(wrong types, out-of-range integers, values off an enum; unknown query parameters are not sent).
+
+Left out: schemathesis' "positive data acceptance" check, which fails any 400 to a schema-valid
+request: the interface documents 400s a schema cannot foresee (a funding source that is not the
+cardholder's, a transfer on a rail that cannot be cancelled), and the sandbox answers them.
+
+The interface description is read from `../shared/reference/openapi.yaml` at test time (never
+copied into the project); the test is skipped when it is not there.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from paylens import Sandbox
+from paylens.sandbox import SandboxServer
+from paylens.sandbox._currencies import CODES
+from paylens.sandbox._routes import ROUTES
+
+from .test_sandbox_world import call
+
+pytest.importorskip("schemathesis", reason="schemathesis (a dev dependency) is not installed")
+
+OPENAPI = Path(__file__).resolve().parents[2] / "shared" / "reference" / "openapi.yaml"
+pytestmark = [
+    pytest.mark.http,
+    pytest.mark.skipif(
+        not OPENAPI.exists(), reason=f"the interface description is not at {OPENAPI}"
+    ),
+]
+
+CHECKS = (
+    "not_a_server_error,status_code_conformance,content_type_conformance,"
+    "response_headers_conformance,response_schema_conformance,unsupported_method,"
+    "negative_data_rejection"
+)
+
+
+def _served_operation_ids() -> list[str]:
+    """The interface's operationIds of every (method, path) the sandbox serves."""
+    import yaml
+
+    spec = yaml.safe_load(OPENAPI.read_text())
+    served = {
+        (method.lower(), template) for template, methods in ROUTES.items() for method in methods
+    }
+    found = []
+    for path, item in spec["paths"].items():
+        template = "/".join("{id}" if p.startswith("{") else p for p in path.split("/"))
+        for method, operation in item.items():
+            if (method, template) in served:
+                found.append(operation["operationId"])
+    return found
+
+
+def _pinned_ids(sandbox: Sandbox) -> dict[str, dict[str, str]]:
+    """Per operationId, the parameters pinned to real records so the operation reaches 200."""
+    w = sandbox.world
+    now = w.now
+    transactions = list(w.all_transactions())
+    cancellable = next(
+        t["id"]
+        for t in transactions
+        if t["status"] in ("PENDING", "PROCESSING")
+        and (cutoff := w.cancel_cutoff(t["id"])) is not None
+        and cutoff > now
+    )
+    approvals = [_received_payment(sandbox) for _ in range(2)]
+    card = next(iter(w.entities.card_index))
+    incoming = next(t["id"] for t in transactions if t["type"] == "INCOMING")
+    wallet_rows = sorted(w.wallets.credentials)
+    wallet = w.wallets.account_ids[wallet_rows[0]]
+    credential = w.wallets.list_credentials(wallet_rows[0])[0]["id"]
+    session = next(s["id"] for row in wallet_rows for s in w.wallets.list_sessions(row, w.now_us))
+    owner = int(w.entities.accounts.owner[wallet_rows[0]])
+    customer = next(cid for cid, row in w.entities.customer_index.items() if row == owner)
+    body = _quote_body(sandbox)
+    ids_by_row = {row: aid for aid, row in w.entities.account_index.items()}
+    source_row = w.entities.account_index[body["source"]["accountId"]]
+    status, quote = call(w, "POST", "/quotes", body=body)
+    assert status == 201, quote
+    return {
+        "getTransactionById": {"transactionId": transactions[0]["id"]},
+        "cancelTransaction": {"transactionId": cancellable},
+        "approvePendingPayment": {"transactionId": approvals[0]},
+        "rejectPendingPayment": {"transactionId": approvals[1]},
+        "confirmReceiptDelivery": {"transactionId": incoming},
+        "getCardById": {"id": card},
+        "updateCardById": {"id": card},
+        "getCustomerById": {"customerId": customer},
+        "updateCustomerById": {"customerId": customer},
+        "getQuoteById": {"quoteId": quote["id"]},
+        "executeQuote": {"quoteId": quote["id"]},
+        "listAuthCredentials": {"accountId": wallet},
+        "listAuthSessions": {"accountId": wallet},
+        "challengeAuthCredential": {"id": credential},
+        "verifyAuthCredential": {"id": credential},
+        "revokeAuthCredential": {"id": credential},
+        "refreshAuthSession": {"id": session},
+        "revokeAuthSession": {"id": session},
+        "exportInternalAccount": {"id": wallet},
+        "sandboxFundInternalAccount": {"accountId": ids_by_row[source_row]},
+        "sandboxSimulateCardAuthorization": {"id": card},
+        "sandboxSimulateCardClearing": {"id": card},
+        "sandboxSimulateCardReturn": {"id": card},
+    }
+
+
+def _received_payment(sandbox: Sandbox) -> str:
+    """An incoming payment waiting for the platform's approve or reject (the clock is fixed)."""
+    w = sandbox.world
+    body = _quote_body(sandbox)
+    account = w.entities.account_index[body["source"]["accountId"]]
+    customer = w.entities.customers.ids[int(w.entities.accounts.owner[account])]
+    code = CODES[int(w.entities.accounts.currency[account])]
+    status, tx = call(
+        w,
+        "POST",
+        "/sandbox/uma/receive",
+        body={
+            "senderUmaAddress": "$tester@sender.example",
+            "customerId": customer,
+            "receivingCurrencyCode": code,
+            "receivingCurrencyAmount": 2_500,
+        },
+    )
+    assert status == 200, tx
+    return str(tx["id"])
+
+
+def _quote_body(sandbox: Sandbox) -> dict[str, Any]:
+    w = sandbox.world
+    accounts = w.entities.accounts
+    source = next(
+        i
+        for i in range(len(accounts))
+        if not accounts.external[i] and accounts.owner[i] >= 0 and i not in w.wallets.credentials
+    )
+    destination = next(
+        i
+        for i in range(len(accounts))
+        if accounts.external[i] and accounts.currency[i] == accounts.currency[source]
+    )
+    ids = {row: aid for aid, row in w.entities.account_index.items()}
+    return {
+        "source": {"sourceType": "ACCOUNT", "accountId": ids[source]},
+        "destination": {"destinationType": "ACCOUNT", "accountId": ids[destination]},
+        "lockedCurrencySide": "SENDING",
+        "lockedCurrencyAmount": 10_000,
+    }
+
+
+def _config(sandbox: Sandbox, operation_ids: list[str]) -> str:
+    pinned = _pinned_ids(sandbox)
+    lines = [
+        "[auth.basic]",
+        'username = "${SANDBOX_CLIENT_ID}"',
+        'password = "${SANDBOX_CLIENT_SECRET}"',
+        "[generation]",
+        "allow-extra-parameters = false",
+    ]
+    for operation_id in operation_ids:
+        if operation_id in pinned:
+            values = ", ".join(f'"{k}" = "{v}"' for k, v in pinned[operation_id].items())
+            lines += [
+                "[[operations]]",
+                f'include-operation-id = "{operation_id}"',
+                f"parameters = {{ {values} }}",
+            ]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[Sandbox, SandboxServer]]:
+    sandbox = Sandbox(seed=5, transactions=1_500)
+    with sandbox.serve() as server:
+        yield sandbox, server
+
+
+def run_schemathesis(
+    sandbox: Sandbox, server: SandboxServer, tmp_path: Path, *, examples: int, phases: str
+) -> subprocess.CompletedProcess[str]:
+    operation_ids = _served_operation_ids()
+    assert len(operation_ids) == sum(len(m) for m in ROUTES.values())
+    (tmp_path / "schemathesis.toml").write_text(_config(sandbox, operation_ids))
+    command = [
+        sys.executable,
+        "-m",
+        "schemathesis.cli",
+        "run",
+        str(OPENAPI),
+        "--url",
+        server.base_url,
+        "--checks",
+        CHECKS,
+        "--phases",
+        phases,
+        "--max-examples",
+        str(examples),
+        "--seed",
+        "18",
+        "--workers",
+        "1",
+        "--no-shrink",
+        "--request-timeout",
+        "30",
+    ]
+    for operation_id in operation_ids:
+        command += ["--include-operation-id", operation_id]
+    env = dict(os.environ)
+    env.update(SANDBOX_CLIENT_ID=sandbox.client_id, SANDBOX_CLIENT_SECRET=sandbox.client_secret)
+    env.update(NO_COLOR="1", SCHEMATHESIS_HOOKS="")
+    return subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900, check=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("examples", "phases"),
+    [
+        pytest.param(25, "examples,coverage,fuzzing", id="default"),
+        pytest.param(100, "examples,coverage,fuzzing,stateful", id="long", marks=pytest.mark.slow),
+    ],
+)
+def test_the_served_sandbox_conforms_to_the_interface(
+    served: tuple[Sandbox, SandboxServer], tmp_path: Path, examples: int, phases: str
+) -> None:
+    sandbox, server = served
+    result = run_schemathesis(sandbox, server, tmp_path, examples=examples, phases=phases)
+    assert result.returncode == 0, result.stdout[-20_000:] + result.stderr[-2_000:]
+    assert "Tested:" in result.stdout
+    assert sandbox.requests.count() > 500  # it did drive the sandbox

@@ -1,0 +1,101 @@
+"""Validation as the interface's schemas say (int64 bounds, types, nulls), every bad field named
+in `details.errors`, an empty `cursor=` taken as the first page, and 405 in the error shape for
+undeclared methods over real HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from paylens import Sandbox
+from paylens.sandbox._world import World
+
+from .test_sandbox_conformance import _quote_body
+from .test_sandbox_world import call
+
+PAGINATED = (
+    "/transactions",
+    "/cards",
+    "/customers",
+    "/customers/internal-accounts",
+    "/customers/external-accounts",
+    "/platform/external-accounts",
+)
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Sandbox:
+    return Sandbox(seed=8, transactions=500)
+
+
+def fields(answer: tuple[int, Any]) -> list[str]:
+    status, body = answer
+    assert status == 400, body
+    return [e["field"] for e in body["details"]["errors"]]
+
+
+@pytest.mark.parametrize("path", PAGINATED)
+def test_an_empty_cursor_is_the_first_page(sandbox: Sandbox, path: str) -> None:
+    w = sandbox.world
+    first = call(w, "GET", path, {"limit": 3})
+    assert call(w, "GET", path, {"limit": 3, "cursor": ""}) == first
+
+
+def test_integers_past_int64_are_refused_by_name(sandbox: Sandbox) -> None:
+    w = sandbox.world
+    assert fields(call(w, "GET", "/exchange-rates", {"sendingAmount": 2**63})) == ["sendingAmount"]
+    assert fields(call(w, "GET", "/transactions", {"limit": 2**64})) == ["limit"]
+    card = next(iter(w.entities.card_index))
+    patch = {"maxSpendPerTransaction": 2**63}
+    assert fields(call(w, "PATCH", f"/cards/{card}", body=patch)) == ["maxSpendPerTransaction"]
+    quote = _quote_body(sandbox) | {"lockedCurrencyAmount": 9_000_000_000_000_001}
+    assert fields(call(w, "POST", "/quotes", body=quote)) == ["lockedCurrencyAmount"]
+
+
+def test_null_is_not_a_value_of_a_non_nullable_field(sandbox: Sandbox) -> None:
+    w: World = sandbox.world
+    tx = next(t for t in w.all_transactions() if t["type"] == "INCOMING")
+    confirm = {"receiptDeliveryConfirmedAt": None}
+    assert fields(call(w, "POST", f"/transactions/{tx['id']}/confirm", body=confirm)) == [
+        "receiptDeliveryConfirmedAt"
+    ]
+    approve = {"receiverCustomerInfo": None}
+    assert fields(call(w, "POST", f"/transactions/{tx['id']}/approve", body=approve)) == [
+        "receiverCustomerInfo"
+    ]
+    assert fields(call(w, "POST", f"/transactions/{tx['id']}/cancel", body={"reason": None})) == [
+        "reason"
+    ]
+
+
+def test_customer_fields_the_sandbox_does_not_update_are_named(sandbox: Sandbox) -> None:
+    w = sandbox.world
+    customer = next(iter(w.entities.customer_index))
+    body = {"customerType": "INDIVIDUAL", "fullName": "A B", "currencies": ["USD"]}
+    named = fields(call(w, "PATCH", f"/customers/{customer}", body=body))
+    assert {"currencies", "fullName", "email"} <= set(named)
+
+
+@pytest.mark.http
+def test_undeclared_methods_and_null_bodies_over_loopback(sandbox: Sandbox) -> None:
+    with (
+        sandbox.serve() as server,
+        httpx.Client(auth=(sandbox.client_id, sandbox.client_secret)) as http,
+    ):
+        for method in ("TRACE", "OPTIONS", "PUT", "DELETE"):
+            answer = http.request(method, server.base_url + "/transactions")
+            assert answer.status_code == 405, method
+            assert answer.headers["content-type"] == "application/json"
+            assert answer.json()["code"] == "METHOD_NOT_ALLOWED"
+            assert answer.headers["allow"] == "GET"
+        head = http.head(server.base_url + "/customers")
+        assert (head.status_code, head.content, head.headers["allow"]) == (405, b"", "GET, POST")
+        assert http.get(server.base_url + "/config").status_code == 200  # the connection lives on
+        null = http.post(
+            server.base_url + "/quotes",
+            content=b"null",
+            headers={"content-type": "application/json"},
+        )
+        assert (null.status_code, null.json()["code"]) == (400, "INVALID_REQUEST_FORMAT")
