@@ -248,7 +248,8 @@ class Source:
             column = aliases.get(name, name)
             if column not in known and column not in self.columns:
                 raise InvalidArgumentError(
-                    "by", f"cannot group by {name!r}: not a column of the input nor one of {choices}"
+                    "by",
+                    f"cannot group by {name!r}: not a column of the input nor one of {choices}",
                 )
             if column not in keys:
                 keys.append(column)
@@ -326,7 +327,9 @@ def source(
         status_history, pd.DataFrame
     ):
         # a frame cannot join a database's connection: read the rows out once (no borrowing)
-        label = data.sql("SELECT 1 AS one").attrs.get("source") if isinstance(data, Warehouse) else None
+        label = (
+            data.sql("SELECT 1 AS one").attrs.get("source") if isinstance(data, Warehouse) else None
+        )
         rows = data.relation(table) if isinstance(data, Warehouse) else data
         data = to_pandas(rows.to_arrow_table())
         data.attrs["source"] = label
@@ -343,7 +346,8 @@ def source(
         columns, label = [str(c) for c in data.columns], data.attrs.get("source")
     else:
         raise InvalidArgumentError(
-            "data", f"expected a Warehouse, a DataFrame or a DuckDB relation, not {type(data).__name__}"
+            "data",
+            f"expected a Warehouse, a DataFrame or a DuckDB relation, not {type(data).__name__}",
         )
     missing = [c for c in required if c not in columns]
     if missing:

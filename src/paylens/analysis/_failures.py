@@ -42,6 +42,7 @@ _USES = (
     ),
 )
 
+
 def _headline(part: str) -> str:
     """The kind's headline amount: sent for outgoing, received for incoming."""
     by_kind = f"CASE _kind WHEN 'OUTGOING' THEN sent_amount_{part} ELSE received_amount_{part} END"
@@ -161,9 +162,7 @@ def failure_breakdown(
         Out("reason_coarse", "CASE WHEN _bad THEN reason_coarse END"),
         Out("transaction_count", "CAST(CASE WHEN _bad THEN n ELSE 0 END AS BIGINT)"),
         Out("share_of_resolved", "CASE WHEN _bad THEN n ELSE 0 END / nullif(resolved, 0)"),
-        Out(
-            "amount_minor", "CAST(CASE WHEN _bad THEN amount ELSE 0 END AS BIGINT)", "decimals"
-        ),
+        Out("amount_minor", "CAST(CASE WHEN _bad THEN amount ELSE 0 END AS BIGINT)", "decimals"),
         Out("resolved_amount_minor", "CAST(coalesce(g_amount, 0) AS BIGINT)", "decimals"),
         Out("amount_rate", "CASE WHEN _bad THEN amount ELSE 0 END / nullif(g_amount, 0)"),
         Out("attempted_count", "CAST(attempted AS BIGINT)"),

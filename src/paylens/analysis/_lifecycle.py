@@ -69,8 +69,12 @@ LIFECYCLE = (
     f" WHEN status = 'FAILED' THEN '{FAILED}'"
     f" ELSE '{OPEN}' END"
 )
-REASON_REMOVED = f"coalesce(failure_reason IN {sql_strings(REMOVED_OUTGOING_FAILURE_REASONS)}, FALSE)"
-REASON = f"CASE WHEN {REASON_REMOVED} THEN {sql_string(REMOVED_REASON_TARGET)} ELSE failure_reason END"
+REASON_REMOVED = (
+    f"coalesce(failure_reason IN {sql_strings(REMOVED_OUTGOING_FAILURE_REASONS)}, FALSE)"
+)
+REASON = (
+    f"CASE WHEN {REASON_REMOVED} THEN {sql_string(REMOVED_REASON_TARGET)} ELSE failure_reason END"
+)
 REASON_DEPRECATED = f"coalesce(failure_reason IN {sql_strings(DEPRECATED_REASONS)}, FALSE)"
 REASON_COARSE = f"coalesce(failure_reason = {sql_string(COARSE_PAYOUT_FAILURE_REASON)}, FALSE)"
 REASON_PAYOUT = (

@@ -83,7 +83,9 @@ _ROW = [
     Out("expected_breach", _breach(f"{_LATE} > 0", "_as_of > expected_settlement_at")),
     Out(
         "timeline_breach",
-        _breach(f"{_SECONDS} > settlement_timeline_seconds", f"{_AGE} > settlement_timeline_seconds"),
+        _breach(
+            f"{_SECONDS} > settlement_timeline_seconds", f"{_AGE} > settlement_timeline_seconds"
+        ),
     ),
     Out("instant", _INSTANT),
     Out(

@@ -25,6 +25,8 @@ from ._transport import AsyncSandboxTransport, SandboxTransport
 from ._world import ServiceError, World
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from paylens.client import AsyncClient, Client
 
 API_VERSION = "2025-10-13"
@@ -90,6 +92,14 @@ class Sandbox:
     def now(self) -> datetime:
         """The sandbox clock (tz-aware UTC); it moves only with `advance`."""
         return self.world.now
+
+    def reference_rates(self) -> pd.DataFrame:
+        """The mid-market rates the sandbox trades around, one row per UTC day and corridor
+        from its first generated day to now: pass it to `paylens.analysis` as `reference_rates`."""
+        from ._midrates import mid_rate_series
+        from ._world import from_us
+
+        return mid_rate_series(from_us(self.world._start), self.now)
 
     def advance(self, delta: timedelta) -> dict[str, int]:
         """Move the clock: settle, fail and expire what is due and create new activity."""
