@@ -34,6 +34,7 @@ from ._plots import (
     plot_fee_breakdown,
     plot_settlement_times,
 )
+from ._refunds import refund_summary
 from ._revenue import revenue
 from ._settlement import settlement_times
 
@@ -49,6 +50,7 @@ __all__ = [
     "plot_failure_breakdown",
     "plot_fee_breakdown",
     "plot_settlement_times",
+    "refund_summary",
     "revenue",
     "settlement_times",
 ]

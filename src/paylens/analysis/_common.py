@@ -206,6 +206,7 @@ class Source:
     history: History = None
 
     borrowed: list[str] = field(default_factory=list)
+    tables: frozenset[str] = frozenset()
 
     def input_cte(self, uses: Iterable[str], where: str = "TRUE") -> str:
         """`_in`: the input rows with every column the helper uses: a missing one is borrowed
@@ -323,6 +324,7 @@ def source(
     """Resolve a helper's input; a frame or relation missing a required column is refused
     with the table it should come from."""
     borrowed: list[str] = []
+    tables: frozenset[str] = frozenset()
     if isinstance(data, Warehouse | duckdb.DuckDBPyRelation) and isinstance(
         status_history, pd.DataFrame
     ):
@@ -337,11 +339,13 @@ def source(
         relation = data.relation(table)
         columns = list(relation.columns)
         label: str | None = data.sql("SELECT 1 AS one").attrs.get("source")
+        tables = _tables(relation)
         if table != "transactions":
             borrowed = sorted(_BORROWABLE)
     elif isinstance(data, duckdb.DuckDBPyRelation):
         columns, label = list(data.columns), None
         borrowed = _reachable_transaction_columns(data)
+        tables = _tables(data)
     elif isinstance(data, pd.DataFrame):
         columns, label = [str(c) for c in data.columns], data.attrs.get("source")
     else:
@@ -356,7 +360,17 @@ def source(
             f"the input lacks {missing}: pass a Warehouse, or rows of its {table!r} table "
             f"(a DataFrame or `wh.relation({table!r})`)",
         )
-    return Source(data, table, columns, label, history=status_history, borrowed=borrowed)
+    return Source(
+        data, table, columns, label, history=status_history, borrowed=borrowed, tables=tables
+    )
+
+
+def _tables(rel: duckdb.DuckDBPyRelation) -> frozenset[str]:
+    """The tables of the relation's database (its current schema)."""
+    probe = rel.query(
+        "_src", "SELECT table_name FROM duckdb_tables() WHERE schema_name = current_schema()"
+    )
+    return frozenset(row[0] for row in probe.fetchall()) if probe is not None else frozenset()
 
 
 def _reachable_transaction_columns(rel: duckdb.DuckDBPyRelation) -> list[str]:
