@@ -211,7 +211,13 @@ _METRICS = [
     _sum("over_settled_minor"),
     count_where("exception_count", "exception"),
     _sum("exception_settled_minor", "exception", "settled_minor"),
-    _sum("exception_exposure_minor", "exception"),
+    # NULL when the funding currency of every EXCEPTION row is unknown: not 0
+    Out(
+        "exception_exposure_minor",
+        "CAST(sum(exception_exposure_minor) FILTER (WHERE exception) AS BIGINT)",
+        _DEC,
+    ),
+    count_where("funding_unknown_count", "funding_currency IS NULL"),
     Out(
         "exception_pull_pending_count",
         "CAST(coalesce(sum(pull_pending_count) FILTER (WHERE exception), 0) AS BIGINT)",
@@ -282,6 +288,7 @@ def card_summary(
     where = ["type = 'CARD'"] if src.has("type") else ["TRUE"]
     if wanted is not None:
         where.append(f"status IN {sql_strings(wanted)}")
+    src.check_as_of(when, "authorized_at")
     keys = src.keys(by, _ROW, {"merchant": "merchant", "card": "card_id"})
     latest = (
         sql_timestamp(when)

@@ -227,13 +227,33 @@ class Source:
     def has(self, column: str) -> bool:
         return column in self.columns
 
+    def check_as_of(self, when: pd.Timestamp | None, column: str = "created_at") -> None:
+        """Refuse an `as_of` before the input's first `column` instant: nothing had happened
+        then, so every figure would be empty or negative."""
+        if when is None:
+            return
+        data = self.data
+        if isinstance(data, pd.DataFrame):
+            first = data[column].min() if len(data) else None
+        else:
+            rel = data.relation(self.table) if isinstance(data, Warehouse) else data
+            # as epoch microseconds: DuckDB hands TIMESTAMPTZ to Python only through pytz
+            micros = rel.aggregate(f"epoch_us(min({quote(column)}))").fetchall()[0][0]
+            first = None if micros is None else pd.Timestamp(micros, unit="us", tz="UTC")
+        if first is not None and not pd.isna(first) and when < utc_timestamp(first):
+            raise InvalidArgumentError(
+                "as_of",
+                f"{when.isoformat()} is before the first transaction ({utc_timestamp(first)}):"
+                " give a time within or after the data",
+            )
+
     def keys(self, by: By, outputs: Sequence[Out], friendly: Mapping[str, str]) -> list[str] | None:
         """The per-row columns to group by, or None (one row per transaction). A name is a
         friendly alias (`customer`), a per-row output column (`corridor`, `rail`, `month`,
         ...) or any column of the input."""
         if by is None:
             return None
-        known = {o.name for o in outputs}
+        known = {o.name for o in outputs if not o.name.startswith("_")}
         aliases = {**ALIASES, **friendly}
         choices = sorted({*aliases, *known})
         if isinstance(by, str):
@@ -242,7 +262,7 @@ class Source:
             names = list(by)
         else:
             raise InvalidArgumentError(
-                "by", f"give a column name or a list of them (e.g. {choices[:4]}), not {by!r}"
+                "by", f"give a column name or a list of them, from {choices}, not {by!r}"
             )
         keys: list[str] = []
         for name in names:

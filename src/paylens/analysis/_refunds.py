@@ -132,6 +132,7 @@ def refund_summary(
         if when is not None
         else "(SELECT greatest(max(created_at), max(updated_at)) FROM _in)"
     )
+    src.check_as_of(when)
     keys = src.keys(by, _ROW, {})
     ctes = [
         ("_in", src.input_cte(_USES, f"type IN {sql_strings(kinds)}")),

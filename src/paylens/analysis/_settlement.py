@@ -179,6 +179,7 @@ def settlement_times(
     table = "outgoing_fees" if kind == "OUTGOING" else "transactions"
     src = source(data, table, required=_REQUIRED, status_history=status_history)
     where = f"type = {sql_string(kind)}" if src.has("type") else "TRUE"
+    src.check_as_of(when)
     keys = src.keys(by, _ROW, {"funding": "source_type"})
     latest = (
         sql_timestamp(when)
