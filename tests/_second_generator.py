@@ -32,7 +32,12 @@ DECIMALS = {"USD": 2, "EUR": 2, "JPY": 0, "KWD": 3, "BTC": 8}
 _USD = {"USD": 1.0, "EUR": 1.05, "JPY": 0.0065, "KWD": 3.2, "BTC": 90_000.0}
 _DRIFT = {"USD": 0.0, "EUR": 0.0004, "JPY": -0.0002, "KWD": 0.0001, "BTC": 0.002}
 #: Rails: (name or None, timeline seconds or None, instant).
-RAILS = [("SEPA", 86_400, False), ("WIRE", 4 * 3600, False), ("FEDNOW", 5, True), (None, None, True)]
+RAILS = [
+    ("SEPA", 86_400, False),
+    ("WIRE", 4 * 3600, False),
+    ("FEDNOW", 5, True),
+    (None, None, True),
+]
 
 
 def usd_price(code: str, day: int) -> float:
@@ -164,7 +169,7 @@ def _outgoing(g: _Gen) -> dict[str, Any]:
     wait = float(rng.uniform(3_600, 6 * 3_600)) if funding else float(rng.lognormal(3.0, 1.0))
     duration = float((timeline or 30) * rng.uniform(0.3, 1.6))
     settled = created + timedelta(seconds=wait + duration)
-    if recent and u > 0.95 or settled > AS_OF:
+    if (recent and u > 0.95) or settled > AS_OF:
         record["status"] = str(rng.choice(["PENDING", "PROCESSING"]))
         record["updatedAt"] = _iso(created)
         return record
@@ -191,7 +196,12 @@ def _outgoing(g: _Gen) -> dict[str, Any]:
 
 def _refund(g: _Gen, start: datetime, reason: str) -> dict[str, Any]:
     status = str(g.rng.choice(["COMPLETED", "COMPLETED", "COMPLETED", "PENDING", "FAILED"]))
-    refund = {"reference": f"RF-{g.n}", "initiatedAt": _iso(start), "status": status, "reason": reason}
+    refund = {
+        "reference": f"RF-{g.n}",
+        "initiatedAt": _iso(start),
+        "status": status,
+        "reason": reason,
+    }
     if status != "PENDING":
         refund["settledAt"] = _iso(start + timedelta(seconds=float(g.rng.uniform(60, 86_400))))
     return refund
@@ -284,7 +294,9 @@ def _card(g: _Gen) -> dict[str, Any]:
     return record
 
 
-def records(seed: int = 3, outgoing: int = 1_200, incoming: int = 300, cards: int = 300) -> list[dict[str, Any]]:
+def records(
+    seed: int = 3, outgoing: int = 1_200, incoming: int = 300, cards: int = 300
+) -> list[dict[str, Any]]:
     """The data set: wire records of every kind, deterministic from `seed`."""
     g = _Gen(seed)
     made = [_outgoing(g) for _ in range(outgoing)]

@@ -269,7 +269,9 @@ def test_instant_rail_sla(wh: Warehouse) -> None:
         (lambda wh: fee_breakdown([1, 2]), "data", "Warehouse"),
     ],
 )
-def test_bad_arguments_are_refused_by_name(wh: Warehouse, call: Any, argument: str, named: str) -> None:
+def test_bad_arguments_are_refused_by_name(
+    wh: Warehouse, call: Any, argument: str, named: str
+) -> None:
     wh.store_transactions(km_records())
     with pytest.raises(InvalidArgumentError, match=named) as caught:
         call(wh)

@@ -148,7 +148,13 @@ _SENDING_METRICS = [
     count_where("cross_currency_count", "sent_currency <> received_currency"),
     Out("with_reference_count", f"count(reference_rate) {_CROSS}"),
     count_where("multiplier_mismatch_count", "abs(multiplier_gap_bps) > 0.01"),
-    _sum("fx_spread_cost_minor"),
+    # cross-currency rows only: a group whose rows lack a reference has no margin (NULL), not 0
+    Out(
+        "fx_spread_cost_minor",
+        f"CASE WHEN count(*) {_CROSS} = 0 THEN 0"
+        f" ELSE CAST(sum(fx_spread_cost_minor) {_CROSS} AS BIGINT) END",
+        _S,
+    ),
     Out(
         "fx_spread_bps",
         f"sum({_CONVERTED} * (exchange_rate - reference_rate)) {_CROSS}"
