@@ -76,7 +76,7 @@ def _minor(usd: float, code: str, day: int) -> int:
 
 
 def _half_even(value: float) -> int:
-    return int(round(value))
+    return round(value)
 
 
 class _Gen:
