@@ -53,8 +53,8 @@ def _headline(part: str) -> str:
 _ROW = [
     Out("type", "_kind"),
     *TRANSACTION,
-    *lc.COLUMNS,
-    Out("reason_payout", lc.REASON_PAYOUT),
+    *lc.columns("_kind"),
+    Out("reason_payout", lc.reason_payout("_kind")),
     Out("amount_minor", _headline("minor"), "decimals"),
     Out("currency", _headline("currency")),
     Out("decimals", _headline("decimals")),

@@ -23,6 +23,8 @@ coarse payout fallback COUNTERPARTY_POST_TX_FAILED `reason_coarse`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from paylens.models import (
     COARSE_PAYOUT_FAILURE_REASON,
     GRANULAR_PAYOUT_FAILURE_REASONS,
@@ -69,28 +71,38 @@ LIFECYCLE = (
     f" WHEN status = 'FAILED' THEN '{FAILED}'"
     f" ELSE '{OPEN}' END"
 )
-REASON_REMOVED = (
-    f"coalesce(failure_reason IN {sql_strings(REMOVED_OUTGOING_FAILURE_REASONS)}, FALSE)"
-)
-REASON = (
-    f"CASE WHEN {REASON_REMOVED} THEN {sql_string(REMOVED_REASON_TARGET)} ELSE failure_reason END"
-)
-REASON_DEPRECATED = f"coalesce(failure_reason IN {sql_strings(DEPRECATED_REASONS)}, FALSE)"
-REASON_COARSE = f"coalesce(failure_reason = {sql_string(COARSE_PAYOUT_FAILURE_REASON)}, FALSE)"
-REASON_PAYOUT = (
-    "coalesce(failure_reason IN "
-    f"{sql_strings([*GRANULAR_PAYOUT_FAILURE_REASONS, COARSE_PAYOUT_FAILURE_REASON])}, FALSE)"
-)
 
-#: The per-row columns of the vocabulary, for a helper's result.
-COLUMNS = [
-    Out("lifecycle", LIFECYCLE),
-    Out("failure_reason", REASON),
-    Out("reported_failure_reason", "failure_reason"),
-    Out("reason_removed", REASON_REMOVED),
-    Out("reason_deprecated", REASON_DEPRECATED),
-    Out("reason_coarse", REASON_COARSE),
-]
+
+def _outgoing_reason(kind: str, reasons: Iterable[str]) -> str:
+    """TRUE when an outgoing transaction's reason is one of `reasons` (these are outgoing
+    reasons: an incoming TIMEOUT is not the removed outgoing one)."""
+    return f"coalesce({kind} = 'OUTGOING' AND failure_reason IN {sql_strings(reasons)}, FALSE)"
+
+
+def reason_removed(kind: str) -> str:
+    return _outgoing_reason(kind, REMOVED_OUTGOING_FAILURE_REASONS)
+
+
+def reason(kind: str) -> str:
+    """The normalised failure reason (a removed one reads QUOTE_EXECUTION_FAILED)."""
+    target = sql_string(REMOVED_REASON_TARGET)
+    return f"CASE WHEN {reason_removed(kind)} THEN {target} ELSE failure_reason END"
+
+
+def reason_payout(kind: str) -> str:
+    return _outgoing_reason(kind, [*GRANULAR_PAYOUT_FAILURE_REASONS, COARSE_PAYOUT_FAILURE_REASON])
+
+
+def columns(kind: str) -> list[Out]:
+    """The per-row columns of the vocabulary; `kind` is the SQL giving the transaction type."""
+    return [
+        Out("lifecycle", LIFECYCLE),
+        Out("failure_reason", reason(kind)),
+        Out("reported_failure_reason", "failure_reason"),
+        Out("reason_removed", reason_removed(kind)),
+        Out("reason_deprecated", _outgoing_reason(kind, DEPRECATED_REASONS)),
+        Out("reason_coarse", _outgoing_reason(kind, [COARSE_PAYOUT_FAILURE_REASON])),
+    ]
 
 
 def count_of(lifecycle: str) -> Out:

@@ -47,7 +47,7 @@ _ROW = [
     Out("type", "type"),
     *TRANSACTION,
     Out("lifecycle", lc.LIFECYCLE),
-    Out("failure_reason", lc.REASON),
+    Out("failure_reason", lc.reason("type")),
     Out("refunded", "refund_status IS NOT NULL"),
     Out("refund_status", "refund_status"),
     Out("refund_reason", "refund_reason"),

@@ -71,7 +71,7 @@ def _breach(done: str, open_: str) -> str:
 _ROW = [
     *TRANSACTION,
     Out("source_type", "source_type"),
-    *lc.COLUMNS,
+    *lc.columns("_kind"),
     Out("settled_at", "_settled_at"),
     Out("settled_at_source", "_settled_from"),
     Out("settlement_seconds", f"CASE WHEN {_DONE} THEN {_SECONDS} END"),
@@ -109,6 +109,7 @@ def _rate(column: str) -> Out:
 _METRICS = [
     *lc.COUNTS,
     count_where("from_history_count", "settled_at_source = 'status_history'"),
+    count_where("time_unknown_count", "lifecycle = 'completed' AND settled_at IS NULL"),
     Out("expected_count", "count(expected_breach)"),
     count_where("expected_breach_count", "expected_breach"),
     _rate("expected_breach"),
@@ -199,7 +200,8 @@ def settlement_times(
         ),
         (
             "_set",
-            f"SELECT _in.*, {lc.LIFECYCLE} AS _lifecycle, {_SETTLED_AT} AS _settled_at,"
+            f"SELECT _in.*, {sql_string(kind)} AS _kind, {lc.LIFECYCLE} AS _lifecycle,"
+            f" {_SETTLED_AT} AS _settled_at,"
             f" {_SETTLED_FROM} AS _settled_from, {latest} AS _as_of, {sla!r} AS _sla"
             " FROM _in LEFT JOIN _seen ON _seen.id = _in.id",
         ),
