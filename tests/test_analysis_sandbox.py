@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from paylens import Sandbox
-from paylens.analysis import card_summary, failure_breakdown, fee_breakdown, settlement_times
+from paylens.analysis import card_summary, fee_breakdown, settlement_times
 from paylens.warehouse import Warehouse
 
 
