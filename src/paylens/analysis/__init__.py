@@ -32,6 +32,7 @@ from ._plots import (
     plot_card_summary,
     plot_failure_breakdown,
     plot_fee_breakdown,
+    plot_revenue,
     plot_settlement_times,
 )
 from ._refunds import refund_summary
@@ -49,6 +50,7 @@ __all__ = [
     "plot_card_summary",
     "plot_failure_breakdown",
     "plot_fee_breakdown",
+    "plot_revenue",
     "plot_settlement_times",
     "refund_summary",
     "revenue",

@@ -18,6 +18,7 @@ COMPLETE = "complete"
 
 _RENAMED = {
     "fx_spread_cost_minor": "fx_margin_minor",
+    "fx_spread_cost_major": "fx_margin_major",
     "fx_spread_bps": "fx_margin_bps",
     "all_in_cost_bps": "all_in_bps",
 }
