@@ -32,7 +32,13 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
 from paylens._version import __version__
-from paylens.analysis import card_summary, failure_breakdown, fee_breakdown, settlement_times
+from paylens.analysis import (
+    card_summary,
+    failure_breakdown,
+    fee_breakdown,
+    settlement_times,
+)
+from paylens.analysis._lifecycle import FAILURES, LIFECYCLES, RESOLVED
 from paylens.errors import PaylensError
 from paylens.models import format_minor
 from paylens.notebook import Banner, sandbox_warehouse
@@ -56,11 +62,28 @@ __all__ = [
 #: The report notebook, beside the package in the source tree.
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "report.ipynb"
 
-#: Each transaction table: the column naming a row's own currency, and columns too heavy to read.
-_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "transactions": ("currency", ("raw", "raw_hash")),
-    "outgoing_fees": ("sent_amount_currency", ()),
-    "card_transactions": ("authorized_amount_currency", ()),
+#: Each transaction table: the column naming a row's own currency, and what its rows are read
+#: with: `transactions` keep their JSON only when refunded (the refund's times are in it),
+#: outgoing fees get their funding source and refund from `transactions`, card transactions
+#: the currency of the internal account funding them.
+_TABLES: dict[str, tuple[str, str]] = {
+    "transactions": (
+        "currency",
+        "SELECT * EXCLUDE (raw, raw_hash),"
+        " CASE WHEN refund_status IS NOT NULL THEN raw END AS raw FROM transactions",
+    ),
+    "outgoing_fees": (
+        "sent_amount_currency",
+        "SELECT f.*, t.updated_at, t.source_type, t.refund_status, t.refund_reason"
+        " FROM outgoing_fees AS f"
+        " LEFT JOIN transactions AS t ON t.id = f.id",
+    ),
+    "card_transactions": (
+        "authorized_amount_currency",
+        "SELECT c.*, a.balance_currency AS funding_currency,"
+        " a.balance_decimals AS funding_decimals FROM card_transactions AS c"
+        " LEFT JOIN internal_accounts AS a ON a.id = c.account_id",
+    ),
 }
 
 
@@ -164,7 +187,8 @@ class Period:
         self.wh = wh
         self.start = _instant(start)
         self.end = _instant(end)
-        self.currency = currency or None
+        # currency codes are upper case on the wire; `usd` means USD
+        self.currency = currency.strip().upper() if currency and currency.strip() else None
         if self.start and self.end and self.start >= self.end:
             raise ValueError(f"the period is empty: start {start} is not before end {end}")
         self.transactions = self._read("transactions")
@@ -205,11 +229,20 @@ class Period:
 
     def _read(self, table: str) -> pd.DataFrame:
         where, params = self._where(table)
-        heavy = _TABLES[table][1]
-        columns = f"* EXCLUDE ({', '.join(heavy)})" if heavy else "*"
-        return self.wh.sql(
-            f"SELECT {columns} FROM {table} WHERE {where} ORDER BY created_at, id", params
-        )
+        rows = _TABLES[table][1]
+        return self.wh.sql(f"SELECT * FROM ({rows}) WHERE {where} ORDER BY created_at, id", params)
+
+    @property
+    def reference_rates(self) -> pd.DataFrame | None:
+        """Mid rates for the FX margin: for sandbox data, the series the sandbox trades around
+        over the period's days; otherwise None (the interface gives no mid-market rate: the
+        revenue table then says the margin is unknown)."""
+        created = self.transactions["created_at"]
+        if not self.wh.is_sandbox or created.empty:
+            return None
+        from paylens.sandbox import mid_rate_series
+
+        return mid_rate_series(created.min(), created.max())
 
     # -- the header -------------------------------------------------------------------------------
 
@@ -281,7 +314,7 @@ class Period:
         settlement = settlement_times(fees, by=[], status_history=self.history)
         failures = failure_breakdown(txs)
         card_rows = card_summary(cards, by="status", status_history=self.history)
-        fee_rows = fee_breakdown(fees)
+        fee_rows = fee_breakdown(fees, status=None)
         helper_volume = fee_rows.groupby("sent_currency")["sent_minor"].sum()
         sql_volume = fees.groupby("sent_amount_currency")["sent_amount_minor"].sum()
         volume_gaps = helper_volume.sub(sql_volume, fill_value=0).ne(0).sum()
@@ -298,9 +331,9 @@ class Period:
                 len(cards),
             ),
             (
-                "settled + pending + failed = outgoing transactions",
+                "every outgoing transaction has one lifecycle",
                 len(fees),
-                int(settlement[["settled_count", "pending_count", "failed_count"]].sum().sum()),
+                int(settlement[[f"{name}_count" for name in LIFECYCLES]].sum().sum()),
             ),
             (
                 "failure breakdown covers every incoming and outgoing transaction",
@@ -401,20 +434,32 @@ class Period:
         return frame
 
     def rates(self) -> pd.DataFrame:
-        """Failure rates (failed / attempted, pending included), the median time from creation
-        to settlement of outgoing transactions and the share settled later than expected;
-        counts and times, so every currency is in them."""
-        failed = failure_breakdown(self.transactions).groupby("type")["failed"]
+        """Failure rates (failed and failed after debit / resolved: open transfers are in no
+        rate), the Kaplan–Meier median and p90 time from creation to settlement of outgoing
+        transfers (open ones censored), the share settled later than expected (overdue open ones
+        count as late), open transfers, refunds, stale card holds and exceptions; counts and
+        times, so every currency is in them."""
+        life = failure_breakdown(self.transactions).groupby(["type", "lifecycle"]).size()
         settled = settlement_times(self.fees, by=[], status_history=self.history)
         cards = card_summary(self.cards, by=[], status_history=self.history)
         first = settled.iloc[0] if len(settled) else pd.Series(dtype=object)
+
+        def failure_rate(kind: str) -> str:
+            counts = life.get(kind, pd.Series(dtype="int64"))
+            resolved = sum(int(counts.get(name, 0)) for name in RESOLVED)
+            failed = sum(int(counts.get(name, 0)) for name in FAILURES)
+            return format_rate(failed / resolved if resolved else float("nan"))
+
         figures = {
-            "outgoing failure rate": format_rate(failed.mean().get("OUTGOING", float("nan"))),
-            "incoming failure rate": format_rate(failed.mean().get("INCOMING", float("nan"))),
+            "outgoing failure rate": failure_rate("OUTGOING"),
+            "incoming failure rate": failure_rate("INCOMING"),
             "median outgoing settlement time": format_duration(first.get("p50_seconds")),
+            "p90 outgoing settlement time": format_duration(first.get("p90_seconds")),
             "outgoing settled later than expected": format_rate(
                 first.get("expected_breach_rate", float("nan"))
             ),
+            "open outgoing transfers": f"{int(first.get('open_count', 0)):,}",
+            "cancelled outgoing transfers": f"{int(first.get('cancelled_count', 0)):,}",
             "stale card holds": f"{int(cards['stale_hold_count'].sum()):,}",
             "card transactions in EXCEPTION": f"{int(cards['exception_count'].sum()):,}",
         }
@@ -431,23 +476,28 @@ class Period:
         txs = self.transactions
         settled = settlement_times(self.fees, status_history=self.history)
         cards = card_summary(self.cards, status_history=self.history)
+        lives = failure_breakdown(txs)
         amounts = txs.set_index("id")[["currency", "decimals", "amount_minor"]]
         parts = [
-            _rows("failed transaction", txs[txs["status"] == "FAILED"], lambda r: r.failure_reason),
+            _rows(
+                "failed transaction",
+                lives[lives["lifecycle"].isin(FAILURES)],
+                lambda r: f"{r.lifecycle}: {r.failure_reason}",
+            ),
             _rows(
                 "settled later than expected",
                 settled[settled["expected_breach"].fillna(False)],
                 lambda r: f"{format_duration(r.late_seconds)} after the expected time",
             ),
             _rows(
-                "pending past its expected settlement",
+                "open past its expected settlement",
                 settled[settled["overdue"].fillna(False)],
-                lambda r: f"pending for {format_duration(r.pending_seconds)}",
+                lambda r: f"open for {format_duration(r.open_seconds)}",
             ),
             _rows(
                 "stale card hold",
                 cards[cards["stale_hold"]],
-                lambda r: f"held {format_duration(r.hold_age_seconds)}",
+                lambda r: f"{r.status}, held {format_duration(r.hold_age_seconds)}",
             ),
             _rows(
                 "card transaction in EXCEPTION",
@@ -516,6 +566,7 @@ def render_report(
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
+    currency = currency.strip().upper() if currency and currency.strip() else None
     database = Path(db).resolve()
     if not database.exists():
         raise FileNotFoundError(f"no warehouse at {database}: run `paylens sync` first")

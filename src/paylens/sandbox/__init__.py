@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from ._app import RequestLog, SandboxApp
 from ._faults import Faults
+from ._midrates import mid_rate_series
 from ._server import SandboxServer
 from ._transport import AsyncSandboxTransport, SandboxTransport
 from ._world import ServiceError, World
@@ -42,6 +43,7 @@ __all__ = [
     "SandboxServer",
     "ServiceError",
     "is_sandbox_url",
+    "mid_rate_series",
 ]
 
 
@@ -96,7 +98,6 @@ class Sandbox:
     def reference_rates(self) -> pd.DataFrame:
         """The mid-market rates the sandbox trades around, one row per UTC day and corridor
         from its first generated day to now: pass it to `paylens.analysis` as `reference_rates`."""
-        from ._midrates import mid_rate_series
         from ._world import from_us
 
         return mid_rate_series(from_us(self.world._start), self.now)
