@@ -113,8 +113,9 @@ def test_failure_breakdown_from_raw(data: DataSet) -> None:
                     "amount": money["amount"],
                     "lifecycle": lifecycle(r),
                     "reason": "QUOTE_EXECUTION_FAILED" if reason in REMOVED else reason,
-                    "payout": reason in PAYOUT,
-                    "coarse": reason == "COUNTERPARTY_POST_TX_FAILED",
+                    # payout reasons are outgoing ones (an incoming COMPLIANCE_REJECTED is not)
+                    "payout": kind == "OUTGOING" and reason in PAYOUT,
+                    "coarse": kind == "OUTGOING" and reason == "COUNTERPARTY_POST_TX_FAILED",
                 }
             )
     mine = pd.DataFrame(rows)

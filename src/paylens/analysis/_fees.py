@@ -25,7 +25,6 @@ from ._common import (
     sql_strings,
     sql_timestamp,
     statuses,
-    utc_timestamp,
 )
 
 #: Mid rates per corridor, sending major units per receiving major unit (as `exchange_rate`):
@@ -290,8 +289,9 @@ def _rates_sql(rates: ReferenceRates | None) -> str:
 
 
 def reference_series(rates: ReferenceRates | None) -> pd.DataFrame:
-    """Reference rates as a series (at, s, r, mid), checked, sorted, changes only, inverses of
-    one-way corridors added."""
+    """Reference rates as a series (at, s, r, mid): checked, sorted, changes only, with the
+    inverse of each corridor given only the other way round (vectorised: a year of daily rates
+    for every corridor is a few hundred thousand rows)."""
     columns = ["at", "s", "r", "mid"]
     if rates is None:
         return pd.DataFrame(columns=columns)
@@ -304,23 +304,25 @@ def reference_series(rates: ReferenceRates | None) -> pd.DataFrame:
         raise InvalidArgumentError(
             "reference_rates", f"give a mapping of corridors to rates or a DataFrame, not {rates!r}"
         )
-    bad = frame[~(pd.to_numeric(frame["mid"], errors="coerce") > 0)]
+    mid = pd.to_numeric(frame["mid"], errors="coerce")
+    bad = frame[~(mid > 0)]
     if len(bad):
         first = bad.iloc[0]
         raise InvalidArgumentError(
             "reference_rates",
             f"a rate must be a number > 0, not {first['mid']!r} ({first['s']}→{first['r']})",
         )
-    frame = frame.astype({"mid": float})
-    given = set(zip(frame["s"], frame["r"], strict=True))
-    inverse = frame[[(r, s) not in given for s, r in zip(frame["s"], frame["r"], strict=True)]]
-    inverse = inverse.assign(s=inverse["r"], r=inverse["s"], mid=1.0 / inverse["mid"])
-    frame = pd.concat([frame, inverse], ignore_index=True)
+    frame = frame.assign(mid=mid.astype(float))
     frame = frame.sort_values(["s", "r", "at"], kind="stable").drop_duplicates(
         ["s", "r", "at"], keep="last"
     )
-    changed = frame.groupby(["s", "r"])["mid"].shift().ne(frame["mid"])
-    return frame[changed].reset_index(drop=True)[columns]
+    changed = frame.groupby(["s", "r"], sort=False)["mid"].shift().ne(frame["mid"])
+    frame = frame[changed]
+    given = frame["s"] + "\x00" + frame["r"]
+    one_way = ~(frame["r"] + "\x00" + frame["s"]).isin(set(given))
+    picked = frame[one_way]
+    inverse = picked.assign(s=picked["r"], r=picked["s"], mid=1.0 / picked["mid"])
+    return pd.concat([frame, inverse], ignore_index=True)[columns]
 
 
 def _series_frame(rates: pd.DataFrame) -> pd.DataFrame:
@@ -334,26 +336,28 @@ def _series_frame(rates: pd.DataFrame) -> pd.DataFrame:
             f" `corridor`), and optionally `date`; it has {sorted(map(str, names))}",
         )
     if {"sent_currency", "received_currency"} <= names:
-        pairs = list(zip(rates["sent_currency"], rates["received_currency"], strict=True))
+        sending, receiving = rates["sent_currency"], rates["received_currency"]
     else:
-        pairs = [_corridor(c) for c in rates["corridor"]]
+        pairs = {c: _corridor(c) for c in rates["corridor"].unique()}
+        sending = rates["corridor"].map(lambda c: pairs[c][0])
+        receiving = rates["corridor"].map(lambda c: pairs[c][1])
     if "date" in names:
-        try:
-            at = [utc_timestamp(d) for d in rates["date"]]
+        try:  # a naive date or time is UTC (as utc_timestamp reads one)
+            at = pd.to_datetime(rates["date"], utc=True)
         except (ValueError, TypeError) as exc:
             raise InvalidArgumentError(
                 "reference_rates", f"a `date` is not a date: {exc}"
             ) from None
     else:
-        at = [_ALWAYS] * len(rates)
+        at = pd.Series(_ALWAYS, index=rates.index)
     return pd.DataFrame(
         {
             "at": at,
-            "s": [str(s) for s, _ in pairs],
-            "r": [str(r) for _, r in pairs],
-            "mid": list(rates["mid_rate"]),
+            "s": sending.astype(str),
+            "r": receiving.astype(str),
+            "mid": rates["mid_rate"],
         }
-    )
+    ).reset_index(drop=True)
 
 
 def _corridor(key: object) -> tuple[str, str]:
