@@ -3,6 +3,7 @@ wire records stored through `Warehouse.store_transactions`; every answer worked 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -281,3 +282,45 @@ def test_bad_arguments_are_refused_by_name(
 def test_lowercase_kinds_are_accepted(wh: Warehouse) -> None:
     wh.store_transactions(km_records())
     assert len(settlement_times(wh, type="outgoing", as_of=T)) == 7
+
+
+# -- reference rates -----------------------------------------------------------------------
+
+
+def eur(amount: int) -> dict[str, Any]:
+    return {"amount": amount, "currency": {"code": "EUR", "decimals": 2}}
+
+
+def test_a_dated_reference_series_is_joined_as_of_creation(wh: Warehouse) -> None:
+    day = 86_400
+    wh.store_transactions(
+        [
+            outgoing(name, "COMPLETED", age, settledAt=iso(age - 60), receivedAmount=eur(9_000),
+                     exchangeRate=1.1)
+            for name, age in (("before", 9 * day), ("first", 5 * day), ("second", day))
+        ]
+    )  # fmt: skip
+    series = pd.DataFrame(
+        {
+            "date": [(T - timedelta(days=d)).date() for d in (6, 6, 2)],
+            "sent_currency": ["EUR", "USD", "EUR"],
+            "received_currency": ["USD", "EUR", "USD"],
+            "mid_rate": [1 / 1.08, 1.09, 1 / 1.05],  # USD→EUR given once: used as given
+        }
+    )
+    rows = fee_breakdown(wh, reference_rates=series).set_index("id")
+    assert pd.isna(rows.loc["Transaction:before", "reference_rate"])  # before the series
+    assert rows.loc["Transaction:first", "reference_rate"] == 1.09
+    # after the EUR→USD change on day -2 the USD→EUR rate given on day -6 still holds
+    assert rows.loc["Transaction:second", "reference_rate"] == 1.09
+    one_way = series[series["sent_currency"] == "EUR"]
+    rows = fee_breakdown(wh, reference_rates=one_way).set_index("id")
+    assert rows.loc["Transaction:first", "reference_rate"] == 1 / (1 / 1.08)
+    assert rows.loc["Transaction:second", "reference_rate"] == 1 / (1 / 1.05)
+    # the margin: 9,000 cents delivered at 1.1 instead of 1.05
+    assert rows.loc["Transaction:second", "fx_spread_cost_minor"] == math.floor(
+        9_000.0 * 1.0 * (1.1 - 1 / (1 / 1.05)) + 0.5
+    )
+    summary = revenue(wh, by=[], reference_rates=one_way).iloc[0]
+    assert (summary["cross_currency_count"], summary["with_reference_count"]) == (3, 2)
+    assert summary["fx_margin_status"].startswith("partial")
