@@ -217,28 +217,34 @@ def settlement_times(
 
 def kaplan_meier(keys: list[str]) -> list[tuple[str, str]]:
     """CTEs ending in `_km`: per group of `keys`, the Kaplan–Meier p50/p90/p99 of `_rows`'
-    `_km_seconds` (an event where `_km_settled`, else censored)."""
+    `_km_seconds` (an event where `_km_settled`, else censored).
+
+    One sort serves every window (descending time within the group): n, the rows still at risk
+    at t (time >= t), d, the events at t, and one row per distinct time carrying its factor
+    1 - d/n; S(t) is the product of the factors of the times <= t."""
     cols = "".join(f"{quote(k)}, " for k in keys)
     part = f"PARTITION BY {', '.join(map(quote, keys))} " if keys else ""
     quantiles = ", ".join(
         f"min(t) FILTER (WHERE d > 0 AND s <= {1 - q!r} + 1e-9) AS p{round(q * 100)}_seconds"
         for q in QUANTILES
     )
+    peers = "RANGE BETWEEN CURRENT ROW AND CURRENT ROW"
     return [
         (
-            "_km_t",
-            f"SELECT {cols}_km_seconds AS t, count(*) FILTER (WHERE _km_settled) AS d,"
-            f" count(*) AS c FROM _rows WHERE _km_seconds IS NOT NULL GROUP BY ALL",
-        ),
-        (
-            "_km_n",
-            f"SELECT *, sum(c) OVER ({part}ORDER BY t DESC"
-            " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS n FROM _km_t",
+            "_km_r",
+            f"SELECT {cols}_km_seconds AS t,"
+            " count(*) OVER (w RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS n,"
+            f" count(*) OVER (w {peers}) AS c,"
+            f" count(*) FILTER (WHERE _km_settled) OVER (w {peers}) AS d,"
+            " row_number() OVER w AS r"
+            " FROM _rows WHERE _km_seconds IS NOT NULL"
+            f" WINDOW w AS ({part}ORDER BY _km_seconds DESC)",
         ),
         (
             "_km_s",
-            f"SELECT *, product(1 - d / n) OVER ({part}ORDER BY t"
-            " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS s FROM _km_n",
+            "SELECT *, product(CASE WHEN r = n - c + 1 THEN 1 - d / n ELSE 1 END)"
+            f" OVER ({part}ORDER BY t DESC RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)"
+            " AS s FROM _km_r",
         ),
         ("_km", f"SELECT {cols}{quantiles} FROM _km_s GROUP BY ALL"),
     ]
