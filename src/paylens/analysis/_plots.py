@@ -114,12 +114,19 @@ def _top(
     return shown, f"{len(left)} smaller group(s) not shown (top={top}), {hidden:,} by {column}"
 
 
-def _per_currency(frame: pd.DataFrame, currency: str) -> list[tuple[str, pd.DataFrame]]:
-    """The frame split by currency, the busiest first (an empty frame: one empty panel)."""
+def _per_currency(
+    frame: pd.DataFrame, currency: str, top: int
+) -> tuple[Figure, list[tuple[Axes, str, pd.DataFrame]]]:
+    """A figure with one panel per currency of the frame, the busiest first (an empty frame:
+    one empty panel), and each panel's axes, currency and rows."""
     if frame.empty:
-        return [("no data", frame)]
-    order = frame.groupby(currency)["transaction_count"].sum().sort_values(ascending=False)
-    return [(str(c), frame[frame[currency] == c]) for c in order.index]
+        parts = [("no data", frame)]
+    else:
+        order = frame.groupby(currency)["transaction_count"].sum().sort_values(ascending=False)
+        parts = [(str(c), frame[frame[currency] == c]) for c in order.index]
+    rows = max((min(len(p), top) for _, p in parts), default=1)
+    fig, axes = _figure(rows, len(parts))
+    return fig, [(ax, c, part) for ax, (c, part) in zip(axes, parts, strict=True)]
 
 
 def plot_fee_breakdown(
@@ -189,10 +196,8 @@ def plot_revenue(
         "counterparty fee": ("counterparty_fixed_fee_major",),
         "FX margin": ("fx_margin_major",),
     }
-    panels = _per_currency(frame, "sent_currency")
-    rows = max((min(len(p), top) for _, p in panels), default=1)
-    fig, axes = _figure(rows, len(panels))
-    for ax, (currency, part) in zip(axes, panels, strict=True):
+    fig, panels = _per_currency(frame, "sent_currency", top)
+    for ax, currency, part in panels:
         shown, note = _top(part, keys, "transaction_count", top)
         series = {
             name: shown[list(cols)].astype(float).sum(axis=1, min_count=1).to_numpy()
@@ -341,10 +346,8 @@ def plot_card_summary(
     different currencies never share an axis)."""
     keys = _keys(by)
     frame = card_summary(data, keys, status=status, as_of=as_of, major=True)
-    panels = _per_currency(frame, "currency")
-    rows = max((min(len(p), top) for _, p in panels), default=1)
-    fig, axes = _figure(rows, len(panels))
-    for ax, (currency, part) in zip(axes, panels, strict=True):
+    fig, panels = _per_currency(frame, "currency", top)
+    for ax, currency, part in panels:
         shown, note = _top(part, keys, "authorized_minor", top)
         series = {
             name: shown[f"{column}_major"].to_numpy(dtype=float, na_value=np.nan)

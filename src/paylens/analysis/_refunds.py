@@ -15,14 +15,13 @@ from ._common import (
     choice,
     count_where,
     instant,
-    quote,
     rows_cte,
     seconds_between,
     source,
     sql_strings,
     sql_timestamp,
 )
-from ._settlement import QUANTILES, kaplan_meier
+from ._settlement import kaplan_meier, visible, with_quantiles
 
 KINDS = ("INCOMING", "OUTGOING")
 REFUND_STATUSES = ("PENDING", "COMPLETED", "FAILED")
@@ -144,20 +143,9 @@ def refund_summary(
         ),
         ("_rows", rows_cte(_ROW, keys, "_set")),
     ]
-    shown = [o for o in _ROW if not o.name.startswith("_")]
     if keys is None:
-        items = ", ".join(quote(o.name) for o in shown)
-        final = f"SELECT {items} FROM _rows WHERE refunded ORDER BY created_at, id"
+        final = f"SELECT {visible(_ROW)} FROM _rows WHERE refunded ORDER BY created_at, id"
         return src.run(ctes, final)
-    groups = ["type", *(k for k in keys if k != "type"), "currency", "decimals"]
-    groups = list(dict.fromkeys(groups))
+    groups = list(dict.fromkeys(["type", *keys, "currency", "decimals"]))
     ctes += kaplan_meier(groups)
-    names = ", ".join(map(quote, groups))
-    metrics = ", ".join(f"{m.sql} AS {quote(m.name)}" for m in _METRICS)
-    on = " AND ".join(f"_g.{quote(k)} IS NOT DISTINCT FROM _km.{quote(k)}" for k in groups)
-    quantiles = ", ".join(f"_km.p{round(q * 100)}_seconds" for q in QUANTILES)
-    final = (
-        f"SELECT _g.*, {quantiles} FROM (SELECT {names}, {metrics} FROM _rows GROUP BY {names})"
-        f" AS _g LEFT JOIN _km ON {on} ORDER BY {names}"
-    )
-    return src.run(ctes, final)
+    return src.run(ctes, with_quantiles(groups, _METRICS))

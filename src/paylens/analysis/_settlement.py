@@ -207,12 +207,10 @@ def settlement_times(
         ),
         ("_rows", rows_cte(_ROW, keys, "_set")),
     ]
-    shown = [o for o in _ROW if not o.name.startswith("_")]
     if keys is None:
-        items = ", ".join(quote(o.name) for o in shown)
-        return src.run(ctes, f"SELECT {items} FROM _rows ORDER BY created_at, id")
+        return src.run(ctes, f"SELECT {visible(_ROW)} FROM _rows ORDER BY created_at, id")
     ctes += kaplan_meier(keys)
-    return src.run(ctes, _grouped(keys))
+    return src.run(ctes, with_quantiles(keys, _METRICS, split=len(lc.COUNTS)))
 
 
 def kaplan_meier(keys: list[str]) -> list[tuple[str, str]]:
@@ -250,19 +248,24 @@ def kaplan_meier(keys: list[str]) -> list[tuple[str, str]]:
     ]
 
 
-def _grouped(keys: list[str]) -> str:
-    """Group metrics joined with the group's Kaplan–Meier quantiles (NULL keys match NULL)."""
+def visible(outputs: list[Out]) -> str:
+    """The quoted names of the outputs a result shows (not the `_`-prefixed working ones)."""
+    return ", ".join(quote(o.name) for o in outputs if not o.name.startswith("_"))
+
+
+def with_quantiles(keys: list[str], metrics: list[Out], split: int | None = None) -> str:
+    """The group metrics of `_rows` joined with the group's Kaplan–Meier quantiles (`_km`; NULL
+    keys match NULL), the quantiles placed after the first `split` metrics (default: last)."""
     names = ", ".join(map(quote, keys))
-    metrics = ", ".join(f"{m.sql} AS {quote(m.name)}" for m in _METRICS)
+    items = ", ".join(f"{m.sql} AS {quote(m.name)}" for m in metrics)
     head = f"{names}, " if keys else ""
-    grouped = f"SELECT {head}{metrics} FROM _rows" + (f" GROUP BY {names}" if keys else "")
+    grouped = f"SELECT {head}{items} FROM _rows" + (f" GROUP BY {names}" if keys else "")
     on = " AND ".join(f"_g.{quote(k)} IS NOT DISTINCT FROM _km.{quote(k)}" for k in keys) or "TRUE"
-    quantiles = ", ".join(f"_km.p{round(q * 100)}_seconds" for q in QUANTILES)
-    order = names or "1"
-    counts = ", ".join(f"_g.{quote(m.name)}" for m in _METRICS[: len(lc.COUNTS)])
-    rest = ", ".join(f"_g.{quote(m.name)}" for m in _METRICS[len(lc.COUNTS) :])
-    select_keys = "".join(f"_g.{quote(k)}, " for k in keys)
+    quantiles = [f"_km.p{round(q * 100)}_seconds" for q in QUANTILES]
+    cut = len(metrics) if split is None else split
+    shown = [f"_g.{quote(k)}" for k in keys] + [f"_g.{quote(m.name)}" for m in metrics[:cut]]
+    shown += quantiles + [f"_g.{quote(m.name)}" for m in metrics[cut:]]
     return (
-        f"SELECT {select_keys}{counts}, {quantiles}, {rest}"
-        f" FROM ({grouped}) AS _g LEFT JOIN _km ON {on} ORDER BY {order}"
+        f"SELECT {', '.join(shown)} FROM ({grouped}) AS _g LEFT JOIN _km ON {on}"
+        f" ORDER BY {names or '1'}"
     )
