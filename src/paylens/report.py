@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -122,9 +122,10 @@ def _number(value: Any) -> str:
     significant digits, so a satoshi amount or a small rate still shows)."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
         return str(value)
-    if isinstance(value, numbers.Integral) or float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:,.2f}" if abs(value) >= 1 else f"{value:.6g}"
+    number = float(value)
+    if isinstance(value, numbers.Integral) or number.is_integer():
+        return f"{int(number):,}"
+    return f"{number:,.2f}" if abs(number) >= 1 else f"{number:.6g}"
 
 
 def show(frame: pd.DataFrame, *, index: bool = False) -> Styler:
@@ -215,7 +216,8 @@ class Period:
         return cls(Warehouse(path, read_only=True), start, end, currency)
 
     def _where(self, table: str) -> tuple[str, list[Any]]:
-        clauses, params = ["TRUE"], []
+        clauses: list[str] = ["TRUE"]
+        params: list[Any] = []
         if self.start is not None:
             clauses.append("created_at >= ?")
             params.append(self.start)
@@ -398,23 +400,27 @@ class Period:
         cards = card_summary(self.cards, by=[], status_history=self.history)
         rows: dict[str, dict[str, str]] = {}
 
-        def add(currency: str, decimals: int, **figures: int) -> None:
-            row = rows.setdefault(currency, {})
+        def add(currency: Any, decimals: Any, **figures: Any) -> None:
+            # cells of pandas rows: a code, its decimals and integer figures
+            row = rows.setdefault(str(currency), {})
             for name, value in figures.items():
                 is_count = name.endswith("_count")
-                row[name] = f"{value:,}" if is_count else format_minor(value, decimals)
+                row[name] = (
+                    f"{int(value):,}" if is_count else format_minor(int(value), int(decimals))
+                )
 
-        for (currency, decimals), r in received.iterrows():
-            add(currency, decimals, incoming_count=r["size"], received=r["sum"])
-        for r in fees.itertuples():
-            add(r.sent_currency, r.sent_decimals, outgoing_count=r.transaction_count)
-            add(r.sent_currency, r.sent_decimals, sent=r.sent_minor, fees=r.fees_minor)
-        for r in cards.itertuples():
+        for key, got in received.iterrows():
+            currency, decimals = cast(tuple[str, int], key)  # the (currency, decimals) index
+            add(currency, decimals, incoming_count=got["size"], received=got["sum"])
+        for f in fees.itertuples():
+            add(f.sent_currency, f.sent_decimals, outgoing_count=f.transaction_count)
+            add(f.sent_currency, f.sent_decimals, sent=f.sent_minor, fees=f.fees_minor)
+        for c in cards.itertuples():
             add(
-                r.currency,
-                r.decimals,
-                card_count=r.transaction_count,
-                net_settled=r.net_settled_minor,
+                c.currency,
+                c.decimals,
+                card_count=c.transaction_count,
+                net_settled=c.net_settled_minor,
             )
         columns = {
             "incoming_count": "incoming completed",
@@ -439,22 +445,24 @@ class Period:
         transfers (open ones censored), the share settled later than expected (overdue open ones
         count as late), open transfers, refunds, stale card holds and exceptions; counts and
         times, so every currency is in them."""
-        life = failure_breakdown(self.transactions).groupby(["type", "lifecycle"]).size()
+        rows = failure_breakdown(self.transactions)
         settled = settlement_times(self.fees, by=[], status_history=self.history)
         cards = card_summary(self.cards, by=[], status_history=self.history)
         first = settled.iloc[0] if len(settled) else pd.Series(dtype=object)
 
+        nan = float("nan")
+
         def failure_rate(kind: str) -> str:
-            counts = life.get(kind, pd.Series(dtype="int64"))
-            resolved = sum(int(counts.get(name, 0)) for name in RESOLVED)
-            failed = sum(int(counts.get(name, 0)) for name in FAILURES)
-            return format_rate(failed / resolved if resolved else float("nan"))
+            lives = rows.loc[rows["type"] == kind, "lifecycle"]
+            resolved = int(lives.isin(RESOLVED).sum())
+            failed = int(lives.isin(FAILURES).sum())
+            return format_rate(failed / resolved if resolved else nan)
 
         figures = {
             "outgoing failure rate": failure_rate("OUTGOING"),
             "incoming failure rate": failure_rate("INCOMING"),
-            "median outgoing settlement time": format_duration(first.get("p50_seconds")),
-            "p90 outgoing settlement time": format_duration(first.get("p90_seconds")),
+            "median outgoing settlement time": format_duration(first.get("p50_seconds", nan)),
+            "p90 outgoing settlement time": format_duration(first.get("p90_seconds", nan)),
             "outgoing settled later than expected": format_rate(
                 first.get("expected_breach_rate", float("nan"))
             ),

@@ -345,6 +345,7 @@ def source(
     with the table it should come from."""
     borrowed: list[str] = []
     tables: frozenset[str] = frozenset()
+    label: str | None = None
     if isinstance(data, Warehouse | duckdb.DuckDBPyRelation) and isinstance(
         status_history, pd.DataFrame
     ):
@@ -358,7 +359,7 @@ def source(
     if isinstance(data, Warehouse):
         relation = data.relation(table)
         columns = list(relation.columns)
-        label: str | None = data.sql("SELECT 1 AS one").attrs.get("source")
+        label = data.sql("SELECT 1 AS one").attrs.get("source")
         tables = _tables(relation)
         if table != "transactions":
             borrowed = sorted(_BORROWABLE)

@@ -52,7 +52,7 @@ def _labels(frame: pd.DataFrame, columns: Sequence[str]) -> list[str]:
 
 
 def _bars(
-    ax: Axes, labels: list[str], series: Mapping[str, Sequence[float]], stacked: bool
+    ax: Axes, labels: list[str], series: Mapping[str, Sequence[float] | np.ndarray], stacked: bool
 ) -> None:
     """Horizontal bars from zero, one row per label: stacked, or side by side."""
     y = np.arange(len(labels))
