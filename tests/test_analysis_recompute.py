@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -424,3 +425,58 @@ def test_as_of_later_moves_open_transfers_not_settled_ones(data: DataSet) -> Non
     assert later["completed_count"] == now["completed_count"]
     assert later["open_overdue_count"] >= now["open_overdue_count"]
     assert later["open_max_seconds"] == now["open_max_seconds"] + 30 * 86_400
+
+
+# -- empty and single-kind warehouses ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["", "OUTGOING", "INCOMING", "CARD"])
+def test_every_helper_plot_and_report_figure_on_a_single_kind(tmp_path: Path, kind: str) -> None:
+    import matplotlib
+
+    from paylens.analysis import (
+        plot_card_summary,
+        plot_failure_breakdown,
+        plot_fee_breakdown,
+        plot_revenue,
+        plot_settlement_times,
+    )
+    from paylens.report import Period
+
+    matplotlib.use("Agg")
+    with Warehouse(tmp_path / "one.duckdb") as wh:
+        chosen = [
+            r for r in second.records(outgoing=60, incoming=60, cards=60) if r["type"] == kind
+        ]
+        wh.store_transactions(chosen)
+        for frame in (
+            revenue(wh, reference_rates=second.mid_series()),
+            fee_breakdown(wh, "corridor"),
+            settlement_times(wh, "rail"),
+            settlement_times(wh, "month", type="INCOMING"),
+            failure_breakdown(wh, "rail"),
+            refund_summary(wh, "refund_reason"),
+            card_summary(wh, "merchant"),
+        ):
+            assert isinstance(frame, pd.DataFrame)
+        for fig in (
+            plot_revenue(wh),
+            plot_fee_breakdown(wh),
+            plot_settlement_times(wh),
+            plot_failure_breakdown(wh, type="INCOMING"),
+            plot_card_summary(wh),
+        ):
+            fig.savefig(tmp_path / "fig.png", dpi=30)
+        period = Period(wh)
+        checks = period.tie_outs()
+        # nothing was synced (records were stored), and the second generator's fees hold the
+        # platform fee inside the service's: the report's fee tie-outs must say so
+        fee_checks = [
+            "fee components explain every fee (transactions with a residual)",
+            "sum of fee residuals, every currency",
+        ]
+        assert checks.drop(["last sync succeeded", *fee_checks])["passed"].all()
+        assert checks.loc[fee_checks, "passed"].tolist() == [kind != "OUTGOING"] * 2
+        period.headline()
+        assert len(period.rates()) == 9
+        period.exceptions()
