@@ -432,7 +432,8 @@ class Period:
             "net_settled": "card net settled",
         }
         frame = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(columns))
-        frame = frame.fillna("–").rename(columns=columns)
+        # every cell is text; a kind with no row in the period is an empty (float) column
+        frame = frame.astype(object).fillna("–").rename(columns=columns)
         frame.index.name = "currency"
         order = txs["currency"].value_counts()
         frame = frame.loc[sorted(frame.index, key=lambda c: (-order.get(c, 0), c))]
