@@ -10,15 +10,19 @@ major unit, the interface's direction for `exchangeRate`), which `paylens.analys
 
 from __future__ import annotations
 
-from datetime import datetime
-
-import pandas as pd
+from datetime import date, datetime
+from typing import TYPE_CHECKING
 
 from ._currencies import CODES, mid_rate
 
+if TYPE_CHECKING:
+    import pandas as pd
 
-def mid_rate_series(start: datetime, end: datetime) -> pd.DataFrame:
+
+def mid_rate_series(start: date | datetime | str, end: date | datetime | str) -> pd.DataFrame:
     """One row per UTC day in [start's day, end's day] and cross-currency corridor."""
+    import pandas as pd  # only when asked: the sandbox itself never needs pandas
+
     days = pd.date_range(pd.Timestamp(start).normalize(), pd.Timestamp(end).normalize(), freq="D")
     pairs = [(s, r, mid_rate(s, r)) for s in CODES for r in CODES if s != r]
     frame = pd.DataFrame(
