@@ -27,7 +27,9 @@ from ._cards import card_summary
 from ._common import By, Data
 from ._failures import failure_breakdown
 from ._fees import ReferenceRates, fee_breakdown
+from ._lifecycle import FAILURES as FAILURE_LIFECYCLES
 from ._lifecycle import LIFECYCLES
+from ._lifecycle import RESOLVED as RESOLVED_LIFECYCLES
 from ._plots import (
     plot_card_summary,
     plot_failure_breakdown,
@@ -40,7 +42,9 @@ from ._revenue import revenue
 from ._settlement import settlement_times
 
 __all__ = [
+    "FAILURE_LIFECYCLES",
     "LIFECYCLES",
+    "RESOLVED_LIFECYCLES",
     "By",
     "Data",
     "ReferenceRates",

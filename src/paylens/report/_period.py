@@ -1,66 +1,32 @@
-"""The scheduled report: `notebooks/report.ipynb` run by papermill over a warehouse, rendered to
-HTML without its code.
-
-    path = render_report("data/paylens.duckdb", start="2025-09-01", end="2025-10-01")
-
-The notebook reads the warehouse read-only through a `Period` (the rows created in [start, end),
-in one currency or all) and shows one thing a cell: the run header, the tie-out checks (which
-raise `TieOutError` when the figures do not agree, so the report fails loudly), the headline
-figures, the breakdowns and plots of `paylens.analysis`, and the exceptions. Money is integer
-minor units per currency throughout; a figure shown in major units is formatted from them with
-the currency's own decimals, never converted, never added across currencies.
-"""
+"""The period a report covers: its rows, read once, and every figure the notebook shows."""
 
 from __future__ import annotations
 
 import html
-import logging
-import numbers
 import os
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
-import numpy as np
 import pandas as pd
-from ipykernel import kernelspec
-from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
-from jupyter_client.manager import AsyncKernelManager
-from traitlets import default
 
 from paylens._version import __version__
 from paylens.analysis import (
+    FAILURE_LIFECYCLES,
+    LIFECYCLES,
+    RESOLVED_LIFECYCLES,
     card_summary,
     failure_breakdown,
     fee_breakdown,
     settlement_times,
 )
-from paylens.analysis._lifecycle import FAILURES, LIFECYCLES, RESOLVED
-from paylens.errors import PaylensError
 from paylens.models import format_minor
 from paylens.notebook import Banner, sandbox_warehouse
 from paylens.warehouse import SANDBOX_LABEL, Warehouse
 
-if TYPE_CHECKING:
-    from pandas.io.formats.style import Styler
-
-__all__ = [
-    "Period",
-    "ReportError",
-    "TieOutError",
-    "exceptions_summary",
-    "format_duration",
-    "format_minor",
-    "format_rate",
-    "render_report",
-    "show",
-]
-
-#: The report notebook, beside the package in the source tree.
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "report.ipynb"
+from ._format import _instant, _when, format_duration, format_rate
 
 #: Each transaction table: the column naming a row's own currency, and what its rows are read
 #: with: `transactions` keep their JSON only when refunded (the refund's times are in it),
@@ -87,68 +53,8 @@ _TABLES: dict[str, tuple[str, str]] = {
 }
 
 
-class ReportError(PaylensError):
-    """The report notebook failed (a tie-out check, or an error); `html` is the partial report."""
-
-    def __init__(self, message: str, html: Path | None = None) -> None:
-        super().__init__(message)
-        self.html = html
-
-
 class TieOutError(AssertionError):
     """Figures of the report that should agree do not."""
-
-
-# -- formatting ---------------------------------------------------------------------------------
-
-
-def format_rate(fraction: float) -> str:
-    """`0.0345` -> `'3.45%'`; no data -> `'n/a'`."""
-    return "n/a" if pd.isna(fraction) else f"{fraction:.2%}"
-
-
-def format_duration(seconds: float) -> str:
-    """Seconds as minutes, hours or days with one decimal: `5742.9` -> `'1.6 h'`."""
-    if pd.isna(seconds):
-        return "n/a"
-    for unit, size in (("days", 86_400), ("h", 3_600), ("min", 60)):
-        if abs(seconds) >= size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{seconds:.0f} s"
-
-
-def _number(value: Any) -> str:
-    """A table cell: counts with thousands separators, decimals to two places (below 1, six
-    significant digits, so a satoshi amount or a small rate still shows)."""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
-        return str(value)
-    number = float(value)
-    if isinstance(value, numbers.Integral) or number.is_integer():
-        return f"{int(number):,}"
-    return f"{number:,.2f}" if abs(number) >= 1 else f"{number:.6g}"
-
-
-def show(frame: pd.DataFrame, *, index: bool = False) -> Styler:
-    """A frame as the report shows it: numbers as `_number` writes them, missing values as
-    '–', and no row numbers unless `index`."""
-    styler = frame.style.format(_number, na_rep="–")
-    return styler if index else styler.hide(axis="index")
-
-
-def _instant(value: date | datetime | str | None) -> datetime | None:
-    """A period bound as a UTC instant; a date or naive time is read as UTC."""
-    if value is None or value == "":
-        return None
-    stamp = pd.Timestamp(value)
-    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
-    return stamp.to_pydatetime()
-
-
-def _when(value: Any) -> str:
-    return "n/a" if value is None or pd.isna(value) else f"{pd.Timestamp(value):%Y-%m-%d %H:%M} UTC"
-
-
-# -- the period ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, repr=False)
@@ -455,8 +361,8 @@ class Period:
 
         def failure_rate(kind: str) -> str:
             lives = rows.loc[rows["type"] == kind, "lifecycle"]
-            resolved = int(lives.isin(RESOLVED).sum())
-            failed = int(lives.isin(FAILURES).sum())
+            resolved = int(lives.isin(RESOLVED_LIFECYCLES).sum())
+            failed = int(lives.isin(FAILURE_LIFECYCLES).sum())
             return format_rate(failed / resolved if resolved else nan)
 
         figures = {
@@ -490,7 +396,7 @@ class Period:
         parts = [
             _rows(
                 "failed transaction",
-                lives[lives["lifecycle"].isin(FAILURES)],
+                lives[lives["lifecycle"].isin(FAILURE_LIFECYCLES)],
                 lambda r: f"{r.lifecycle}: {r.failure_reason}",
             ),
             _rows(
@@ -550,125 +456,3 @@ def _rows(kind: str, frame: pd.DataFrame, detail: Callable[[Any], Any]) -> pd.Da
 def exceptions_summary(exceptions: pd.DataFrame) -> pd.DataFrame:
     """How many exceptions of each kind."""
     return exceptions.groupby("kind").size().rename("count").to_frame()
-
-
-# -- running the notebook -----------------------------------------------------------------------
-
-
-def render_report(
-    db: str | os.PathLike[str],
-    *,
-    start: date | datetime | str | None = None,
-    end: date | datetime | str | None = None,
-    currency: str | None = None,
-    out: str | os.PathLike[str] = "reports",
-    notebook: str | os.PathLike[str] = NOTEBOOK,
-) -> Path:
-    """Run the report notebook over the warehouse file `db` for [start, end) (None: all the
-    data) in `currency` (None: every currency), and write `<out>/<name>.html` (no code cells)
-    beside the executed `<name>.ipynb`; return the HTML's path.
-
-    The notebook runs in a kernel of this Python whose environment holds no PAYLENS_* secret;
-    the database is opened read-only. Raises `ReportError` (with the partial HTML) when a
-    tie-out check or any cell failed, and when a secret of the environment shows in the output.
-    """
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
-
-    currency = currency.strip().upper() if currency and currency.strip() else None
-    database = Path(db).resolve()
-    if not database.exists():
-        raise FileNotFoundError(f"no warehouse at {database}: run `paylens sync` first")
-    bounds = [_instant(start), _instant(end)]
-    if bounds[0] and bounds[1] and bounds[0] >= bounds[1]:
-        raise ValueError(f"the period is empty: start {start} is not before end {end}")
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    name = "paylens-report_" + "_".join(
-        [
-            *(b.strftime("%Y-%m-%d") if b else "all" for b in bounds),
-            *([currency] if currency else []),
-        ]
-    )
-    executed = folder / f"{name}.ipynb"
-    parameters = {
-        "db": str(database),
-        "start": bounds[0].isoformat() if bounds[0] else None,
-        "end": bounds[1].isoformat() if bounds[1] else None,
-        "currency": currency,
-    }
-    failure: PapermillExecutionError | None = None
-    try:
-        papermill.execute_notebook(
-            str(notebook),
-            str(executed),
-            parameters=parameters,
-            progress_bar=False,
-            kernel_manager_class=_ReportKernel,
-        )
-    except PapermillExecutionError as exc:
-        failure = exc
-    page = _write_html(executed, folder / f"{name}.html")
-    leaked = _secrets_in(executed.read_text(encoding="utf-8"), page.read_text(encoding="utf-8"))
-    if leaked:
-        executed.unlink()
-        page.unlink()
-        raise ReportError(f"the report showed the value of {', '.join(leaked)}; it was deleted")
-    if failure is not None:
-        raise ReportError(f"{failure.ename}: {failure.evalue}", page)
-    return page
-
-
-#: nbconvert's logger for the report: its warning that figures lack alternative text (each
-#: figure's title says what it shows) would print on every run.
-_QUIET = logging.getLogger("paylens.report.nbconvert")
-_QUIET.setLevel(logging.ERROR)
-
-
-def _write_html(executed: Path, page: Path) -> Path:
-    import nbformat
-    from nbconvert import HTMLExporter
-
-    exporter = HTMLExporter(
-        exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True, log=_QUIET
-    )
-    body, _ = exporter.from_notebook_node(
-        nbformat.read(executed, as_version=4), resources={"metadata": {"name": "paylens report"}}
-    )
-    page.write_text(body, encoding="utf-8")
-    return page
-
-
-#: Environment variables the report's kernel never gets: it reads the database only.
-_SECRETS = ("PAYLENS_CLIENT_SECRET",)
-
-
-def _secrets_in(*texts: str) -> list[str]:
-    """The secret variables whose value appears in any of the texts."""
-    return [
-        name
-        for name in _SECRETS
-        if (value := os.environ.get(name)) and any(value in t for t in texts)
-    ]
-
-
-class _ThisPython(KernelSpecManager):
-    """Kernel specs that always name this very Python (the paylens running the report),
-    whatever kernels Jupyter knows."""
-
-    def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
-        return KernelSpec(resource_dir=kernelspec.RESOURCES, **kernelspec.get_kernel_dict())
-
-
-class _ReportKernel(AsyncKernelManager):
-    """The report's kernel: this Python, started without the secrets in its environment."""
-
-    @default("kernel_spec_manager")
-    def _kernel_spec_manager_default(self) -> KernelSpecManager:
-        return _ThisPython(data_dir=self.data_dir)
-
-    async def _async_pre_start_kernel(self, **kw: Any) -> Any:
-        kw["env"] = {k: v for k, v in os.environ.items() if k not in _SECRETS}
-        # the kernel's own chatter (transport warnings, exit noise); cells report via iopub
-        kw["stderr"] = subprocess.DEVNULL
-        return await super()._async_pre_start_kernel(**kw)
