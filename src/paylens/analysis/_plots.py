@@ -25,7 +25,7 @@ from ._common import By, Data, History
 from ._failures import failure_breakdown
 from ._fees import ReferenceRates, fee_breakdown
 from ._lifecycle import UNSUCCESSFUL
-from ._revenue import revenue
+from ._revenue import COMPLETE, SAME_CURRENCY, revenue
 from ._settlement import settlement_times
 
 if TYPE_CHECKING:
@@ -205,7 +205,7 @@ def plot_revenue(
             if shown[list(cols)].fillna(0).ne(0).any().any()
         }
         labels = [
-            label + ("" if status in ("complete", "no FX (same currency)") else " (no FX ref.)")
+            label + ("" if status in (COMPLETE, SAME_CURRENCY) else " (no FX ref.)")
             for label, status in zip(_labels(shown, keys), shown["fx_margin_status"], strict=True)
         ]
         _bars(ax, labels, series, stacked=True)
