@@ -227,6 +227,16 @@ class Source:
     def has(self, column: str) -> bool:
         return column in self.columns
 
+    def distinct(self, *columns: str) -> set[tuple[object, ...]]:
+        """The distinct value combinations of input columns (a cheap look before the query)."""
+        names = ", ".join(quote(c) for c in columns)
+        data = self.data
+        if isinstance(data, pd.DataFrame):
+            return set(data[list(columns)].drop_duplicates().itertuples(index=False, name=None))
+        rel = data.relation(self.table) if isinstance(data, Warehouse) else data
+        found = rel.query("_src", f"SELECT DISTINCT {names} FROM _src")
+        return set(found.fetchall()) if found is not None else set()
+
     def check_as_of(self, when: pd.Timestamp | None, column: str = "created_at") -> None:
         """Refuse an `as_of` before the input's first `column` instant: nothing had happened
         then, so every figure would be empty or negative."""

@@ -232,8 +232,11 @@ def fee_breakdown(
     (amount / 10^decimals, float) after each `_minor` one.
     """
     wanted = statuses(status, STATUSES)
-    rates = _rates_sql(reference_rates)
+    series = reference_series(reference_rates)
     src = source(data, "outgoing_fees", required=_REQUIRED)
+    if len(series):  # only the corridors the input has: the rates go into the SQL's text
+        pairs = src.distinct("sent_amount_currency", "received_amount_currency")
+        series = series[[(s, r) in pairs for s, r in zip(series["s"], series["r"], strict=True)]]
     where = ["TRUE"]
     if src.has("type"):
         where.append("type = 'OUTGOING'")
@@ -260,7 +263,7 @@ def fee_breakdown(
     )
     ctes = [
         ("_in", src.input_cte(_USES, " AND ".join(where))),
-        ("_rates", rates),
+        ("_rates", _rates_sql(series)),
         ("_fee", fee),
         ("_rows", rows_cte(_ROW, keys, "_fee")),
     ]
@@ -271,11 +274,8 @@ def fee_breakdown(
 _ALWAYS = pd.Timestamp("1970-01-01", tz="UTC")
 
 
-def _rates_sql(rates: ReferenceRates | None) -> str:
-    """The reference rates as a VALUES list (at, s, r, mid): each corridor's changes only (a
-    rate equal to the one before it adds nothing to an as-of join), and the inverse of a
-    corridor given only the other way round."""
-    series = reference_series(rates)
+def _rates_sql(series: pd.DataFrame) -> str:
+    """A reference series (see `reference_series`) as a VALUES list (valid_from, s, r, mid)."""
     if series.empty:
         return (
             "SELECT NULL::TIMESTAMPTZ AS valid_from, NULL::VARCHAR AS s, NULL::VARCHAR AS r,"
