@@ -4,8 +4,8 @@
     python bench/bench_analysis.py --transactions 100000  # a smaller one, cached beside it
 
 The warehouse is a sync of the in-process sandbox (seed 0), cached in `bench/.cache/` with the
-sandbox's reference mid rates; the helpers then run on it opened read-only, as a notebook
-would. Each case is timed `--repeat` times (median reported, after one warm-up run); prints a
+sandbox's daily reference mid-rate series; the helpers then run on it opened read-only, as a
+notebook would. Each case is timed `--repeat` times (median reported, after one warm-up run); prints a
 table and writes the JSON to `--out`.
 """
 
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pandas as pd
 
 import paylens
 from paylens.analysis import (
@@ -31,7 +32,10 @@ from paylens.analysis import (
     plot_card_summary,
     plot_failure_breakdown,
     plot_fee_breakdown,
+    plot_revenue,
     plot_settlement_times,
+    refund_summary,
+    revenue,
     settlement_times,
 )
 from paylens.warehouse import Warehouse
@@ -39,10 +43,10 @@ from paylens.warehouse import Warehouse
 CACHE = Path(__file__).parent / ".cache"
 
 
-def build(transactions: int, seed: int) -> tuple[Path, dict[str, float]]:
-    """The cached warehouse and mid rates, built on first use."""
+def build(transactions: int, seed: int) -> tuple[Path, pd.DataFrame]:
+    """The cached warehouse and mid-rate series, built on first use."""
     path = CACHE / f"analysis-{transactions}-seed{seed}.duckdb"
-    rates_path = path.with_suffix(".mids.json")  # the sandbox's reference mid rates
+    rates_path = path.with_suffix(".mids.csv")  # the sandbox's daily reference mid rates
     if not (path.exists() and rates_path.exists()):
         CACHE.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
@@ -57,23 +61,26 @@ def build(transactions: int, seed: int) -> tuple[Path, dict[str, float]]:
             wh._con.execute("SET memory_limit = '4GB'")
             print(wh.sync(sandbox.client(), progress=False))
         staged.rename(path)
-        rates = sandbox.client().exchange_rates.list()
-        mids = {
-            f"{r.source_currency.code}→{r.destination_currency.code}": r.exchange_rate
-            for r in rates
-        }
-        rates_path.write_text(json.dumps(mids))
-    return path, json.loads(rates_path.read_text())
+        sandbox.reference_rates().to_csv(rates_path, index=False)
+    return path, pd.read_csv(rates_path)
 
 
-def cases(mids: dict[str, float]) -> dict[str, Callable[[Warehouse], Any]]:
+def cases(mids: pd.DataFrame) -> dict[str, Callable[[Warehouse], Any]]:
     return {
+        "revenue by settlement month": lambda wh: revenue(wh, reference_rates=mids),
+        "revenue by rail, corridor": lambda wh: revenue(
+            wh, ["rail", "corridor"], reference_rates=mids
+        ),
         "fee_breakdown (per transaction)": lambda wh: fee_breakdown(wh, reference_rates=mids),
         "fee_breakdown by corridor": lambda wh: fee_breakdown(wh, "corridor", reference_rates=mids),
         "fee_breakdown by rail, month": lambda wh: fee_breakdown(wh, ["rail", "month"]),
         "fee_breakdown by customer": lambda wh: fee_breakdown(wh, "customer"),
+        "fee_breakdown every status by month": lambda wh: fee_breakdown(wh, "month", status=None),
         "settlement_times (per transaction)": lambda wh: settlement_times(wh),
         "settlement_times by rail": lambda wh: settlement_times(wh, "rail"),
+        "settlement_times by rail, source_type": lambda wh: settlement_times(
+            wh, ["rail", "source_type"]
+        ),
         "settlement_times by corridor, month": lambda wh: settlement_times(
             wh, ["corridor", "month"]
         ),
@@ -84,10 +91,13 @@ def cases(mids: dict[str, float]) -> dict[str, Callable[[Warehouse], Any]]:
         "failure_breakdown by rail, corridor, month": lambda wh: failure_breakdown(
             wh, ["rail", "corridor", "month"]
         ),
+        "refund_summary (per refund)": lambda wh: refund_summary(wh),
+        "refund_summary by refund_reason": lambda wh: refund_summary(wh, "refund_reason"),
         "card_summary (per transaction)": lambda wh: card_summary(wh),
         "card_summary by merchant": lambda wh: card_summary(wh, "merchant"),
         "card_summary by mcc, country": lambda wh: card_summary(wh, ["mcc", "country"]),
         "plot_fee_breakdown by corridor": lambda wh: plot_fee_breakdown(wh, reference_rates=mids),
+        "plot_revenue by settlement month": lambda wh: plot_revenue(wh, reference_rates=mids),
         "plot_settlement_times by rail": lambda wh: plot_settlement_times(wh),
         "plot_failure_breakdown by rail": lambda wh: plot_failure_breakdown(wh),
         "plot_card_summary by merchant": lambda wh: plot_card_summary(wh),
@@ -115,9 +125,8 @@ def main() -> None:
         "cases": {},
     }
     with Warehouse(path, read_only=True) as wh:
-        results["duckdb_threads"] = wh._con.sql("SELECT current_setting('threads')").fetchall()[0][
-            0
-        ]
+        threads = wh.sql("SELECT current_setting('threads') AS n")["n"].iloc[0]
+        results["duckdb_threads"] = int(threads)
         print(f"{'case':45} {'median s':>9} {'min s':>7} {'rows':>9}")
         for name, run in cases(mids).items():
             out = run(wh)  # warm-up: file pages cached, as in a notebook's second cell

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
-from paylens.analysis import card_summary, failure_breakdown, fee_breakdown, settlement_times
+from paylens.analysis import failure_breakdown, fee_breakdown, settlement_times
+from paylens.errors import InvalidArgumentError
 from paylens.warehouse import Warehouse
 
 T0 = pd.Timestamp("2025-03-01T00:00:00Z")
@@ -108,7 +108,7 @@ def fees_wh(wh: Warehouse) -> Warehouse:
 
 
 def test_fee_components_per_transaction(fees_wh: Warehouse) -> None:
-    rows = by_id(fee_breakdown(fees_wh, reference_rates=MID))
+    rows = by_id(fee_breakdown(fees_wh, reference_rates=MID, status=None))
     a = rows["A"]
     assert (a["service_fixed_fee_minor"], a["service_variable_fee_minor"]) == (30, 300)
     assert (a["platform_fee_minor"], a["counterparty_fixed_fee_received_minor"]) == (122, 50)
@@ -136,7 +136,7 @@ def test_fee_components_per_transaction(fees_wh: Warehouse) -> None:
 
 
 def test_fees_by_corridor_sum_per_currency(fees_wh: Warehouse) -> None:
-    frame = fee_breakdown(fees_wh, "corridor", reference_rates=MID)
+    frame = fee_breakdown(fees_wh, "corridor", reference_rates=MID, status=None)
     assert list(frame["corridor"]) == ["EUR→EUR", "USD→EUR", "USD→JPY"]
     usd_eur = frame.set_index("corridor").loc["USD→EUR"]
     assert (usd_eur["sent_currency"], usd_eur["received_currency"]) == ("USD", "EUR")
@@ -162,7 +162,7 @@ def test_fees_by_corridor_sum_per_currency(fees_wh: Warehouse) -> None:
 
 
 def test_fees_by_rail_and_month_never_add_currencies(fees_wh: Warehouse) -> None:
-    frame = fee_breakdown(fees_wh, ["rail", "month"])
+    frame = fee_breakdown(fees_wh, ["rail", "month"], status=None)
     assert "received_minor" not in frame.columns  # receiving currencies differ within a group
     got = {
         (r["rail"], str(r["month"]), r["sent_currency"]): (r["transaction_count"], r["fees_minor"])
@@ -199,7 +199,8 @@ def test_fee_inputs_frame_relation_and_reference_forms(fees_wh: Warehouse) -> No
     )
     pd.testing.assert_frame_equal(from_frame, expected)
     pd.testing.assert_frame_equal(from_relation, expected, check_flags=False)
-    assert expected.attrs["source"] == from_frame.attrs["source"] == fees_wh._label()
+    label = fees_wh.sql("SELECT 1 AS one").attrs["source"]
+    assert expected.attrs["source"] == from_frame.attrs["source"] == label
     assert from_relation.attrs == {}  # a bare relation carries no provenance
 
 
@@ -208,9 +209,9 @@ def test_fee_input_errors(fees_wh: Warehouse) -> None:
         fee_breakdown(fees_wh, "nope")
     with pytest.raises(ValueError, match=r"lacks .*platform_fees_minor"):
         fee_breakdown(fees_wh.fees().drop(columns="platform_fees_minor"))
-    with pytest.raises(ValueError, match="must be > 0"):
+    with pytest.raises(InvalidArgumentError, match="must be a number > 0"):
         fee_breakdown(fees_wh, reference_rates={("USD", "EUR"): 0.0})
-    with pytest.raises(TypeError, match="Warehouse, a DataFrame or a DuckDB relation"):
+    with pytest.raises(InvalidArgumentError, match="Warehouse, a DataFrame or a DuckDB relation"):
         fee_breakdown([1, 2, 3])  # type: ignore[arg-type]
 
 
@@ -258,9 +259,9 @@ def settle_wh(wh: Warehouse) -> Warehouse:
 
 def test_settlement_per_transaction(settle_wh: Warehouse) -> None:
     rows = by_id(settlement_times(settle_wh, as_of=at(4 * HOUR)))
-    assert {i: r["settlement_state"] for i, r in rows.items()} == {
-        "S1": "settled", "S2": "settled", "S3": "settled", "S4": "pending", "S5": "failed",
-        "S6": "settled", "S7": "pending",
+    assert {i: r["lifecycle"] for i, r in rows.items()} == {
+        "S1": "completed", "S2": "completed", "S3": "completed", "S4": "open", "S5": "failed",
+        "S6": "completed", "S7": "open",
     }  # fmt: skip
     s1 = rows["S1"]
     assert (s1["settlement_seconds"], s1["late_seconds"]) == (100.0, 10.0)
@@ -272,33 +273,40 @@ def test_settlement_per_transaction(settle_wh: Warehouse) -> None:
     assert (s3["settlement_seconds"], s3["late_seconds"]) == (400.0, 100.0)
     s4 = rows["S4"]
     assert pd.isna(s4["settled_at"]) and pd.isna(s4["settlement_seconds"])
-    assert (s4["pending_seconds"], s4["overdue"]) == (3600.0, True)  # expected at 3 h 10 min
-    assert (rows["S7"]["pending_seconds"], rows["S7"]["overdue"]) == (1800.0, True)  # > 10 s
+    assert (s4["open_seconds"], s4["overdue"]) == (3600.0, True)  # expected at 3 h 10 min
+    assert s4["expected_breach"] and s4["timeline_breach"]  # open past both: breaches already
+    s7 = rows["S7"]  # an instant transfer: no expected time, 1800 s against a 10 s timeline
+    assert (s7["open_seconds"], s7["overdue"], s7["timeline_breach"]) == (1800.0, False, True)
+    assert s7["sla_breach"]  # open for longer than the 60 s instant SLA
     assert pd.isna(rows["S5"]["overdue"]) and pd.isna(rows["S5"]["settlement_seconds"])
 
 
 def test_settlement_by_rail(settle_wh: Warehouse) -> None:
     frame = settlement_times(settle_wh, "rail", as_of=at(4 * HOUR)).set_index("rail")
     ach = frame.loc["ACH"]
-    assert (ach["transaction_count"], ach["settled_count"]) == (5, 3)
-    assert (ach["pending_count"], ach["failed_count"], ach["from_history_count"]) == (1, 1, 1)
-    assert ach["p50_seconds"] == 200.0  # of 100, 200, 400
-    assert ach["mean_seconds"] == 700 / 3
-    assert (ach["expected_count"], ach["expected_breach_count"]) == (3, 2)  # S1 and S3
-    assert ach["expected_breach_rate"] == 2 / 3
+    assert (ach["transaction_count"], ach["completed_count"]) == (5, 3)
+    assert (ach["open_count"], ach["failed_count"], ach["from_history_count"]) == (1, 1, 1)
+    # Kaplan–Meier over 100, 200, 400 and S4 open at 3600: S(100) = 3/4, S(200) = 1/2
+    assert ach["p50_seconds"] == 200.0
+    assert (ach["resolved_count"], ach["failure_rate"]) == (4, 1 / 4)
+    # S1 and S3 late, S4 open past its expected time: 3 of the 4 whose outcome is known
+    assert (ach["expected_count"], ach["expected_breach_count"]) == (4, 3)
+    assert ach["expected_breach_rate"] == 3 / 4
     assert (ach["late_p50_seconds"], ach["late_max_seconds"]) == (55.0, 100.0)  # of 10 and 100
-    assert (ach["timeline_count"], ach["timeline_breach_count"]) == (3, 2)  # 100 > 90, 400 > 300
-    assert (ach["pending_overdue_count"], ach["pending_max_seconds"]) == (1, 3600.0)
+    assert (ach["timeline_count"], ach["timeline_breach_count"]) == (4, 3)  # + S4 open 3600 > 600
+    assert (ach["open_overdue_count"], ach["open_max_seconds"]) == (1, 3600.0)
     rtp = frame.loc["RTP"]
-    assert (rtp["transaction_count"], rtp["settled_count"], rtp["pending_count"]) == (2, 1, 1)
-    assert (rtp["p50_seconds"], rtp["timeline_breach_rate"]) == (5.0, 0.0)
+    assert (rtp["transaction_count"], rtp["completed_count"], rtp["open_count"]) == (2, 1, 1)
+    # times 5 and 1800 open: S(5) = 1/2; S7 open 1800 s against a 10 s timeline: a breach
+    assert (rtp["p50_seconds"], rtp["timeline_breach_rate"]) == (5.0, 0.5)
     assert rtp["expected_count"] == 0 and pd.isna(rtp["expected_breach_rate"])
-    assert (rtp["pending_overdue_count"], rtp["pending_max_seconds"]) == (1, 1800.0)
+    assert (rtp["sla_count"], rtp["sla_breach_count"]) == (2, 1)
+    assert (rtp["open_overdue_count"], rtp["open_max_seconds"]) == (0, 1800.0)
 
 
 def test_settlement_default_as_of_is_the_latest_instant_in_the_data(settle_wh: Warehouse) -> None:
     rows = by_id(settlement_times(settle_wh))  # latest: S7 created at 3 h 30 min
-    assert (rows["S4"]["pending_seconds"], rows["S7"]["pending_seconds"]) == (1800.0, 0.0)
+    assert (rows["S4"]["open_seconds"], rows["S7"]["open_seconds"]) == (1800.0, 0.0)
 
 
 def test_settlement_history_for_frames_and_relations(settle_wh: Warehouse) -> None:
@@ -317,7 +325,7 @@ def test_settlement_history_for_frames_and_relations(settle_wh: Warehouse) -> No
     pd.testing.assert_frame_equal(with_frame_history, expected, check_flags=False)
     # a frame alone has no history: S3's settlement time is unknown, not invented
     alone = by_id(settlement_times(settle_wh.fees(), as_of=at(4 * HOUR)))
-    assert alone["S3"]["settlement_state"] == "settled" and pd.isna(alone["S3"]["settled_at"])
+    assert alone["S3"]["lifecycle"] == "completed" and pd.isna(alone["S3"]["settled_at"])
     summary = settlement_times(settle_wh.fees(), [], as_of=at(4 * HOUR)).iloc[0]
     assert (summary["time_unknown_count"], summary["from_history_count"]) == (1, 0)
 
@@ -333,7 +341,6 @@ def test_settlement_percentiles_on_101_transactions(wh: Warehouse) -> None:
     )
     row = settlement_times(wh, []).iloc[0]
     assert (row["p50_seconds"], row["p90_seconds"], row["p99_seconds"]) == (500.0, 900.0, 990.0)
-    assert row["mean_seconds"] == 500.0
 
 
 def test_settlement_incoming_from_transactions(wh: Warehouse) -> None:
@@ -349,9 +356,10 @@ def test_settlement_incoming_from_transactions(wh: Warehouse) -> None:
         ],
     )  # fmt: skip
     row = settlement_times(wh, [], type="INCOMING").iloc[0]
-    assert (row["transaction_count"], row["settled_count"], row["pending_count"]) == (2, 1, 1)
+    assert (row["transaction_count"], row["completed_count"], row["open_count"]) == (2, 1, 1)
+    # 30 settled, I2 open for 30 s (as_of: its creation at 60): S(30) = 1/2
     assert (row["p50_seconds"], row["expected_count"]) == (30.0, 0)
-    with pytest.raises(ValueError, match="OUTGOING' or 'INCOMING"):
+    with pytest.raises(InvalidArgumentError, match="'OUTGOING', 'INCOMING'"):
         settlement_times(wh, type="CARD")
 
 
@@ -393,18 +401,25 @@ def failures_wh(wh: Warehouse) -> Warehouse:
     return wh
 
 
-def test_failure_reasons_told_apart(failures_wh: Warehouse) -> None:
+def test_failure_lifecycles_and_reasons(failures_wh: Warehouse) -> None:
     rows = by_id(failure_breakdown(failures_wh))
     assert "K1" not in rows  # card transactions are not incoming or outgoing
-    kinds = {i: (r["failed"], r["reason_kind"]) for i, r in rows.items()}
+    kinds = {i: (r["lifecycle"], r["failure_reason"]) for i, r in rows.items()}
     assert kinds == {
-        "F1": (True, "granular_payout"), "F2": (True, "coarse_payout"), "F3": (True, "removed"),
-        "F4": (True, "unknown"), "F5": (False, None), "F6": (False, None),
-        "F7": (True, "missing"), "F8": (False, None), "I1": (True, "known"),
-        "I2": (False, None),
-        "I3": (True, "unknown"),  # TIMEOUT was an outgoing reason, never an incoming one
+        "F1": ("failed", "PAYOUT_RETURNED"), "F2": ("failed", "COUNTERPARTY_POST_TX_FAILED"),
+        "F3": ("failed", "QUOTE_EXECUTION_FAILED"),  # TIMEOUT was removed: folded into it
+        "F4": ("failed", "BRAND_NEW_REASON"),  # unknown: kept as sent
+        "F5": ("completed", None), "F6": ("open", None), "F7": ("failed", None),
+        "F8": ("completed", None), "I1": ("failed", "COLLECTION_FAILED"),
+        "I2": ("completed", None),
+        "I3": ("failed", "TIMEOUT"),  # TIMEOUT was an outgoing reason, never an incoming one
     }  # fmt: skip
-    assert rows["F4"]["failure_reason"] == "BRAND_NEW_REASON"  # kept as sent
+    assert (rows["F3"]["reason_removed"], rows["F3"]["reported_failure_reason"]) == (
+        True,
+        "TIMEOUT",
+    )
+    assert not rows["I3"]["reason_removed"]
+    assert rows["F2"]["reason_coarse"] and rows["F2"]["reason_deprecated"]
     assert (rows["I1"]["corridor"], rows["I1"]["rail"]) == ("MXN→USD", "WIRE")
 
 
@@ -413,34 +428,36 @@ def test_failure_counts_rates_and_volume(failures_wh: Warehouse) -> None:
     outgoing_usd = frame[(frame["type"] == "OUTGOING") & (frame["currency"] == "USD")]
     got = {
         r["failure_reason"] if isinstance(r["failure_reason"], str) else None: (
-            r["failed_count"], r["failed_amount_minor"], r["reason_kind"]
+            r["transaction_count"], r["amount_minor"], r["lifecycle"]
         )
         for r in outgoing_usd.to_dict("records")
     }  # fmt: skip
     assert got == {
-        "PAYOUT_RETURNED": (1, 1_000, "granular_payout"),
-        "COUNTERPARTY_POST_TX_FAILED": (1, 2_000, "coarse_payout"),
-        "TIMEOUT": (1, 3_000, "removed"),
-        "BRAND_NEW_REASON": (1, 4_000, "unknown"),
-        None: (1, 7_000, "missing"),
+        "PAYOUT_RETURNED": (1, 1_000, "failed"),
+        "COUNTERPARTY_POST_TX_FAILED": (1, 2_000, "failed"),
+        "QUOTE_EXECUTION_FAILED": (1, 3_000, "failed"),
+        "BRAND_NEW_REASON": (1, 4_000, "failed"),
+        None: (1, 7_000, "failed"),
     }
-    # 7 attempted (pending F6 included), 5 failed, amounts 1000 + ... + 7000 = 28000
+    # 7 attempted, F6 open, 6 resolved, 5 failed; resolved amounts 22000 (F6's 6000 is open)
     assert set(outgoing_usd["attempted_count"]) == {7}
-    assert set(outgoing_usd["failure_rate"]) == {1 / 7}
-    assert set(outgoing_usd["share_of_failures"]) == {1 / 5}
-    assert set(outgoing_usd["attempted_amount_minor"]) == {28_000}
+    assert set(outgoing_usd["open_count"]) == {1}
+    assert set(outgoing_usd["failure_rate"]) == {5 / 6}
+    assert set(outgoing_usd["share_of_resolved"]) == {1 / 6}
+    assert set(outgoing_usd["resolved_amount_minor"]) == {22_000}
+    assert set(outgoing_usd["coarse_payout_share"]) == {1 / 2}  # of PAYOUT_RETURNED and F2
     payout = outgoing_usd[outgoing_usd["failure_reason"] == "PAYOUT_RETURNED"].iloc[0]
-    assert payout["failed_amount_rate"] == 1_000 / 28_000
-    # EUR outgoing had no failure: one row, no reason, so its attempt is still counted
+    assert payout["amount_rate"] == 1_000 / 22_000
+    # EUR outgoing had no failure: one row, no lifecycle, so its attempt is still counted
     eur = frame[frame["currency"] == "EUR"]
     assert len(eur) == 1
     row = eur.iloc[0]
-    assert pd.isna(row["failure_reason"]) and pd.isna(row["reason_kind"])
-    assert (row["failed_count"], row["attempted_count"], row["failure_rate"]) == (0, 1, 0.0)
+    assert pd.isna(row["failure_reason"]) and pd.isna(row["lifecycle"])
+    assert (row["transaction_count"], row["attempted_count"], row["failure_rate"]) == (0, 1, 0.0)
     incoming = frame[frame["type"] == "INCOMING"].set_index("failure_reason")
-    assert incoming.loc["COLLECTION_FAILED", "failure_rate"] == 1 / 3
-    assert incoming.loc["TIMEOUT", "reason_kind"] == "unknown"
-    assert set(incoming["attempted_amount_minor"]) == {500 + 1_500 + 2_000}
+    assert incoming.loc["COLLECTION_FAILED", "failure_rate"] == 2 / 3
+    assert incoming.loc["COLLECTION_FAILED", "share_of_resolved"] == 1 / 3
+    assert set(incoming["resolved_amount_minor"]) == {500 + 1_500 + 2_000}
 
 
 def test_failures_by_rail_corridor_month_and_type(failures_wh: Warehouse) -> None:
@@ -449,9 +466,9 @@ def test_failures_by_rail_corridor_month_and_type(failures_wh: Warehouse) -> Non
     assert set(zip(frame["rail"], frame["corridor"], frame["month"], strict=True)) == {
         ("WIRE", "MXN→USD", T0.date())
     }
-    assert sorted(frame["failed_count"]) == [1, 1]
+    assert sorted(frame["transaction_count"]) == [1, 1]
     major = failure_breakdown(failures_wh, "rail", type="OUTGOING", major=True)
-    assert set(major["attempted_amount_major"]) == {280.0, 1.0}
+    assert set(major["resolved_amount_major"]) == {220.0, 1.0}
 
 
 def test_failures_from_outgoing_fee_rows_and_missing_type(failures_wh: Warehouse) -> None:
@@ -461,113 +478,3 @@ def test_failures_from_outgoing_fee_rows_and_missing_type(failures_wh: Warehouse
     assert frame["attempted_count"].sum() == 1 + 3  # EUR: C; USD: A, B, D
     with pytest.raises(ValueError, match="lacks 'type'"):
         failure_breakdown(failures_wh.transactions().drop(columns="type"))
-
-
-# -- cards ---------------------------------------------------------------------------------------
-
-AS_OF = pd.Timestamp("2025-03-31T00:00:00Z")
-
-
-def card(id: str, status: str, authorized: int, **values: Any) -> dict[str, Any]:
-    return {
-        "id": id, "status": status, "authorized_amount_minor": authorized,
-        "authorized_amount_currency": "USD", "authorized_amount_decimals": 2,
-        "authorized_at": T0, "merchant_descriptor": "CAFE", "merchant_mcc": "5814",
-        "merchant_country": "US", "settlement_count": 0, "refund_count": 0,
-        "pull_count": 1, "pull_total_minor": authorized, "pull_pending_count": 0, **values,
-    }  # fmt: skip
-
-
-def settled(amount: int, after: float, currency: str = "USD") -> dict[str, Any]:
-    return {
-        "settled_amount_minor": amount,
-        "settled_amount_currency": currency,
-        "settled_amount_decimals": 2,
-        "settlement_count": 1,
-        "last_event_at": at(after),
-    }
-
-
-CARD_ROWS = [
-    card("C1", "SETTLED", 1_000, **settled(1_000, HOUR)),
-    card("C2", "PARTIALLY_SETTLED", 2_000, **settled(1_500, 2 * HOUR), merchant_mcc="5411"),
-    card("C3", "AUTHORIZED", 3_000),  # held 30 days: stale
-    card("C4", "AUTHORIZED", 400, authorized_at=pd.Timestamp("2025-03-30T00:00:00Z")),
-    card("C5", "REFUNDED", 5_000, **{**settled(5_000, 10 * 24 * HOUR), "refund_count": 1},
-         refunded_amount_minor=5_000, refunded_amount_currency="USD"),
-    card("C6", "EXCEPTION", 600, **settled(600, 60), pull_total_minor=0, merchant_country="GB"),
-    card("C7", "SETTLED", 700, **settled(700, 100, "EUR"), authorized_amount_currency="EUR"),
-    card("C8", "SETTLED", 800, **settled(900, 50, "GBP")),  # settled in another currency
-]  # fmt: skip
-CARD_HISTORY = [
-    {"id": "C5", "type": "CARD", "previous_status": "AUTHORIZED", "status": "SETTLED",
-     "record_updated_at": at(1_800), "observed_at": at(HOUR), "run_id": 1},
-    {"id": "C5", "type": "CARD", "previous_status": "SETTLED", "status": "REFUNDED",
-     "record_updated_at": at(10 * 24 * HOUR), "observed_at": at(11 * 24 * HOUR), "run_id": 2},
-]  # fmt: skip
-
-
-@pytest.fixture
-def cards_wh(wh: Warehouse) -> Warehouse:
-    insert(wh, "card_transactions", CARD_ROWS)
-    insert(wh, "status_history", CARD_HISTORY)
-    return wh
-
-
-def test_card_rows(cards_wh: Warehouse) -> None:
-    rows = by_id(card_summary(cards_wh, as_of=AS_OF))
-    assert (rows["C1"]["settlement_seconds"], rows["C1"]["last_clearing_source"]) == (
-        3600.0,
-        "last_event_at",
-    )
-    c2 = rows["C2"]
-    assert (c2["open_hold_minor"], c2["partially_settled"]) == (500, True)
-    assert c2["hold_age_seconds"] == 30 * 24 * HOUR
-    assert (rows["C3"]["stale_hold"], rows["C3"]["open_hold_minor"]) == (True, 3_000)
-    assert (rows["C4"]["stale_hold"], rows["C4"]["hold_age_seconds"]) == (False, 24 * HOUR)
-    c5 = rows["C5"]  # refunded since: its clearing time comes from the status history
-    assert (c5["last_clearing_at"], c5["last_clearing_source"]) == (at(1_800), "status_history")
-    assert (c5["settled_minor"], c5["refunded_minor"], c5["open_hold_minor"]) == (5_000, 5_000, 0)
-    c6 = rows["C6"]
-    assert c6["exception"] and (c6["pull_count"], c6["pull_total_minor"]) == (1, 0)
-    c8 = rows["C8"]
-    assert c8["currency_mismatch"] and pd.isna(c8["settled_minor"])
-
-
-def test_card_totals_per_currency(cards_wh: Warehouse) -> None:
-    frame = card_summary(cards_wh, [], as_of=AS_OF).set_index("currency")
-    usd = frame.loc["USD"]
-    assert usd["transaction_count"] == 7
-    assert usd["authorized_minor"] == 1_000 + 2_000 + 3_000 + 400 + 5_000 + 600 + 800
-    assert usd["settled_minor"] == 1_000 + 1_500 + 5_000 + 600  # C8's GBP is not added
-    assert (usd["refunded_minor"], usd["net_settled_minor"]) == (5_000, 8_100 - 5_000)
-    assert usd["open_hold_minor"] == 500 + 3_000 + 400
-    assert usd["cleared_count"] == 5  # C1, C2, C5, C6, C8
-    assert usd["settlement_p50_seconds"] == 1_800.0  # of 50, 60, 1800, 3600, 7200
-    assert (usd["partially_settled_count"], usd["stale_hold_count"]) == (1, 1)
-    assert (usd["stale_hold_minor"], usd["exception_count"]) == (3_000, 1)
-    assert (usd["exception_settled_minor"], usd["exception_pull_total_minor"]) == (600, 0)
-    assert usd["currency_mismatch_count"] == 1
-    eur = frame.loc["EUR"]
-    assert (eur["transaction_count"], eur["authorized_minor"], eur["settled_minor"]) == (
-        1,
-        700,
-        700,
-    )
-
-
-def test_cards_by_merchant_mcc_country_and_status(cards_wh: Warehouse) -> None:
-    by_mcc = card_summary(cards_wh, "mcc", as_of=AS_OF)
-    assert list(
-        zip(by_mcc["mcc"], by_mcc["currency"], by_mcc["transaction_count"], strict=True)
-    ) == [
-        ("5411", "USD", 1),
-        ("5814", "EUR", 1),
-        ("5814", "USD", 6),
-    ]
-    by_country = card_summary(cards_wh, ["merchant", "country"], status="EXCEPTION")
-    assert list(by_country["country"]) == ["GB"] and by_country["exception_count"].iloc[0] == 1
-    stale = card_summary(cards_wh, [], as_of=AS_OF, stale_after=timedelta(hours=12))
-    assert stale.set_index("currency").loc["USD", "stale_hold_count"] == 2  # C4 too now
-    major = card_summary(cards_wh, "currency", as_of=AS_OF, major=True).set_index("currency")
-    assert major.loc["USD", "authorized_major"] == 128.0

@@ -8,16 +8,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import matplotlib
-import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
 from paylens import Sandbox
 from paylens.analysis import (
+    card_summary,
     plot_card_summary,
     plot_failure_breakdown,
     plot_fee_breakdown,
+    plot_revenue,
     plot_settlement_times,
+    revenue,
 )
 from paylens.warehouse import Warehouse
 
@@ -36,20 +38,27 @@ def wh(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Iterator[W
         yield warehouse
 
 
-def labelled(fig: Figure, title: str, xunit: str) -> list[str]:
-    """Check the figure's labels and render it; return its legend entries."""
+def labelled(fig: Figure, title: str, xunit: str, panel: int = 0) -> list[str]:
+    """Check a panel's labels and render the figure; return the panel's legend entries."""
     assert isinstance(fig, Figure)
-    (ax,) = fig.axes
+    ax = fig.axes[panel]
     assert title in ax.get_title() and "SANDBOX DATA" in ax.get_title()
     assert xunit in ax.get_xlabel()
     assert ax.get_ylabel()
     assert len(ax.patches) > 0
+    assert ax.get_xscale() == "linear" and ax.get_xlim()[0] == 0  # bars from zero
     legend = ax.get_legend()
     assert legend is not None
+    # the legend sits right of the plotting area, never over the bars
+    assert legend.get_bbox_to_anchor().x0 >= ax.get_window_extent().x1 - 1
+    render(fig)
+    return [t.get_text() for t in legend.get_texts()]
+
+
+def render(fig: Figure) -> None:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=40)
     assert buffer.getvalue().startswith(b"\x89PNG")
-    return [t.get_text() for t in legend.get_texts()]
 
 
 def test_plot_fee_breakdown(sandbox: Sandbox, wh: Warehouse) -> None:
@@ -58,67 +67,72 @@ def test_plot_fee_breakdown(sandbox: Sandbox, wh: Warehouse) -> None:
     )
     assert {"service fixed fee", "service variable fee", "counterparty fixed fee"} <= set(entries)
     assert "residual (unexplained)" not in entries  # every residual is 0 on sandbox data
-    rates = sandbox.client().exchange_rates.list()
-    mids = {(r.source_currency.code, r.destination_currency.code): r.exchange_rate for r in rates}
-    with_spread = plot_fee_breakdown(wh, ["rail"], reference_rates=mids)
-    assert "FX spread vs reference" in labelled(with_spread, "by rail", "basis points")
+    with_spread = plot_fee_breakdown(wh, ["rail"], reference_rates=sandbox.reference_rates())
+    assert "FX margin vs reference" in labelled(with_spread, "by rail", "basis points")
+    # top= says what it left out
+    few = plot_fee_breakdown(wh, "corridor", top=2)
+    assert "not shown (top=2)" in few.axes[0].get_xlabel()
+    assert len(few.axes[0].get_yticklabels()) == 2
+
+
+def test_months_run_in_time_order_and_are_never_cut(wh: Warehouse) -> None:
+    fig = plot_fee_breakdown(wh, "month", top=1)
+    months = [t.get_text().split(" ")[0] for t in fig.axes[0].get_yticklabels()]
+    assert months == sorted(months) and len(set(months)) > 1
+    assert "not shown" not in fig.axes[0].get_xlabel()
+
+
+def test_plot_revenue_per_currency(sandbox: Sandbox, wh: Warehouse) -> None:
+    fig = plot_revenue(wh, reference_rates=sandbox.reference_rates())
+    currencies = revenue(wh)["sent_currency"].nunique()
+    assert len(fig.axes) == currencies > 1  # one panel per sending currency
+    entries = labelled(fig, "Revenue of completed transfers in USD", "USD (major units)")
+    assert "FX margin" in entries
+    blind = plot_revenue(wh)
+    labels = [t.get_text() for t in blind.axes[0].get_yticklabels()]
+    assert any("(no FX ref.)" in label for label in labels)
 
 
 def test_plot_settlement_times(wh: Warehouse) -> None:
     fig = plot_settlement_times(wh, "rail")
-    assert labelled(fig, "Settlement times of outgoing transactions", "seconds") == [
-        "p50",
-        "p90",
-        "p99",
-    ]
-    assert fig.axes[0].get_xscale() == "log"
+    entries = labelled(fig, "Settlement times of outgoing transactions", "from creation")
+    assert entries == ["p50", "p90", "p99"]
+    assert fig.axes[0].get_xlabel().split(" ")[0] in ("hours", "days")
     labelled(
         plot_settlement_times(wh, None, type="INCOMING"),
         "of incoming transactions by all",
-        "seconds",
+        "Kaplan–Meier",
     )
 
 
 def test_plot_failure_breakdown(wh: Warehouse) -> None:
     entries = labelled(
-        plot_failure_breakdown(wh, reasons=3), "Failures of outgoing", "% of attempted"
+        plot_failure_breakdown(wh, reasons=3), "Unsuccessful outgoing", "% of resolved"
     )
     assert len(entries) == 4 and entries[-1] == "other"
     entries = labelled(plot_failure_breakdown(wh, "month", type="INCOMING"), "by month", "%")
-    assert "COLLECTION_FAILED" in entries
+    assert any("COLLECTION_FAILED" in e for e in entries)
 
 
-def test_plot_failure_breakdown_marks_removed_and_unknown_reasons(tmp_path: Path) -> None:
-    with Warehouse(tmp_path / "w.duckdb") as wh:
-        rows = pd.DataFrame(
-            {
-                "id": ["a", "b", "c", "d"],
-                "type": "OUTGOING",
-                "status": ["FAILED", "FAILED", "FAILED", "COMPLETED"],
-                "failure_reason": ["TIMEOUT", "SOMETHING_NEW", "COUNTERPARTY_POST_TX_FAILED", None],
-                "payment_rail": "ACH",
-                "amount_minor": 100,
-                "currency": "USD",
-                "decimals": 2,
-            }
-        )
-        wh._con.register("_rows", rows)
-        wh._con.execute("INSERT INTO transactions BY NAME SELECT * FROM _rows")
-        fig = plot_failure_breakdown(wh)
-        (ax,) = fig.axes
-        entries = [t.get_text() for t in ax.get_legend().get_texts()]
-        assert sorted(entries) == [
-            "COUNTERPARTY_POST_TX_FAILED (coarse)",
-            "SOMETHING_NEW (unknown)",
-            "TIMEOUT (removed)",
-        ]
-        # each reason is 1 of the rail's 4 attempts: 25 %
-        assert [round(p.get_width(), 9) for p in ax.patches] == [25.0, 25.0, 25.0]
+def test_plot_card_summary_draws_every_currency(wh: Warehouse) -> None:
+    fig = plot_card_summary(wh)
+    currencies = card_summary(wh, [])["currency"].nunique()
+    assert len(fig.axes) == currencies > 1
+    for panel in range(currencies):
+        entries = labelled(fig, "Card transactions in", "major units", panel)
+        assert entries == ["authorized", "settled", "refunded", "open holds"]
 
 
-def test_plot_card_summary(wh: Warehouse) -> None:
-    entries = labelled(
-        plot_card_summary(wh), "Card transactions in USD by merchant", "USD, major units"
-    )
-    assert entries == ["authorized", "settled", "refunded", "open holds"]
-    labelled(plot_card_summary(wh, ["mcc"], currency="EUR"), "in EUR by mcc", "EUR, major units")
+def test_empty_results_draw_empty_labelled_figures(tmp_path: Path) -> None:
+    with Warehouse(tmp_path / "empty.duckdb") as empty:
+        for fig in (
+            plot_fee_breakdown(empty),
+            plot_revenue(empty),
+            plot_settlement_times(empty),
+            plot_failure_breakdown(empty),
+            plot_card_summary(empty),
+        ):
+            (ax,) = fig.axes
+            assert ax.get_title() and ax.get_xlabel()
+            assert "nothing to show" in [t.get_text() for t in ax.texts]
+            render(fig)

@@ -94,19 +94,40 @@ def _expected_headline(path: Path) -> dict[str, str]:
 
 
 def _expected_rates(path: Path) -> list[str]:
+    """The failure rate over resolved transfers and the Kaplan–Meier median settlement time
+    (open transfers censored at the latest instant of the data), from the file's rows."""
     con = duckdb.connect(str(path), read_only=True)
     try:
-        failed, median = con.execute(
+        (failed,) = con.execute(
             """
-            SELECT (SELECT avg(CASE WHEN status = 'FAILED' OR failure_reason IS NOT NULL
-                                    THEN 1.0 ELSE 0.0 END)
-                    FROM transactions WHERE type = 'OUTGOING'),
-                   (SELECT median((epoch_us(settled_at) - epoch_us(created_at)) / 1e6)
-                    FROM outgoing_fees WHERE status = 'COMPLETED')
+            SELECT count(*) FILTER (WHERE status = 'REFUNDED' OR (status = 'FAILED'
+                       AND coalesce(refund_reason, '') <> 'USER_CANCELLATION'))
+                   / count(*) FILTER (WHERE status IN
+                       ('COMPLETED', 'FAILED', 'EXPIRED', 'REJECTED', 'REFUNDED'))
+            FROM transactions WHERE type = 'OUTGOING'
             """
         ).fetchone()
+        times = con.execute(
+            """
+            WITH latest AS (SELECT epoch_us(greatest(max(created_at), max(updated_at),
+                                   max(settled_at) FILTER (WHERE status = 'COMPLETED'))) AS t
+                            FROM transactions WHERE type = 'OUTGOING')
+            SELECT CASE WHEN status = 'COMPLETED' THEN epoch_us(settled_at) ELSE latest.t END
+                       - epoch_us(created_at), status = 'COMPLETED'
+            FROM outgoing_fees, latest
+            WHERE status IN ('COMPLETED', 'PENDING', 'PENDING_AUTHORIZATION', 'PROCESSING')
+            """
+        ).fetchall()
     finally:
         con.close()
+    survival, median = 1.0, None
+    for t in sorted({t for t, _ in times}):
+        events = sum(1 for u, done in times if u == t and done)
+        if events:
+            survival *= 1 - events / sum(1 for u, _ in times if u >= t)
+            if survival <= 0.5 + 1e-9:
+                median = t / 1e6
+                break
     return [
         f"outgoing failure rate {format_rate(failed)}",
         f"median outgoing settlement time {format_duration(median)}",
@@ -137,7 +158,8 @@ def test_report_holds_the_headline_figures_and_no_secret(warehouse: Path, tmp_pa
         assert row in text
     for figure in _expected_rates(warehouse):
         assert figure in text
-    assert content.count("data:image/png;base64,") >= 4  # the four plots, embedded
+    assert content.count("data:image/png;base64,") >= 6  # every plot, embedded
+    assert "fx_margin_status" in text and "complete" in text  # the sandbox's own mid rates
     assert "Period.open" not in text and "fee_breakdown(" not in text  # no code cells
     assert SECRET not in content and SECRET not in executed
     assert str(warehouse) in executed  # the parameters papermill injected
@@ -212,6 +234,21 @@ def test_period_bounds_are_start_inclusive_end_exclusive_in_one_currency(
     assert Period.assert_tie_outs(period.tie_outs()) == "all 10 tie-out checks passed"
     header = repr(period.run_header())
     assert "currency: USD" in header and "(exclusive)" in header
+
+
+def test_report_survives_an_empty_period_and_a_lower_case_currency(
+    warehouse: Path, tmp_path: Path
+) -> None:
+    done = _paylens("report", "--db", str(warehouse), "--currency", "usd", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    text = _text((tmp_path / done.stdout.strip().splitlines()[-1]).read_text(encoding="utf-8"))
+    assert "currency USD" in text and "all 10 tie-out checks passed" in text
+    args = ["--start", "2031-01-01", "--end", "2031-02-01"]
+    empty = _paylens("report", "--db", str(warehouse), *args, cwd=tmp_path)
+    assert empty.returncode == 0, empty.stderr
+    text = _text((tmp_path / empty.stdout.strip().splitlines()[-1]).read_text(encoding="utf-8"))
+    assert "all 10 tie-out checks passed" in text and "nothing to show" not in text
+    assert "outgoing failure rate n/a" in text
 
 
 def test_tie_outs_name_every_check_that_failed(opened: Warehouse) -> None:

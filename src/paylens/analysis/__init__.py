@@ -1,12 +1,16 @@
 """What analysts open the notebook for: read-only helpers over the warehouse, and their plots.
 
     from paylens.analysis import fee_breakdown, plot_fee_breakdown
-    fee_breakdown(wh)                                  # one row per outgoing transaction
-    fee_breakdown(wh, by="corridor", status="COMPLETED", reference_rates=mids)
-    settlement_times(wh, by=["rail", "month"])         # p50/p90/p99, breaches, pending
-    failure_breakdown(wh, by="rail")                   # counts, rates, volume per reason
+    revenue(wh, reference_rates=sandbox.reference_rates())  # per settlement month, currency
+    fee_breakdown(wh)                                  # one row per completed outgoing transfer
+    settlement_times(wh, by=["rail", "source_type"])   # Kaplan–Meier p50/p90/p99, breaches
+    failure_breakdown(wh, by="rail")                   # per lifecycle and reason, rates
+    refund_summary(wh, by="month")                     # refund rate, latency, status
     card_summary(wh, by="mcc")                         # holds, clearings, refunds, exceptions
     plot_fee_breakdown(wh, by="corridor")              # a labelled matplotlib Figure
+
+Every helper speaks one lifecycle vocabulary (`LIFECYCLES`: open, completed, failed,
+failed_after_debit, expired, rejected, cancelled; see `paylens.analysis._lifecycle`).
 
 Each helper takes a `Warehouse`, a DataFrame of the warehouse table it reads, or a DuckDB
 relation over it, and `by=` (one column name or a list; None gives one row per transaction):
@@ -23,15 +27,24 @@ from ._cards import card_summary
 from ._common import By, Data
 from ._failures import failure_breakdown
 from ._fees import ReferenceRates, fee_breakdown
+from ._lifecycle import FAILURES as FAILURE_LIFECYCLES
+from ._lifecycle import LIFECYCLES
+from ._lifecycle import RESOLVED as RESOLVED_LIFECYCLES
 from ._plots import (
     plot_card_summary,
     plot_failure_breakdown,
     plot_fee_breakdown,
+    plot_revenue,
     plot_settlement_times,
 )
+from ._refunds import refund_summary
+from ._revenue import revenue
 from ._settlement import settlement_times
 
 __all__ = [
+    "FAILURE_LIFECYCLES",
+    "LIFECYCLES",
+    "RESOLVED_LIFECYCLES",
     "By",
     "Data",
     "ReferenceRates",
@@ -41,6 +54,9 @@ __all__ = [
     "plot_card_summary",
     "plot_failure_breakdown",
     "plot_fee_breakdown",
+    "plot_revenue",
     "plot_settlement_times",
+    "refund_summary",
+    "revenue",
     "settlement_times",
 ]

@@ -7,14 +7,18 @@ from datetime import datetime, timedelta
 
 import pandas as pd
 
+from paylens.models import CardTransactionStatus
+
 from ._common import (
     By,
     Data,
     History,
     Out,
     count_where,
+    instant,
     month_of,
     percentiles,
+    positive_duration,
     render,
     rows_cte,
     seconds_between,
@@ -49,16 +53,26 @@ _USES = (
         for kind in ("settled", "refunded")
         for part in ("minor", "currency")
     ),
+    "account_id",
     "pull_count",
     "pull_total_minor",
     "pull_pending_count",
     "settlement_count",
+    "settlement_total_minor",
     "refund_count",
+    "refund_total_minor",
     "last_event_at",
     "updated_at",
 )
 
 _DEC = "decimals"
+_FUND_DEC = "funding_decimals"
+#: Hold ages: (column suffix, label, lower bound in days exclusive, upper bound inclusive).
+AGEING = (
+    ("0_7", "0–7 days", None, 7),
+    ("8_30", "8–30 days", 7, 30),
+    ("over_30", "> 30 days", 30, None),
+)
 
 
 def _same_currency(kind: str) -> str:
@@ -81,7 +95,25 @@ _LAST_CLEARING_FROM = (
 )
 _HOLDING = f"status IN {sql_strings(HOLDING)}"
 _HOLD_AGE = f"CASE WHEN {_HOLDING} THEN {seconds_between('authorized_at', '_as_of')} END"
-_STALE = f"status = 'AUTHORIZED' AND NOT {_CLEARED} AND {_HOLD_AGE} > _stale_after"
+_STALE = f"{_HOLDING} AND {_HOLD_AGE} > _stale_after"
+_DAY = 86_400
+
+
+def _bucket(low: int | None, high: int | None) -> str:
+    bounds = [f"{_HOLD_AGE} > {low * _DAY}" if low is not None else "TRUE"]
+    bounds.append(f"{_HOLD_AGE} <= {high * _DAY}" if high is not None else "TRUE")
+    return " AND ".join(bounds)
+
+
+_AGE_BUCKET = (
+    "CASE "
+    + " ".join(f"WHEN {_bucket(lo, hi)} THEN '{label}'" for _, label, lo, hi in AGEING)
+    + " END"
+)
+# the funding source's currency: the summaries (pulls, clearings, refunds) are in it
+_SAME_FUNDING = "funding_currency = authorized_amount_currency"
+_SETTLED = _same_currency("settled")
+_REFUNDED_SAME = _same_currency("refunded")
 
 _ROW = [
     Out("id", "id"),
@@ -112,14 +144,41 @@ _ROW = [
     Out("last_clearing_source", _LAST_CLEARING_FROM),
     Out("settlement_seconds", seconds_between("authorized_at", "_last_clearing")),
     Out("hold_age_seconds", _HOLD_AGE),
+    Out("hold_age_bucket", _AGE_BUCKET),
     Out("partially_settled", "status = 'PARTIALLY_SETTLED'"),
     Out("stale_hold", f"coalesce({_STALE}, FALSE)"),
+    Out("over_settled_minor", f"greatest({_SETTLED} - authorized_amount_minor, 0)", _DEC),
     Out("exception", "status = 'EXCEPTION'"),
+    Out(
+        "exception_exposure_minor",
+        f"CASE WHEN status <> 'EXCEPTION' THEN 0 WHEN {_SAME_FUNDING}"
+        f" THEN greatest({_SETTLED} - coalesce(pull_total_minor, 0), 0) END",
+        _DEC,
+    ),
+    Out("funding_currency", "funding_currency"),
+    Out("funding_decimals", "funding_decimals"),
     Out("pull_count", "pull_count"),
-    Out("pull_total_minor", "pull_total_minor", _DEC),
+    Out("pull_total_minor", "pull_total_minor", _FUND_DEC),
     Out("pull_pending_count", "pull_pending_count"),
     Out("settlement_count", "settlement_count"),
+    Out("settlement_total_minor", "settlement_total_minor", _FUND_DEC),
     Out("refund_count", "refund_count"),
+    Out("refund_total_minor", "refund_total_minor", _FUND_DEC),
+    # reconciliation of the summaries with the amounts (only where both are in one currency)
+    Out(
+        "settlement_summary_mismatch",
+        f"CASE WHEN {_SAME_FUNDING} THEN coalesce(settlement_total_minor, 0) <> {_SETTLED} END",
+    ),
+    Out(
+        "refund_summary_mismatch",
+        f"CASE WHEN {_SAME_FUNDING} THEN coalesce(refund_total_minor, 0) <> {_REFUNDED_SAME} END",
+    ),
+    Out(
+        "pull_shortfall",
+        f"CASE WHEN {_SAME_FUNDING} AND status <> 'EXCEPTION'"
+        " AND coalesce(pull_pending_count, 0) = 0"
+        f" THEN coalesce(pull_total_minor, 0) < {_SETTLED} END",
+    ),
 ]
 
 
@@ -140,13 +199,33 @@ _METRICS = [
     count_where("partially_settled_count", "partially_settled"),
     count_where("stale_hold_count", "stale_hold"),
     _sum("stale_hold_minor", "stale_hold", "open_hold_minor"),
+    *(
+        item
+        for suffix, label, _, _ in AGEING
+        for item in (
+            count_where(f"open_hold_{suffix}_count", f"hold_age_bucket = '{label}'"),
+            _sum(f"open_hold_{suffix}_minor", f"hold_age_bucket = '{label}'", "open_hold_minor"),
+        )
+    ),
+    count_where("over_settled_count", "over_settled_minor > 0"),
+    _sum("over_settled_minor"),
     count_where("exception_count", "exception"),
     _sum("exception_settled_minor", "exception", "settled_minor"),
-    _sum("exception_pull_total_minor", "exception", "pull_total_minor"),
+    # NULL when the funding currency of every EXCEPTION row is unknown: not 0
+    Out(
+        "exception_exposure_minor",
+        "CAST(sum(exception_exposure_minor) FILTER (WHERE exception) AS BIGINT)",
+        _DEC,
+    ),
+    count_where("funding_unknown_count", "funding_currency IS NULL"),
     Out(
         "exception_pull_pending_count",
         "CAST(coalesce(sum(pull_pending_count) FILTER (WHERE exception), 0) AS BIGINT)",
     ),
+    Out("pull_total_minor", "CAST(coalesce(sum(pull_total_minor), 0) AS BIGINT)", _FUND_DEC),
+    count_where("settlement_summary_mismatch_count", "settlement_summary_mismatch"),
+    count_where("refund_summary_mismatch_count", "refund_summary_mismatch"),
+    count_where("pull_shortfall_count", "pull_shortfall"),
     count_where("currency_mismatch_count", "currency_mismatch"),
 ]
 
@@ -161,48 +240,65 @@ def card_summary(
     status_history: History = None,
     major: bool = False,
 ) -> pd.DataFrame:
-    """Card transactions: amounts in integer minor units of the authorization's currency,
-    times in seconds.
+    """Card transactions: amounts in integer minor units of the authorization's currency
+    (summaries in the funding source's), times in seconds.
 
-        open_hold_minor    = authorized - settled   (AUTHORIZED or PARTIALLY_SETTLED; else 0)
-        net_settled_minor  = settled - refunded
-        settlement_seconds = last_clearing_at - authorizedAt
-        hold_age_seconds   = as_of - authorizedAt   (AUTHORIZED or PARTIALLY_SETTLED)
-        stale_hold         = AUTHORIZED, nothing cleared, hold_age_seconds > stale_after
+        open_hold_minor          = authorized - settled   (AUTHORIZED or PARTIALLY_SETTLED; else 0)
+        net_settled_minor        = settled - refunded
+        settlement_seconds       = last_clearing_at - authorizedAt
+        hold_age_seconds         = as_of - authorizedAt   (AUTHORIZED or PARTIALLY_SETTLED)
+        stale_hold               = a hold (AUTHORIZED or PARTIALLY_SETTLED) older than stale_after
+        hold_age_bucket          = 0–7 days, 8–30 days or > 30 days (holds only)
+        over_settled_minor       = max(settled - authorized, 0)   (tips, over-authorization clearings)
+        exception_exposure_minor = max(settled - pulled, 0) of EXCEPTION rows: cleared to the
+                                   merchant but not pulled from the funding source
+
+    The pull, settlement and refund summaries are in the funding source's currency (the
+    internal account's, `funding_currency`; read from the warehouse's internal accounts, or an
+    input column), never in the authorization's: `pull_total_minor` carries the funding
+    decimals. Where the two currencies agree, the summaries are reconciled with the amounts:
+    `settlement_summary_mismatch` (settlementSummary.totalAmount <> settledAmount),
+    `refund_summary_mismatch` (refundSummary.totalAmount <> refundedAmount) and
+    `pull_shortfall` (less pulled than settled, no pull pending, not EXCEPTION); elsewhere they
+    are NULL (not comparable), never a false alarm.
 
     `last_clearing_at` is inferred, the interface carrying no settlement time: `lastEventAt`
     (the latest pull, clearing or refund) when something cleared and nothing was refunded;
     when a refund came since, the status history's latest observation of PARTIALLY_SETTLED,
-    SETTLED or EXCEPTION (the record's `updatedAt` then); otherwise unknown. `partially_settled`
-    and `exception` follow the status; EXCEPTION rows keep their pull summary (`pull_count`,
-    `pull_total_minor`, `pull_pending_count`): filter with `status="EXCEPTION"` to list them.
-    A settled or refunded amount in another currency than the authorization is not added to
-    anything: it reads NULL, and the row is flagged `currency_mismatch`.
+    SETTLED or EXCEPTION (the record's `updatedAt` then); otherwise unknown. A settled or
+    refunded amount in another currency than the authorization is not added to anything: it
+    reads NULL, and the row is flagged `currency_mismatch`.
 
     `by` groups by `merchant` (descriptor), `mcc`, `country` (the merchant's), `card`,
-    `customer`, `month` (UTC month of authorization), `status`, any per-row column or any
-    input column, always also by `currency`; None gives one row per card transaction. Groups
-    sum the amounts, count partial settlements, stale holds and exceptions, and give
-    p50/p90/p99 of settlement seconds (interpolated linearly).
+    `customer`, `month` (UTC month of authorization), `status`, `hold_age_bucket`, any per-row
+    column or any input column, always also by `currency` and `funding_currency`; None gives
+    one row per card transaction. Groups sum the amounts, count holds per age bucket, stale
+    holds, over-settlements, exceptions and summary mismatches, and give p50/p90/p99 of
+    settlement seconds (interpolated linearly, over cleared transactions).
 
-    `as_of` is when hold ages are measured; by default the latest instant in the data
-    (authorization, last event or update); a naive time is read as UTC. `status_history` replaces the history a Warehouse
-    (or the relation's database) holds. `major=True` adds `_major` amounts (float).
+    `status` keeps some card statuses only. `as_of` is when hold ages are measured; by default
+    the latest instant in the data (authorization, last event or update); a naive time is read
+    as UTC. `stale_after` is a positive `timedelta`. `status_history` replaces the history a
+    Warehouse holds. `major=True` adds `_major` amounts (float).
     """
+    wanted = statuses(status, tuple(CardTransactionStatus))
+    stale = positive_duration("stale_after", stale_after).total_seconds()
+    when = instant("as_of", as_of)
     src = source(data, "card_transactions", required=_REQUIRED, status_history=status_history)
     where = ["type = 'CARD'"] if src.has("type") else ["TRUE"]
-    wanted = statuses(status)
     if wanted is not None:
         where.append(f"status IN {sql_strings(wanted)}")
+    src.check_as_of(when, "authorized_at")
     keys = src.keys(by, _ROW, {"merchant": "merchant", "card": "card_id"})
     latest = (
-        sql_timestamp(as_of)
-        if as_of is not None
+        sql_timestamp(when)
+        if when is not None
         else "(SELECT greatest(max(authorized_at), max(last_event_at), max(updated_at)) FROM _in)"
     )
-    stale = stale_after.total_seconds()
+    funded = _funding(src.has("funding_currency"), "internal_accounts" in src.tables)
     ctes = [
-        ("_in", src.input_cte(_USES, " AND ".join(where))),
+        ("_base", src.input_cte(_USES, " AND ".join(where))),
+        ("_in", funded),
         ("_need", f"SELECT id FROM _in WHERE {_CLEARED} AND {_REFUNDED}"),
         (
             "_seen",
@@ -220,9 +316,26 @@ def card_summary(
     final = render(
         _ROW,
         keys,
-        currency=["currency", "decimals"],
+        currency=["currency", "decimals", "funding_currency", "funding_decimals"],
         metrics=_METRICS,
         major=major,
         order="authorized_at, id",
     )
     return src.run(ctes, final)
+
+
+def _funding(in_input: bool, accounts: bool) -> str:
+    """`_in`: the rows with `funding_currency` and `funding_decimals`: the input's own, the
+    funding internal account's, or unknown (NULL)."""
+    if in_input:
+        return "SELECT * FROM _base"
+    if accounts:
+        return (
+            "SELECT _base.*, _a.balance_currency AS funding_currency,"
+            " _a.balance_decimals AS funding_decimals FROM _base LEFT JOIN"
+            " (SELECT id, balance_currency, balance_decimals FROM internal_accounts) AS _a"
+            " ON _a.id = _base.account_id"
+        )
+    return (
+        "SELECT *, NULL::VARCHAR AS funding_currency, NULL::TINYINT AS funding_decimals FROM _base"
+    )

@@ -2,28 +2,32 @@
 relation), the grouping keys it accepts, and how one SQL statement is rendered and run.
 
 A helper writes its SQL against two names: `_in`, the input rows with every declared column
-present (those a frame lacks are NULL of the declared type), and `_history`, the status history
-(when the helper uses it). The input is scanned where it lives: a warehouse table in the
-warehouse's own connection, a relation through `relation.query`, a DataFrame registered in a
-fresh in-memory connection. Literals are written into the SQL (a relation's `query` takes no
+present, and `_history`, the status history (when the helper uses it). A column the input lacks
+comes from the warehouse's `transactions` table by id when the input lives in a warehouse (so
+rows of `outgoing_fees` get their refund and funding source), else it is NULL of its declared
+type. The input is scanned where it lives: a warehouse table through `wh.relation` (the
+warehouse's public door), a relation through `relation.query`, a DataFrame registered in a fresh
+in-memory connection. Literals are written into the SQL (a relation's `query` takes no
 parameters): only numbers, quoted strings and timestamps the helpers format themselves.
+Arguments are checked before any SQL runs: a wrong one raises `InvalidArgumentError` naming
+what is accepted.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import TypeAlias
 
 import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from paylens.frames import TABLES, to_pandas
+from paylens.errors import InvalidArgumentError
+from paylens.frames import TABLES, arrow_schema, to_pandas
 from paylens.warehouse import Warehouse
-from paylens.warehouse._store import _DUCK_TYPES
 
 #: What every helper reads.
 Data: TypeAlias = Warehouse | pd.DataFrame | duckdb.DuckDBPyRelation
@@ -32,12 +36,25 @@ By: TypeAlias = str | Sequence[str] | None
 #: Status history rows (the warehouse's `status_history` table), when not the warehouse's own.
 History: TypeAlias = pd.DataFrame | duckdb.DuckDBPyRelation | None
 
+
+def _declared_types() -> dict[str, str]:
+    """The SQL type DuckDB gives each declared column of the transaction tables."""
+    types: dict[str, str] = {}
+    con = duckdb.connect()
+    try:
+        for table in ("transactions", "outgoing_fees", "card_transactions"):
+            empty = arrow_schema(table).empty_table()
+            rel = con.from_arrow(empty)
+            types.update({n: str(t) for n, t in zip(rel.columns, rel.types, strict=True)})
+    finally:
+        con.close()
+    return types
+
+
 #: The declared SQL type of every column of the transaction tables, by name.
-DECLARED: dict[str, str] = {
-    column.name: _DUCK_TYPES[column.type]
-    for table in ("transactions", "outgoing_fees", "card_transactions")
-    for column in TABLES[table]
-}
+DECLARED: dict[str, str] = _declared_types()
+#: Columns of `transactions` an input of another table may borrow by id.
+_BORROWABLE = frozenset(c.name for c in TABLES["transactions"]) - {"id", "raw"}
 
 #: Friendly grouping names shared by the helpers, and the per-row column each one means.
 ALIASES = {"customer": "customer_id", "payment_rail": "rail"}
@@ -91,10 +108,49 @@ def half_up(expression: str) -> str:
     return f"CAST(floor({expression} + 0.5) AS BIGINT)"
 
 
-def statuses(value: str | Sequence[str] | None) -> list[str] | None:
+def statuses(
+    value: str | Sequence[str] | None, accepted: Iterable[str], argument: str = "status"
+) -> list[str] | None:
+    """The statuses asked for, each one of `accepted` spelled exactly (statuses are upper
+    case on the wire); None keeps every status."""
     if value is None:
         return None
-    return [value] if isinstance(value, str) else list(value)
+    values = [value] if isinstance(value, str) else value
+    known = sorted(accepted)
+    if not isinstance(values, Sequence) or not values:
+        raise InvalidArgumentError(argument, f"give a status or a list of them, one of {known}")
+    for item in values:
+        if not isinstance(item, str) or item not in known:
+            raise InvalidArgumentError(argument, f"{item!r} is not one of {known}")
+    return list(values)
+
+
+def choice(argument: str, value: object, accepted: Sequence[str]) -> str:
+    """`value` when it is one of `accepted` (any case), upper-cased; else InvalidArgumentError."""
+    if isinstance(value, str) and value.upper() in accepted:
+        return value.upper()
+    raise InvalidArgumentError(argument, f"{value!r} is not one of {list(accepted)}")
+
+
+def positive_duration(argument: str, value: object) -> timedelta:
+    """A `timedelta` longer than zero, else InvalidArgumentError."""
+    if not isinstance(value, timedelta) or value <= timedelta(0):
+        raise InvalidArgumentError(
+            argument, f"give a positive datetime.timedelta (e.g. timedelta(days=7)), not {value!r}"
+        )
+    return value
+
+
+def instant(argument: str, value: datetime | str | None) -> pd.Timestamp | None:
+    """A UTC instant from a datetime or ISO text (naive read as UTC), else InvalidArgumentError."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime | str):
+        raise InvalidArgumentError(argument, f"give a datetime or an ISO 8601 text, not {value!r}")
+    try:
+        return utc_timestamp(value)
+    except (ValueError, TypeError) as exc:
+        raise InvalidArgumentError(argument, f"{value!r} is not a time: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -149,13 +205,57 @@ class Source:
     label: str | None
     history: History = None
 
+    borrowed: list[str] = field(default_factory=list)
+    tables: frozenset[str] = frozenset()
+
     def input_cte(self, uses: Iterable[str], where: str = "TRUE") -> str:
-        """`_in`: the input rows with every column the helper uses; missing ones are NULL."""
-        fill = [f"NULL::{DECLARED[c]} AS {c}" for c in dict.fromkeys(uses) if c not in self.columns]
-        return f"SELECT {', '.join(['*', *fill])} FROM _src WHERE {where}"
+        """`_in`: the input rows with every column the helper uses: a missing one is borrowed
+        from the warehouse's `transactions` by id when reachable, else NULL."""
+        missing = [c for c in dict.fromkeys(uses) if c not in self.columns]
+        borrow = [c for c in missing if c in self.borrowed]
+        fill = [f"NULL::{DECLARED[c]} AS {c}" for c in missing if c not in borrow]
+        rows = f"(SELECT * FROM _src WHERE {where}) AS _s"
+        if not borrow:
+            return f"SELECT {', '.join(['_s.*', *fill])} FROM {rows}"
+        picked = ", ".join(["id", *borrow])
+        items = ["_s.*", *(f"_t.{c} AS {c}" for c in borrow), *fill]
+        return (
+            f"SELECT {', '.join(items)} FROM {rows}"
+            f" LEFT JOIN (SELECT {picked} FROM transactions) AS _t ON _t.id = _s.id"
+        )
 
     def has(self, column: str) -> bool:
         return column in self.columns
+
+    def distinct(self, *columns: str) -> set[tuple[object, ...]]:
+        """The distinct value combinations of input columns (a cheap look before the query)."""
+        names = ", ".join(quote(c) for c in columns)
+        data = self.data
+        if isinstance(data, pd.DataFrame):
+            return set(data[list(columns)].drop_duplicates().itertuples(index=False, name=None))
+        rel = data.relation(self.table) if isinstance(data, Warehouse) else data
+        found = rel.query("_src", f"SELECT DISTINCT {names} FROM _src")
+        return set(found.fetchall()) if found is not None else set()
+
+    def check_as_of(self, when: pd.Timestamp | None, column: str = "created_at") -> None:
+        """Refuse an `as_of` before the input's first `column` instant: nothing had happened
+        then, so every figure would be empty or negative."""
+        if when is None:
+            return
+        data = self.data
+        if isinstance(data, pd.DataFrame):
+            first = data[column].min() if len(data) else None
+        else:
+            rel = data.relation(self.table) if isinstance(data, Warehouse) else data
+            # as epoch microseconds: DuckDB hands TIMESTAMPTZ to Python only through pytz
+            micros = rel.aggregate(f"epoch_us(min({quote(column)}))").fetchall()[0][0]
+            first = None if micros is None else pd.Timestamp(micros, unit="us", tz="UTC")
+        if first is not None and not pd.isna(first) and when < utc_timestamp(first):
+            raise InvalidArgumentError(
+                "as_of",
+                f"{when.isoformat()} is before the first transaction ({utc_timestamp(first)}):"
+                " give a time within or after the data",
+            )
 
     def keys(self, by: By, outputs: Sequence[Out], friendly: Mapping[str, str]) -> list[str] | None:
         """The per-row columns to group by, or None (one row per transaction). A name is a
@@ -163,16 +263,24 @@ class Source:
         ...) or any column of the input."""
         if by is None:
             return None
-        names = [by] if isinstance(by, str) else list(by)
-        known = {o.name for o in outputs}
+        known = {o.name for o in outputs if not o.name.startswith("_")}
         aliases = {**ALIASES, **friendly}
+        choices = sorted({*aliases, *known})
+        if isinstance(by, str):
+            names = [by]
+        elif isinstance(by, Sequence) and all(isinstance(n, str) for n in by):
+            names = list(by)
+        else:
+            raise InvalidArgumentError(
+                "by", f"give a column name or a list of them, from {choices}, not {by!r}"
+            )
         keys: list[str] = []
         for name in names:
             column = aliases.get(name, name)
             if column not in known and column not in self.columns:
-                choices = sorted({*aliases, *known})
-                raise ValueError(
-                    f"cannot group by {name!r}: not a column of the input nor one of {choices}"
+                raise InvalidArgumentError(
+                    "by",
+                    f"cannot group by {name!r}: not a column of the input nor one of {choices}",
                 )
             if column not in keys:
                 keys.append(column)
@@ -182,12 +290,8 @@ class Source:
         """Run `WITH <ctes> <final>` over the input and return a typed, labelled frame."""
         body = ",\n".join(f"{name} AS ({sql})" for name, sql in ctes)
         data = self.data
-        if isinstance(data, duckdb.DuckDBPyRelation) and isinstance(self.history, pd.DataFrame):
-            # a frame cannot join a relation's connection: read the relation out once
-            data = data.to_arrow_table()
         if isinstance(data, Warehouse):
-            with data._lock:
-                table = _run(data._con, f"SELECT * FROM {self.table}", self.history, body, final)
+            table = _run_on_relation(data.relation(self.table), self.history, body, final)
         elif isinstance(data, duckdb.DuckDBPyRelation):
             table = _run_on_relation(data, self.history, body, final)
         else:
@@ -249,25 +353,66 @@ def source(
 ) -> Source:
     """Resolve a helper's input; a frame or relation missing a required column is refused
     with the table it should come from."""
+    borrowed: list[str] = []
+    tables: frozenset[str] = frozenset()
+    label: str | None = None
+    if isinstance(data, Warehouse | duckdb.DuckDBPyRelation) and isinstance(
+        status_history, pd.DataFrame
+    ):
+        # a frame cannot join a database's connection: read the rows out once (no borrowing)
+        label = (
+            data.sql("SELECT 1 AS one").attrs.get("source") if isinstance(data, Warehouse) else None
+        )
+        rows = data.relation(table) if isinstance(data, Warehouse) else data
+        data = to_pandas(rows.to_arrow_table())
+        data.attrs["source"] = label
     if isinstance(data, Warehouse):
-        with data._lock:
-            columns = list(data._con.table(table).columns)
-        label: str | None = data._label()
+        relation = data.relation(table)
+        columns = list(relation.columns)
+        label = data.sql("SELECT 1 AS one").attrs.get("source")
+        tables = _tables(relation)
+        if table != "transactions":
+            borrowed = sorted(_BORROWABLE)
     elif isinstance(data, duckdb.DuckDBPyRelation):
         columns, label = list(data.columns), None
+        borrowed = _reachable_transaction_columns(data)
+        tables = _tables(data)
     elif isinstance(data, pd.DataFrame):
         columns, label = [str(c) for c in data.columns], data.attrs.get("source")
     else:
-        raise TypeError(
-            f"expected a Warehouse, a DataFrame or a DuckDB relation, not {type(data).__name__}"
+        raise InvalidArgumentError(
+            "data",
+            f"expected a Warehouse, a DataFrame or a DuckDB relation, not {type(data).__name__}",
         )
     missing = [c for c in required if c not in columns]
     if missing:
-        raise ValueError(
+        raise InvalidArgumentError(
+            "data",
             f"the input lacks {missing}: pass a Warehouse, or rows of its {table!r} table "
-            f"(a DataFrame or `wh.relation({table!r})`)"
+            f"(a DataFrame or `wh.relation({table!r})`)",
         )
-    return Source(data, table, columns, label, history=status_history)
+    return Source(
+        data, table, columns, label, history=status_history, borrowed=borrowed, tables=tables
+    )
+
+
+def _tables(rel: duckdb.DuckDBPyRelation) -> frozenset[str]:
+    """The tables of the relation's database (its current schema)."""
+    probe = rel.query(
+        "_src", "SELECT table_name FROM duckdb_tables() WHERE schema_name = current_schema()"
+    )
+    return frozenset(row[0] for row in probe.fetchall()) if probe is not None else frozenset()
+
+
+def _reachable_transaction_columns(rel: duckdb.DuckDBPyRelation) -> list[str]:
+    """The borrowable columns of a `transactions` table in the relation's database, if any."""
+    probe = rel.query(
+        "_src",
+        "SELECT column_name FROM duckdb_columns() WHERE table_name = 'transactions'"
+        " AND schema_name = current_schema()",
+    )
+    names = {row[0] for row in probe.fetchall()} if probe is not None else set()
+    return sorted(_BORROWABLE & names) if "id" in names else []
 
 
 def render(

@@ -4,26 +4,21 @@ from __future__ import annotations
 
 import pandas as pd
 
-from paylens.models import (
-    COARSE_PAYOUT_FAILURE_REASON,
-    GRANULAR_PAYOUT_FAILURE_REASONS,
-    REMOVED_OUTGOING_FAILURE_REASONS,
-    IncomingTransactionFailureReason,
-    OutgoingTransactionFailureReason,
-)
+from paylens.errors import InvalidArgumentError
 
+from . import _lifecycle as lc
 from ._common import (
     TRANSACTION,
     By,
     Data,
     Out,
+    choice,
     finish,
     group_columns,
     quote,
     render,
     rows_cte,
     source,
-    sql_string,
     sql_strings,
 )
 
@@ -32,6 +27,7 @@ KINDS = ("INCOMING", "OUTGOING")
 _REQUIRED = ("id", "status", "failure_reason")
 _USES = (
     *_REQUIRED,
+    *lc.USES,
     "type",
     "created_at",
     "customer_id",
@@ -46,20 +42,6 @@ _USES = (
     ),
 )
 
-_FAILED = "(status = 'FAILED' OR failure_reason IS NOT NULL)"
-_OUT = "_kind = 'OUTGOING' AND failure_reason IN "
-_REASON_KIND = (
-    f"CASE WHEN NOT {_FAILED} THEN NULL"
-    " WHEN failure_reason IS NULL THEN 'missing'"
-    f" WHEN {_OUT}{sql_strings(GRANULAR_PAYOUT_FAILURE_REASONS)} THEN 'granular_payout'"
-    f" WHEN {_OUT}({sql_string(COARSE_PAYOUT_FAILURE_REASON)}) THEN 'coarse_payout'"
-    f" WHEN {_OUT}{sql_strings(REMOVED_OUTGOING_FAILURE_REASONS)} THEN 'removed'"
-    f" WHEN {_OUT}{sql_strings(OutgoingTransactionFailureReason)} THEN 'known'"
-    " WHEN _kind = 'INCOMING' AND failure_reason IN"
-    f" {sql_strings(IncomingTransactionFailureReason)} THEN 'known'"
-    " ELSE 'unknown' END"
-)
-
 
 def _headline(part: str) -> str:
     """The kind's headline amount: sent for outgoing, received for incoming."""
@@ -71,13 +53,16 @@ def _headline(part: str) -> str:
 _ROW = [
     Out("type", "_kind"),
     *TRANSACTION,
-    Out("failed", _FAILED),
-    Out("failure_reason", "failure_reason"),
-    Out("reason_kind", _REASON_KIND),
+    *lc.columns("_kind"),
+    Out("reason_payout", lc.reason_payout("_kind")),
     Out("amount_minor", _headline("minor"), "decimals"),
     Out("currency", _headline("currency")),
     Out("decimals", _headline("decimals")),
 ]
+
+
+#: The breakdown's own dimensions: every grouped row is already one of them.
+_OWN = ("lifecycle", "failure_reason", "reported_failure_reason")
 
 
 def failure_breakdown(
@@ -87,37 +72,47 @@ def failure_breakdown(
     type: str | None = None,
     major: bool = False,
 ) -> pd.DataFrame:
-    """Failures per reason: counts, rates (failed / attempted) and volume in integer minor
-    units of each transaction's headline currency (sent for outgoing, received for incoming).
+    """What became of incoming and outgoing transactions, per lifecycle and failure reason:
+    counts, shares of the resolved ones, and amounts in integer minor units of each
+    transaction's headline currency (sent for outgoing, received for incoming).
 
-        failed            = status FAILED, or a failure reason given
-        failure_rate      = failed_count / attempted_count          (a fraction, 0 to 1)
-        share_of_failures = failed_count / all failures of the group
-        failed_amount_rate = failed_amount_minor / attempted_amount_minor
+        share_of_resolved     = transaction_count / resolved_count       (a fraction, 0 to 1)
+        failure_rate          = (failed + failed_after_debit) / resolved_count  (the group's)
+        coarse_payout_share   = COUNTERPARTY_POST_TX_FAILED / payout failures   (the group's)
+        amount_rate           = amount_minor / resolved_amount_minor
 
-    A group is the transaction type (incoming and outgoing are never mixed), the `by` keys
-    and the currency; its `attempted_count` is every transaction in it, pending ones included.
-    Each row is one failure reason of a group; a group without failures has one row with no
-    reason and `failed_count` 0, so every attempt is in the result. Each reason
-    has a `reason_kind`: `granular_payout` (the payout partner said why), `coarse_payout`
-    (COUNTERPARTY_POST_TX_FAILED, the fallback when no granular reason is available),
-    `removed` (a reason the interface no longer returns, on old records), `known` (another
-    documented reason), `unknown` (a reason this version does not know: kept and shown as
-    sent) or `missing` (failed without a reason).
+    Lifecycles are those of `paylens.analysis.LIFECYCLES`: open transactions are counted apart
+    (`open_count`) and in no rate. A group is the transaction type (incoming and outgoing are
+    never mixed), the `by` keys and the currency; each row is one unsuccessful lifecycle
+    (failed, failed_after_debit, expired, rejected, cancelled) and normalised failure reason of
+    a group, with the group's attempted, open, resolved and completed counts beside it; a group
+    where nothing went wrong has one row with no lifecycle and a count of 0, so every attempt
+    is in the result. `failure_reason` is normalised (removed reasons read
+    QUOTE_EXECUTION_FAILED, `reason_removed` says so), `reported_failure_reason` is as sent,
+    `reason_deprecated` and `reason_coarse` flag what the interface deprecates and its coarse
+    payout fallback; `coarse_payout_share` is how much of the payout failures it explains.
 
     `by` groups by `rail`, `corridor`, `month` (UTC month of creation), `customer`, `status`,
-    any per-row column or any input column; None gives one row per transaction (failed or not).
-    `type` keeps INCOMING or OUTGOING only. `major=True` adds `_major` amounts (float).
+    any per-row column or any input column (not by the breakdown's own `lifecycle` or
+    `failure_reason`); None gives one row per transaction. `type` keeps INCOMING or OUTGOING
+    only. `major=True` adds `_major` amounts (float).
     """
+    kinds = KINDS if type is None else (choice("type", type, KINDS),)
     src = source(data, "transactions", required=_REQUIRED)
     if src.has("type"):
         kind = "type"
     elif src.has("grid_api_fixed_fee_minor"):  # rows of outgoing_fees
         kind = "'OUTGOING'"
     else:
-        raise ValueError("the input lacks 'type': pass rows of the 'transactions' table")
-    kinds = KINDS if type is None else (type.upper(),)
+        raise InvalidArgumentError(
+            "data", "the input lacks 'type': pass rows of the 'transactions' table"
+        )
     keys = src.keys(by, _ROW, {})
+    own = [k for k in keys or () if k in _OWN]
+    if own:
+        raise InvalidArgumentError(
+            "by", f"every row is already one {own[0]}: group by other columns, not {own}"
+        )
     ctes = [
         ("_in", src.input_cte(_USES)),
         ("_kinded", f"SELECT *, {kind} AS _kind FROM _in WHERE {kind} IN {sql_strings(kinds)}"),
@@ -128,42 +123,59 @@ def failure_breakdown(
         return src.run(ctes, final)
     group_list = group_columns(["type", *keys], ["currency", "decimals"])
     groups = ", ".join(map(quote, group_list))
+    bad = f"lifecycle IN {sql_strings(lc.UNSUCCESSFUL)}"
+    resolved = f"lifecycle IN {sql_strings(lc.RESOLVED)}"
+    failures = f"lifecycle IN {sql_strings(lc.FAILURES)}"
     ctes += [
         (
             "_agg",
-            f"SELECT {groups}, failed, failure_reason, reason_kind, count(*) AS n,"
-            f" sum(amount_minor) AS amount FROM _rows GROUP BY ALL",
+            f"SELECT {groups}, {bad} AS _bad, CASE WHEN {bad} THEN lifecycle END AS lifecycle,"
+            f" CASE WHEN {bad} THEN failure_reason END AS failure_reason,"
+            " bool_or(reason_removed) AS reason_removed,"
+            " bool_or(reason_deprecated) AS reason_deprecated,"
+            " bool_or(reason_coarse) AS reason_coarse, count(*) AS n,"
+            f" count(*) FILTER (WHERE {resolved}) AS n_resolved,"
+            f" count(*) FILTER (WHERE {failures}) AS n_failures,"
+            " count(*) FILTER (WHERE lifecycle = 'open') AS n_open,"
+            " count(*) FILTER (WHERE lifecycle = 'completed') AS n_completed,"
+            " count(*) FILTER (WHERE reason_payout) AS n_payout,"
+            " count(*) FILTER (WHERE reason_coarse) AS n_coarse,"
+            f" sum(amount_minor) FILTER (WHERE {resolved}) AS resolved_amount,"
+            " sum(amount_minor) AS amount FROM _rows GROUP BY ALL",
         ),
         (
             "_groups",
-            "SELECT *, sum(n) OVER g AS attempted, sum(amount) OVER g AS attempted_amount,"
-            " sum(CASE WHEN failed THEN n ELSE 0 END) OVER g AS group_failed"
+            "SELECT *, sum(n) OVER g AS attempted, sum(n_open) OVER g AS open,"
+            " sum(n_resolved) OVER g AS resolved, sum(n_completed) OVER g AS completed,"
+            " sum(n_failures) OVER g AS failures, sum(resolved_amount) OVER g AS g_amount,"
+            " sum(n_payout) OVER g AS payout, sum(n_coarse) OVER g AS coarse,"
+            " bool_or(_bad) OVER g AS group_bad"
             f" FROM _agg WINDOW g AS (PARTITION BY {groups})",
         ),
     ]
     columns = [
         *(Out(c, quote(c)) for c in group_list),
+        Out("lifecycle", "lifecycle"),
         Out("failure_reason", "failure_reason"),
-        Out("reason_kind", "reason_kind"),
-        Out("failed_count", "CASE WHEN failed THEN n ELSE 0 END"),
+        Out("reason_removed", "CASE WHEN _bad THEN reason_removed END"),
+        Out("reason_deprecated", "CASE WHEN _bad THEN reason_deprecated END"),
+        Out("reason_coarse", "CASE WHEN _bad THEN reason_coarse END"),
+        Out("transaction_count", "CAST(CASE WHEN _bad THEN n ELSE 0 END AS BIGINT)"),
+        Out("share_of_resolved", "CASE WHEN _bad THEN n ELSE 0 END / nullif(resolved, 0)"),
+        Out("amount_minor", "CAST(CASE WHEN _bad THEN amount ELSE 0 END AS BIGINT)", "decimals"),
+        Out("resolved_amount_minor", "CAST(coalesce(g_amount, 0) AS BIGINT)", "decimals"),
+        Out("amount_rate", "CASE WHEN _bad THEN amount ELSE 0 END / nullif(g_amount, 0)"),
         Out("attempted_count", "CAST(attempted AS BIGINT)"),
-        Out("failure_rate", "CASE WHEN failed THEN n ELSE 0 END / attempted"),
-        Out("share_of_failures", "CASE WHEN failed THEN n END / nullif(group_failed, 0)"),
-        Out(
-            "failed_amount_minor",
-            "CAST(CASE WHEN failed THEN amount ELSE 0 END AS BIGINT)",
-            "decimals",
-        ),
-        Out("attempted_amount_minor", "CAST(attempted_amount AS BIGINT)", "decimals"),
-        Out(
-            "failed_amount_rate",
-            "CASE WHEN failed THEN amount ELSE 0 END / nullif(attempted_amount, 0)",
-        ),
+        Out("open_count", "CAST(open AS BIGINT)"),
+        Out("resolved_count", "CAST(resolved AS BIGINT)"),
+        Out("completed_count", "CAST(completed AS BIGINT)"),
+        Out("failure_rate", "failures / nullif(resolved, 0)"),
+        Out("coarse_payout_share", "coarse / nullif(payout, 0)"),
     ]
     final = finish(
         columns,
-        "_groups WHERE failed OR group_failed = 0",
+        "_groups WHERE _bad OR NOT group_bad",
         major,
-        f"{groups}, failed_count DESC, failure_reason",
+        f"{groups}, transaction_count DESC, lifecycle, failure_reason",
     )
     return src.run(ctes, final)

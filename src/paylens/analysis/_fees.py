@@ -6,6 +6,9 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from paylens.errors import InvalidArgumentError
+from paylens.models import TransactionStatus
+
 from ._common import (
     TRANSACTION,
     By,
@@ -13,19 +16,25 @@ from ._common import (
     Out,
     count_where,
     half_up,
+    month_of,
     render,
     rows_cte,
     source,
     sql_double,
     sql_string,
     sql_strings,
+    sql_timestamp,
     statuses,
 )
 
-#: Mid rates per corridor: `{("USD", "EUR"): 0.92}` or `{"USD→EUR": 0.92}` (sending major
-#: units per receiving major unit, as `exchange_rate`), or a DataFrame with `sent_currency`,
-#: `received_currency` (or `corridor`) and `mid_rate`.
+#: Mid rates per corridor, sending major units per receiving major unit (as `exchange_rate`):
+#: a static `{("USD", "EUR"): 0.92}` or `{"USD→EUR": 0.92}`, or a time series: a DataFrame
+#: with `date` (the UTC day, or instant, from which a rate holds until the next),
+#: `sent_currency`, `received_currency` (or `corridor`) and `mid_rate` (`Sandbox.reference_rates()`
+#: gives one). A corridor given only the other way round uses the inverse.
 ReferenceRates = Mapping[str | tuple[str, str], float] | pd.DataFrame
+#: Statuses a `status=` may name.
+STATUSES = tuple(TransactionStatus)
 
 _REQUIRED = (
     "id",
@@ -43,7 +52,16 @@ _REQUIRED = (
     "grid_api_variable_fee_rate",
     "grid_api_variable_fee_amount_minor",
 )
-_USES = (*_REQUIRED, "status", "created_at", "customer_id", "payment_rail")
+_USES = (
+    *_REQUIRED,
+    "status",
+    "created_at",
+    "settled_at",
+    "customer_id",
+    "payment_rail",
+    "grid_api_multiplier",
+    "counterparty_multiplier",
+)
 
 # Expressions over one input row: x (S major per R major; 1 when S = R and no rate is given),
 # 10^(dS - dR) as the float64 SQL's power gives, and C_s, all in float64 as the formula says.
@@ -51,6 +69,16 @@ _X = "coalesce(exchange_rate, CASE WHEN sent_amount_currency = received_amount_c
 _P10 = "power(10, sent_amount_decimals - received_amount_decimals)"
 _CS = half_up(f"CAST(counterparty_fixed_fee_minor AS DOUBLE) * {_X} * {_P10}")
 _MID = "CASE WHEN sent_amount_currency = received_amount_currency THEN 1.0 ELSE _rates.mid END"
+# when the rate used was dated (NULL for a static rate)
+_MID_AT = (
+    "CASE WHEN sent_amount_currency <> received_amount_currency"
+    " THEN nullif(_rates.valid_from, TIMESTAMPTZ '1970-01-01 00:00:00+00') END"
+)
+# x from the multipliers: gridApiMultiplier * counterpartyMultiplier = (1 - v) * 10^(dR - dS) / x
+_MX = (
+    "(1 - grid_api_variable_fee_rate) * power(10, received_amount_decimals - sent_amount_decimals)"
+    " / nullif(grid_api_multiplier * counterparty_multiplier, 0)"
+)
 _COMPONENTS = (
     "coalesce(grid_api_fixed_fee_minor, 0) + coalesce(grid_api_variable_fee_amount_minor, 0)"
     f" + coalesce(platform_fees_minor, 0) + coalesce({_CS}, 0)"
@@ -59,6 +87,8 @@ _COMPONENTS = (
 _S, _R = "sent_decimals", "received_decimals"
 _ROW = [
     *TRANSACTION,
+    Out("settled_at", "settled_at"),
+    Out("settlement_month", month_of("settled_at")),
     Out("sent_currency", "sent_amount_currency"),
     Out("sent_decimals", "sent_amount_decimals"),
     Out("received_currency", "received_amount_currency"),
@@ -67,6 +97,9 @@ _ROW = [
     Out("received_minor", "received_amount_minor", _R),
     Out("exchange_rate", "_x"),
     Out("reference_rate", "_mid"),
+    Out("reference_rate_at", "_mid_at"),
+    Out("multiplier_rate", "_mx"),
+    Out("multiplier_gap_bps", "(_mx / _x - 1) * 10000"),
     Out("fees_minor", "fees_minor", _S),
     Out("service_fixed_fee_minor", "grid_api_fixed_fee_minor", _S),
     Out("service_variable_fee_minor", "grid_api_variable_fee_amount_minor", _S),
@@ -111,8 +144,16 @@ _SENDING_METRICS = [
     _sum("residual_minor"),
     count_where("residual_count", "residual_minor <> 0"),
     count_where("service_variable_fee_mismatch_count", "service_variable_fee_mismatch_minor <> 0"),
-    Out("with_reference_count", "count(reference_rate)"),
-    _sum("fx_spread_cost_minor"),
+    count_where("cross_currency_count", "sent_currency <> received_currency"),
+    Out("with_reference_count", f"count(reference_rate) {_CROSS}"),
+    count_where("multiplier_mismatch_count", "abs(multiplier_gap_bps) > 0.01"),
+    # cross-currency rows only: a group whose rows lack a reference has no margin (NULL), not 0
+    Out(
+        "fx_spread_cost_minor",
+        f"CASE WHEN count(*) {_CROSS} = 0 THEN 0"
+        f" ELSE CAST(sum(fx_spread_cost_minor) {_CROSS} AS BIGINT) END",
+        _S,
+    ),
     Out(
         "fx_spread_bps",
         f"sum({_CONVERTED} * (exchange_rate - reference_rate)) {_CROSS}"
@@ -137,7 +178,7 @@ def fee_breakdown(
     by: By = None,
     *,
     reference_rates: ReferenceRates | None = None,
-    status: str | Sequence[str] | None = None,
+    status: str | Sequence[str] | None = "COMPLETED",
     major: bool = False,
 ) -> pd.DataFrame:
     """Fees of outgoing transactions taken apart: integer minor units of the sending currency
@@ -156,10 +197,17 @@ def fee_breakdown(
         fx_spread_cost_minor                  = round_half_up(received * 10^(dS - dR) * (x - mid))
         total_cost_minor                      = fees + fx_spread_cost
         all_in_cost_bps                       = total_cost / sentAmount * 10_000
+        multiplier_rate                       = (1 - v) * 10^(dR - dS) / (gridApiMultiplier
+                                                 * counterpartyMultiplier)
 
     x is `exchange_rate` (S major units per R major unit), dS and dR the decimals each amount
-    carries (no currency table), mid the corridor's reference rate from `reference_rates`
-    (1 when S = R; unknown otherwise, making the spread, total cost and all-in cost NULL).
+    carries (no currency table), mid the corridor's reference rate from `reference_rates` at the
+    transaction's creation (the latest rate of the series dated at or before it; 1 when S = R;
+    unknown otherwise, making the spread, total cost and all-in cost NULL: the interface gives
+    no mid-market rate; `with_reference_count` says how many of the `cross_currency_count`
+    rows had one).
+    `multiplier_rate` is x as the two rate multipliers imply it, a check on x
+    (`multiplier_gap_bps`), not a reference: both carry the same quote.
     round_half_up(y) = floor(y + 0.5) with every step in float64 in the order written, so the
     formula the sandbox documents reproduces exactly: every residual is 0 on sandbox data. The
     spread cost is what the amount delivered cost at x beyond its cost at mid. A missing
@@ -172,29 +220,37 @@ def fee_breakdown(
     V are rounded (half up), and that the rate is a fraction of `sentAmount` (fees included).
     `service_variable_fee_mismatch_minor` = V - round_half_up(sentAmount * rate) checks the last.
 
-    `by` groups by one or more of `corridor`, `rail`, `customer`, `month` (UTC), `status`, any
-    per-row column or any input column; None gives one row per transaction. Groups are always
-    also split by `sent_currency` (and by `received_currency` when grouping by corridor or
-    receiving currency, which adds sums in R): no sum adds two currencies. Group rates are
-    volume-weighted (sums divided by sums); `fx_spread_bps` of a group is over its
-    cross-currency rows with a reference rate; `all_in_cost_bps` over rows with a known total.
-    `status` keeps some statuses only (`"COMPLETED"` for fees actually earned); `major=True`
-    adds a `_major` column (amount / 10^decimals, float) after each `_minor` one.
+    `status` is COMPLETED by default: fees actually earned (a failed, expired or open transfer
+    earns none); name other statuses, or None for every one. `by` groups by one or more of
+    `corridor`, `rail`, `customer`, `month` (UTC month of creation), `settlement_month` (UTC
+    month of `settledAt`), `status`, any per-row column or any input column; None gives one row
+    per transaction. Groups are always also split by `sent_currency` (and by
+    `received_currency` when grouping by corridor or receiving currency, which adds sums in R):
+    no sum adds two currencies. Group rates are volume-weighted (sums divided by sums);
+    `fx_spread_bps` of a group is over its cross-currency rows with a reference rate;
+    `all_in_cost_bps` over rows with a known total. `major=True` adds a `_major` column
+    (amount / 10^decimals, float) after each `_minor` one.
     """
+    wanted = statuses(status, STATUSES)
+    series = reference_series(reference_rates)
     src = source(data, "outgoing_fees", required=_REQUIRED)
+    if len(series):  # only the corridors the input has: the rates go into the SQL's text
+        pairs = src.distinct("sent_amount_currency", "received_amount_currency")
+        series = series[[(s, r) in pairs for s, r in zip(series["s"], series["r"], strict=True)]]
     where = ["TRUE"]
     if src.has("type"):
         where.append("type = 'OUTGOING'")
-    wanted = statuses(status)
     if wanted is not None:
         where.append(f"status IN {sql_strings(wanted)}")
     keys = src.keys(by, _ROW, {"rail": "rail"})
     receiving = bool(keys and _RECEIVING_KEYS.intersection(keys))
     fee = (
-        f"SELECT _in.*, {_X} AS _x, {_MID} AS _mid, {_CS} AS _cs, {_COMPONENTS} AS _components,"
+        f"SELECT _in.*, {_X} AS _x, {_MID} AS _mid, {_MID_AT} AS _mid_at, {_MX} AS _mx,"
+        f" {_CS} AS _cs, {_COMPONENTS} AS _components,"
         f" {half_up(f'CAST(received_amount_minor AS DOUBLE) * {_P10} * ({_X} - ({_MID}))')}"
-        " AS _spread_cost FROM _in LEFT JOIN _rates"
+        " AS _spread_cost FROM _in ASOF LEFT JOIN _rates"
         " ON _rates.s = sent_amount_currency AND _rates.r = received_amount_currency"
+        " AND _in.created_at >= _rates.valid_from"
     )
     final = render(
         _ROW,
@@ -207,42 +263,110 @@ def fee_breakdown(
     )
     ctes = [
         ("_in", src.input_cte(_USES, " AND ".join(where))),
-        ("_rates", _rates_sql(reference_rates)),
+        ("_rates", _rates_sql(series)),
         ("_fee", fee),
         ("_rows", rows_cte(_ROW, keys, "_fee")),
     ]
     return src.run(ctes, final)
 
 
-def _rates_sql(rates: ReferenceRates | None) -> str:
-    """The reference rates as a VALUES list (s, r, mid)."""
-    pairs = _rate_pairs(rates)
-    if not pairs:
-        return "SELECT NULL::VARCHAR AS s, NULL::VARCHAR AS r, NULL::DOUBLE AS mid WHERE FALSE"
+#: The instant a static rate holds from.
+_ALWAYS = pd.Timestamp("1970-01-01", tz="UTC")
+
+
+def _rates_sql(series: pd.DataFrame) -> str:
+    """A reference series (see `reference_series`) as a VALUES list (valid_from, s, r, mid)."""
+    if series.empty:
+        return (
+            "SELECT NULL::TIMESTAMPTZ AS valid_from, NULL::VARCHAR AS s, NULL::VARCHAR AS r,"
+            " NULL::DOUBLE AS mid WHERE FALSE"
+        )
     values = ", ".join(
-        f"({sql_string(s)}, {sql_string(r)}, {sql_double(mid)})" for (s, r), mid in pairs.items()
+        f"({sql_timestamp(at)}, {sql_string(s)}, {sql_string(r)}, {sql_double(mid)})"
+        for at, s, r, mid in series.itertuples(index=False, name=None)
     )
-    return f"SELECT * FROM (VALUES {values}) AS t(s, r, mid)"
+    return f"SELECT * FROM (VALUES {values}) AS t(valid_from, s, r, mid)"
 
 
-def _rate_pairs(rates: ReferenceRates | None) -> dict[tuple[str, str], float]:
+def reference_series(rates: ReferenceRates | None) -> pd.DataFrame:
+    """Reference rates as a series (at, s, r, mid): checked, sorted, changes only, with the
+    inverse of each corridor given only the other way round (vectorised: a year of daily rates
+    for every corridor is a few hundred thousand rows)."""
+    columns = ["at", "s", "r", "mid"]
     if rates is None:
-        return {}
+        return pd.DataFrame(columns=columns)
     if isinstance(rates, pd.DataFrame):
-        if "corridor" in rates.columns and "sent_currency" not in rates.columns:
-            items = zip(rates["corridor"], rates["mid_rate"], strict=True)
-        else:
-            corridors = zip(rates["sent_currency"], rates["received_currency"], strict=True)
-            items = zip(corridors, rates["mid_rate"], strict=True)
-        rates = dict(items)
-    pairs: dict[tuple[str, str], float] = {}
-    for key, mid in rates.items():
-        if isinstance(key, str):
-            sending, sep, receiving = key.replace("/", "→").partition("→")
-            if not sep:
-                raise ValueError(f"a corridor is 'USD→EUR' or ('USD', 'EUR'), not {key!r}")
-            key = (sending, receiving)
-        if not mid > 0:
-            raise ValueError(f"reference rate of {key} must be > 0, not {mid!r}")
-        pairs[(str(key[0]), str(key[1]))] = float(mid)
-    return pairs
+        frame = _series_frame(rates)
+    elif isinstance(rates, Mapping):
+        rows = [(_ALWAYS, *_corridor(key), mid) for key, mid in rates.items()]
+        frame = pd.DataFrame(rows, columns=columns)
+    else:
+        raise InvalidArgumentError(
+            "reference_rates", f"give a mapping of corridors to rates or a DataFrame, not {rates!r}"
+        )
+    mid = pd.to_numeric(frame["mid"], errors="coerce")
+    bad = frame[~(mid > 0)]
+    if len(bad):
+        first = bad.iloc[0]
+        raise InvalidArgumentError(
+            "reference_rates",
+            f"a rate must be a number > 0, not {first['mid']!r} ({first['s']}→{first['r']})",
+        )
+    frame = frame.assign(mid=mid.astype(float))
+    frame = frame.sort_values(["s", "r", "at"], kind="stable").drop_duplicates(
+        ["s", "r", "at"], keep="last"
+    )
+    changed = frame.groupby(["s", "r"], sort=False)["mid"].shift().ne(frame["mid"])
+    frame = frame[changed]
+    given = frame["s"] + "\x00" + frame["r"]
+    one_way = ~(frame["r"] + "\x00" + frame["s"]).isin(set(given))
+    picked = frame[one_way]
+    inverse = picked.assign(s=picked["r"], r=picked["s"], mid=1.0 / picked["mid"])
+    return pd.concat([frame, inverse], ignore_index=True)[columns]
+
+
+def _series_frame(rates: pd.DataFrame) -> pd.DataFrame:
+    names = set(rates.columns)
+    if "mid_rate" not in names or not (
+        {"sent_currency", "received_currency"} <= names or "corridor" in names
+    ):
+        raise InvalidArgumentError(
+            "reference_rates",
+            "a DataFrame needs `mid_rate` and `sent_currency` + `received_currency` (or"
+            f" `corridor`), and optionally `date`; it has {sorted(map(str, names))}",
+        )
+    if {"sent_currency", "received_currency"} <= names:
+        sending, receiving = rates["sent_currency"], rates["received_currency"]
+    else:
+        pairs = {c: _corridor(c) for c in rates["corridor"].unique()}
+        sending = rates["corridor"].map(lambda c: pairs[c][0])
+        receiving = rates["corridor"].map(lambda c: pairs[c][1])
+    if "date" in names:
+        try:  # a naive date or time is UTC (as utc_timestamp reads one)
+            at = pd.to_datetime(rates["date"], utc=True)
+        except (ValueError, TypeError) as exc:
+            raise InvalidArgumentError(
+                "reference_rates", f"a `date` is not a date: {exc}"
+            ) from None
+    else:
+        at = pd.Series(_ALWAYS, index=rates.index)
+    return pd.DataFrame(
+        {
+            "at": at,
+            "s": sending.astype(str),
+            "r": receiving.astype(str),
+            "mid": rates["mid_rate"],
+        }
+    ).reset_index(drop=True)
+
+
+def _corridor(key: object) -> tuple[str, str]:
+    if isinstance(key, tuple) and len(key) == 2:
+        return str(key[0]), str(key[1])
+    if isinstance(key, str):
+        sending, sep, receiving = key.replace("/", "→").partition("→")
+        if sep and sending and receiving:
+            return sending, receiving
+    raise InvalidArgumentError(
+        "reference_rates", f"a corridor is 'USD→EUR' or ('USD', 'EUR'), not {key!r}"
+    )

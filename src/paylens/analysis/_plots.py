@@ -3,12 +3,18 @@
 Figures are built without pyplot (no global state, nothing shown, any backend): display one
 in a notebook by leaving it as a cell's value, or save it with `fig.savefig(...)`. Sandbox data
 says so in the title. matplotlib is imported only when a plot is drawn.
+
+What every figure keeps to: bars start at zero on a linear axis (a bar's length is its value);
+durations are in hours or days, whichever reads better; months run in time order; legends sit
+outside the bars; `top=` keeps the largest groups and the figure says what it left out; money
+is drawn per currency, one panel each (small multiples), never on a shared axis; an empty
+result draws an empty, labelled figure saying so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,6 +24,8 @@ from ._cards import card_summary
 from ._common import By, Data, History
 from ._failures import failure_breakdown
 from ._fees import ReferenceRates, fee_breakdown
+from ._lifecycle import UNSUCCESSFUL
+from ._revenue import COMPLETE, SAME_CURRENCY, revenue
 from ._settlement import settlement_times
 
 if TYPE_CHECKING:
@@ -25,6 +33,8 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 _ROW_HEIGHT = 0.35
+#: Keys that are months: groups keyed by one are ordered in time, never cut by `top=`.
+_MONTHS = ("month", "settlement_month")
 
 
 def _keys(by: By) -> list[str]:
@@ -42,9 +52,9 @@ def _labels(frame: pd.DataFrame, columns: Sequence[str]) -> list[str]:
 
 
 def _bars(
-    ax: Axes, labels: list[str], series: Mapping[str, Sequence[float]], stacked: bool
+    ax: Axes, labels: list[str], series: Mapping[str, Sequence[float] | np.ndarray], stacked: bool
 ) -> None:
-    """Horizontal bars, one row per label: stacked, or side by side."""
+    """Horizontal bars from zero, one row per label: stacked, or side by side."""
     y = np.arange(len(labels))
     left = np.zeros(len(labels))
     height = 0.8 if stacked else 0.8 / max(len(series), 1)
@@ -59,30 +69,64 @@ def _bars(
     ax.invert_yaxis()
 
 
-def _figure(rows: int) -> tuple[Figure, Axes]:
+def _figure(rows: int, panels: int = 1) -> tuple[Figure, list[Axes]]:
     from matplotlib.figure import Figure  # matplotlib loads only when a plot is asked for
 
-    fig = Figure(figsize=(10, 1.5 + _ROW_HEIGHT * max(rows, 1)), layout="constrained")
-    return fig, fig.subplots()
+    height = 1.8 + _ROW_HEIGHT * max(rows, 1)
+    fig = Figure(figsize=(11, height * max(panels, 1)), layout="constrained")
+    axes = fig.subplots(max(panels, 1), 1, squeeze=False)[:, 0]
+    return fig, list(axes)
 
 
 def _finish(
-    fig: Figure, ax: Axes, frame: pd.DataFrame, title: str, xlabel: str, ylabel: str
-) -> Figure:
+    ax: Axes, frame: pd.DataFrame, title: str, xlabel: str, ylabel: str, note: str = ""
+) -> None:
     source = frame.attrs.get("source")
     ax.set_title(f"{title}\n{source}" if source else title)
-    ax.set_xlabel(xlabel)
+    ax.set_xlabel(xlabel + (f"\n{note}" if note else ""))
     ax.set_ylabel(ylabel)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="best", fontsize="small")
+    if len(ax.get_yticks()) and ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
     else:
-        ax.text(0.5, 0.5, "nothing to show", transform=ax.transAxes, ha="center")
+        ax.text(0.5, 0.5, "nothing to show", transform=ax.transAxes, ha="center", va="center")
+        ax.set_yticks([])
+    ax.set_xlim(left=0)
     ax.grid(axis="x", alpha=0.3)
-    return fig
 
 
-def _top(frame: pd.DataFrame, column: str, top: int) -> pd.DataFrame:
-    return frame.sort_values(column, ascending=False, kind="stable").head(top)
+def _top(
+    frame: pd.DataFrame, keys: Sequence[str], column: str, top: int
+) -> tuple[pd.DataFrame, str]:
+    """The groups to draw and a note of what was left out. Groups keyed by a month are all
+    drawn, in time order; others are the `top` by `column`, largest first."""
+    if not isinstance(top, int) or top < 1:
+        from paylens.errors import InvalidArgumentError
+
+        raise InvalidArgumentError("top", f"give a whole number of groups >= 1, not {top!r}")
+    months = [k for k in keys if k in _MONTHS]
+    if months:
+        return frame.sort_values(months, kind="stable"), ""
+    ordered = frame.sort_values(column, ascending=False, kind="stable")
+    shown, left = ordered.head(top), ordered.iloc[top:]
+    if not len(left):
+        return shown, ""
+    hidden = int(left[column].fillna(0).sum())
+    return shown, f"{len(left)} smaller group(s) not shown (top={top}), {hidden:,} by {column}"
+
+
+def _per_currency(
+    frame: pd.DataFrame, currency: str, top: int
+) -> tuple[Figure, list[tuple[Axes, str, pd.DataFrame]]]:
+    """A figure with one panel per currency of the frame, the busiest first (an empty frame:
+    one empty panel), and each panel's axes, currency and rows."""
+    if frame.empty:
+        parts = [("no data", frame)]
+    else:
+        order = frame.groupby(currency)["transaction_count"].sum().sort_values(ascending=False)
+        parts = [(str(c), frame[frame[currency] == c]) for c in order.index]
+    rows = max((min(len(p), top) for _, p in parts), default=1)
+    fig, axes = _figure(rows, len(parts))
+    return fig, [(ax, c, part) for ax, (c, part) in zip(axes, parts, strict=True)]
 
 
 def plot_fee_breakdown(
@@ -90,16 +134,17 @@ def plot_fee_breakdown(
     by: By = "corridor",
     *,
     reference_rates: ReferenceRates | None = None,
-    status: str | Sequence[str] | None = None,
+    status: str | Sequence[str] | None = "COMPLETED",
     top: int = 15,
 ) -> Figure:
-    """Fee components of the `top` groups by transaction count, stacked, in basis points of
-    the amount sent (a share, so groups in different currencies compare): the service's fixed
-    and variable fee, the platform's fee, the counterparty's fixed fee, the residual when any,
-    and the FX spread cost when `reference_rates` are given."""
+    """Fee components of the `top` groups by transaction count (every month when grouped by
+    one), stacked, in basis points of the amount sent (a share, so groups in different
+    currencies compare): the service's fixed and variable fee, the platform's fee, the
+    counterparty's fixed fee, the residual when any, and the FX margin when `reference_rates`
+    are given. Completed transfers by default (`status=`)."""
     keys = _keys(by)
     frame = fee_breakdown(data, keys, reference_rates=reference_rates, status=status)
-    shown = _top(frame, "transaction_count", top)
+    shown, note = _top(frame, keys, "transaction_count", top)
     sent = shown["sent_minor"].astype(float).replace(0, np.nan)
     parts = {
         "service fixed fee": "service_fixed_fee_minor",
@@ -107,7 +152,7 @@ def plot_fee_breakdown(
         "platform fee": "platform_fee_minor",
         "counterparty fixed fee": "counterparty_fixed_fee_minor",
         "residual (unexplained)": "residual_minor",
-        "FX spread vs reference": "fx_spread_cost_minor",
+        "FX margin vs reference": "fx_spread_cost_minor",
     }
     series = {
         name: (shown[column].astype(float) / sent * 10_000).to_numpy()
@@ -118,17 +163,68 @@ def plot_fee_breakdown(
         f"{label} ({cur})"
         for label, cur in zip(_labels(shown, keys), shown["sent_currency"], strict=True)
     ]
-    fig, ax = _figure(len(shown))
+    fig, (ax,) = _figure(len(shown))
     _bars(ax, labels, series, stacked=True)
     grouping = ", ".join(keys) or "all"
-    return _finish(
-        fig,
+    _finish(
         ax,
         frame,
         f"Fees of outgoing transactions by {grouping}",
         "basis points of the amount sent",
         f"{grouping} (sending currency)",
+        note,
     )
+    return fig
+
+
+def plot_revenue(
+    data: Data,
+    by: By = "settlement_month",
+    *,
+    reference_rates: ReferenceRates | None = None,
+    top: int = 15,
+) -> Figure:
+    """Revenue of completed transfers per group (settlement month by default, in time
+    order): service, platform and counterparty fees and the FX margin, stacked, in major units
+    of each sending currency, one panel per currency. A group without a reference rate shows
+    no FX margin and says so in its label."""
+    keys = _keys(by)
+    frame = revenue(data, keys, reference_rates=reference_rates, major=True)
+    parts = {
+        "service fees": ("service_fixed_fee_major", "service_variable_fee_major"),
+        "platform fee": ("platform_fee_major",),
+        "counterparty fee": ("counterparty_fixed_fee_major",),
+        "FX margin": ("fx_margin_major",),
+    }
+    fig, panels = _per_currency(frame, "sent_currency", top)
+    for ax, currency, part in panels:
+        shown, note = _top(part, keys, "transaction_count", top)
+        series = {
+            name: shown[list(cols)].astype(float).sum(axis=1, min_count=1).to_numpy()
+            for name, cols in parts.items()
+            if shown[list(cols)].fillna(0).ne(0).any().any()
+        }
+        labels = [
+            label + ("" if status in (COMPLETE, SAME_CURRENCY) else " (no FX ref.)")
+            for label, status in zip(_labels(shown, keys), shown["fx_margin_status"], strict=True)
+        ]
+        _bars(ax, labels, series, stacked=True)
+        grouping = ", ".join(keys) or "all"
+        _finish(
+            ax,
+            frame,
+            f"Revenue of completed transfers in {currency} by {grouping}",
+            f"{currency} (major units)",
+            grouping,
+            note,
+        )
+    return fig
+
+
+def _duration_unit(values: pd.Series) -> tuple[str, float]:
+    """Hours, or days when the longest is over three days."""
+    longest = float(values.max()) if values.notna().any() else 0.0
+    return ("days", 86_400.0) if longest > 3 * 86_400 else ("hours", 3_600.0)
 
 
 def plot_settlement_times(
@@ -137,44 +233,42 @@ def plot_settlement_times(
     *,
     type: str = "OUTGOING",
     as_of: datetime | str | None = None,
+    instant_sla: timedelta = timedelta(seconds=60),
     status_history: History = None,
     top: int = 20,
 ) -> Figure:
-    """p50, p90 and p99 of the seconds from creation to settlement of the `top` groups by
-    transaction count, side by side on a log scale; each group's label gives its settled and
-    still-pending counts."""
+    """Kaplan–Meier p50, p90 and p99 of the time from creation to settlement (open transfers
+    censored) of the `top` groups by transaction count, side by side on a linear axis in hours
+    (days when longer); each label gives the completed and open counts, and a quantile the open
+    transfers leave unknowable is marked `p90 n/a`."""
     keys = _keys(by)
-    frame = settlement_times(data, keys, type=type, as_of=as_of, status_history=status_history)
-    shown = _top(frame, "transaction_count", top)
+    frame = settlement_times(
+        data, keys, type=type, as_of=as_of, instant_sla=instant_sla, status_history=status_history
+    )
+    shown, note = _top(frame, keys, "transaction_count", top)
+    quantiles = ["p50_seconds", "p90_seconds", "p99_seconds"]
+    unit, size = _duration_unit(shown["p99_seconds"].fillna(shown["p90_seconds"]))
     series = {
-        "p50": shown["p50_seconds"].to_numpy(dtype=float, na_value=np.nan),
-        "p90": shown["p90_seconds"].to_numpy(dtype=float, na_value=np.nan),
-        "p99": shown["p99_seconds"].to_numpy(dtype=float, na_value=np.nan),
+        q.removesuffix("_seconds"): (shown[q].astype(float) / size).to_numpy(na_value=np.nan)
+        for q in quantiles
     }
-    labels = [
-        f"{label} (n={settled:,}, pending {pending:,})"
-        for label, settled, pending in zip(
-            _labels(shown, keys), shown["settled_count"], shown["pending_count"], strict=True
-        )
-    ]
-    fig, ax = _figure(len(shown))
+    labels = []
+    for label, row in zip(_labels(shown, keys), shown.itertuples(), strict=True):
+        unknown = [q.removesuffix("_seconds") for q in quantiles if pd.isna(getattr(row, q))]
+        extra = f"; {', '.join(unknown)} n/a" if unknown and row.completed_count else ""
+        labels.append(f"{label} (done {row.completed_count:,}, open {row.open_count:,}{extra})")
+    fig, (ax,) = _figure(len(shown))
     _bars(ax, labels, series, stacked=False)
-    ax.set_xscale("log")
     grouping = ", ".join(keys) or "all"
-    return _finish(
-        fig,
+    _finish(
         ax,
         frame,
         f"Settlement times of {type.lower()} transactions by {grouping}",
-        "seconds from creation to settlement (log scale)",
-        f"{grouping} (settled, pending)",
+        f"{unit} from creation to settlement (Kaplan–Meier, open transfers censored)",
+        f"{grouping} (completed, open)",
+        note,
     )
-
-
-def _reason_label(reason: object, kind: object) -> str:
-    name = "no reason given" if pd.isna(reason) else str(reason)
-    note = {"removed": " (removed)", "unknown": " (unknown)", "coarse_payout": " (coarse)"}
-    return name + note.get(str(kind), "")
+    return fig
 
 
 def plot_failure_breakdown(
@@ -185,78 +279,93 @@ def plot_failure_breakdown(
     top: int = 15,
     reasons: int = 8,
 ) -> Figure:
-    """Failure rate (% of attempted transactions) of the `top` groups by attempts, stacked by
-    failure reason (the `reasons` most frequent; the rest as `other`). Reasons the interface
-    removed, unknown ones and the coarse payout fallback are marked in the legend. Counts are
-    added across the currencies of a group (counts, not money)."""
+    """What went wrong, as % of resolved transactions, of the `top` groups by attempts,
+    stacked by lifecycle and reason (the `reasons` most frequent; the rest as `other`).
+    Removed reasons read QUOTE_EXECUTION_FAILED; the coarse payout fallback is marked. Counts
+    are added across the currencies of a group (counts, not money); open transfers are in no
+    rate and are given in the label."""
     keys = _keys(by)
     frame = failure_breakdown(data, keys, type=type)
-    reasons_of = [
-        _reason_label(r, k)
-        for r, k in zip(frame["failure_reason"], frame["reason_kind"], strict=True)
+    names = [
+        f"{life}: {'no reason' if pd.isna(r) else r}{' (coarse)' if c is True else ''}"
+        for life, r, c in zip(
+            frame["lifecycle"], frame["failure_reason"], frame["reason_coarse"], strict=True
+        )
     ]
-    frame_ = frame.assign(_group=_labels(frame, keys), _reason=reasons_of)
-    # each currency of a group carries the group's attempts in that currency once
+    frame_ = frame.assign(_group=_labels(frame, keys), _reason=names)
     per_currency = frame_.drop_duplicates(["_group", "currency"])
-    attempted = per_currency.groupby("_group")["attempted_count"].sum()
-    counts = frame_[frame_["failed_count"] > 0].pivot_table(
-        index="_group", columns="_reason", values="failed_count", aggfunc="sum", fill_value=0
+    totals = per_currency.groupby("_group")[
+        ["attempted_count", "resolved_count", "open_count"]
+    ].sum()
+    bad = frame_[frame_["lifecycle"].isin(UNSUCCESSFUL)]
+    counts = bad.pivot_table(
+        index="_group", columns="_reason", values="transaction_count", aggfunc="sum", fill_value=0
     )
     order = list(counts.sum().sort_values(ascending=False, kind="stable").index)
     kept = order[:reasons]
     if len(order) > reasons:
         counts["other"] = counts[order[reasons:]].sum(axis=1)
         kept.append("other")
-    shown = attempted.sort_values(ascending=False, kind="stable").head(top).index
-    counts = counts.reindex(index=shown, columns=kept, fill_value=0)
-    rates = counts.div(attempted.loc[shown], axis=0) * 100
-    labels = [f"{g} (n={attempted[g]:,})" for g in shown]
-    fig, ax = _figure(len(shown))
+    groups = totals.assign(transaction_count=totals["attempted_count"]).reset_index()
+    if any(k in _MONTHS for k in keys):  # a month leads the label: label order is time order
+        shown, note = groups.sort_values("_group", kind="stable"), ""
+    else:
+        shown, note = _top(groups, [], "transaction_count", top)
+    index = list(shown["_group"])
+    counts = counts.reindex(index=index, columns=kept, fill_value=0)
+    resolved = totals.loc[index, "resolved_count"].replace(0, np.nan)
+    rates = counts.div(resolved, axis=0) * 100
+    labels = [
+        f"{g} (resolved {totals.loc[g, 'resolved_count']:,}, open {totals.loc[g, 'open_count']:,})"
+        for g in index
+    ]
+    fig, (ax,) = _figure(len(index))
     _bars(ax, labels, {name: rates[name].to_numpy() for name in kept}, stacked=True)
     grouping = ", ".join(keys) or "all"
-    return _finish(
-        fig,
+    _finish(
         ax,
         frame,
-        f"Failures of {type.lower()} transactions by {grouping} and reason",
-        "failed, % of attempted transactions",
-        f"{grouping} (attempted)",
+        f"Unsuccessful {type.lower()} transactions by {grouping}, lifecycle and reason",
+        "% of resolved transactions",
+        f"{grouping} (resolved, open)",
+        note,
     )
+    return fig
 
 
 def plot_card_summary(
     data: Data,
     by: By = "merchant",
     *,
-    currency: str | None = None,
     status: str | Sequence[str] | None = None,
+    as_of: datetime | str | None = None,
     top: int = 15,
 ) -> Figure:
     """Authorized, settled and refunded amounts and open holds of the `top` groups by
-    authorized amount, side by side, in major units of one currency (`currency`, by default
-    the one with the most card transactions): amounts in different currencies are never
-    drawn on one axis."""
+    authorized amount, side by side, in major units, one panel per currency (amounts in
+    different currencies never share an axis)."""
     keys = _keys(by)
-    frame = card_summary(data, keys, status=status, major=True)
-    if currency is None:
-        counts = frame.groupby("currency")["transaction_count"].sum()
-        currency = str(counts.idxmax()) if len(counts) else "none"
-    chosen = frame[frame["currency"] == currency]
-    shown = _top(chosen, "authorized_minor", top)
-    series = {
-        "authorized": shown["authorized_major"].to_numpy(dtype=float, na_value=np.nan),
-        "settled": shown["settled_major"].to_numpy(dtype=float, na_value=np.nan),
-        "refunded": shown["refunded_major"].to_numpy(dtype=float, na_value=np.nan),
-        "open holds": shown["open_hold_major"].to_numpy(dtype=float, na_value=np.nan),
-    }
-    fig, ax = _figure(len(shown))
-    _bars(ax, _labels(shown, keys), series, stacked=False)
-    grouping = ", ".join(keys) or "all"
-    return _finish(
-        fig,
-        ax,
-        frame,
-        f"Card transactions in {currency} by {grouping}",
-        f"amount ({currency}, major units)",
-        grouping,
-    )
+    frame = card_summary(data, keys, status=status, as_of=as_of, major=True)
+    fig, panels = _per_currency(frame, "currency", top)
+    for ax, currency, part in panels:
+        shown, note = _top(part, keys, "authorized_minor", top)
+        series = {
+            name: shown[f"{column}_major"].to_numpy(dtype=float, na_value=np.nan)
+            for name, column in (
+                ("authorized", "authorized"),
+                ("settled", "settled"),
+                ("refunded", "refunded"),
+                ("open holds", "open_hold"),
+            )
+        }
+        _bars(ax, _labels(shown, keys), series, stacked=False)
+        grouping = ", ".join(keys) or "all"
+        _finish(
+            ax,
+            frame,
+            f"Card transactions in {currency} by {grouping}",
+            f"amount ({currency}, major units)",
+            grouping,
+            note,
+        )
+    return fig

@@ -23,11 +23,14 @@ from paylens.client._config import is_sandbox_url
 from ._app import RequestLog, SandboxApp
 from ._clock import Clock, WallClock, advance_served
 from ._faults import Faults
+from ._midrates import mid_rate_series
 from ._server import SandboxServer
 from ._transport import AsyncSandboxTransport, SandboxTransport
 from ._world import ServiceError, World
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from paylens.client import AsyncClient, Client
 
 API_VERSION = "2025-10-13"
@@ -44,6 +47,7 @@ __all__ = [
     "ServiceError",
     "advance_served",
     "is_sandbox_url",
+    "mid_rate_series",
 ]
 
 
@@ -98,6 +102,13 @@ class Sandbox:
         with `clock="wall"` it follows the wall clock (plus every `advance`)."""
         self.app.catch_up()
         return self.world.now
+
+    def reference_rates(self) -> pd.DataFrame:
+        """The mid-market rates the sandbox trades around, one row per UTC day and corridor
+        from its first generated day to now: pass it to `paylens.analysis` as `reference_rates`."""
+        from ._world import from_us
+
+        return mid_rate_series(from_us(self.world._start), self.now)
 
     def advance(self, delta: timedelta) -> dict[str, int]:
         """Move the clock ahead: settle, fail and expire what is due and create new activity.

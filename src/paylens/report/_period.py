@@ -1,130 +1,60 @@
-"""The scheduled report: `notebooks/report.ipynb` run by papermill over a warehouse, rendered to
-HTML without its code.
-
-    path = render_report("data/paylens.duckdb", start="2025-09-01", end="2025-10-01")
-
-The notebook reads the warehouse read-only through a `Period` (the rows created in [start, end),
-in one currency or all) and shows one thing a cell: the run header, the tie-out checks (which
-raise `TieOutError` when the figures do not agree, so the report fails loudly), the headline
-figures, the breakdowns and plots of `paylens.analysis`, and the exceptions. Money is integer
-minor units per currency throughout; a figure shown in major units is formatted from them with
-the currency's own decimals, never converted, never added across currencies.
-"""
+"""The period a report covers: its rows, read once, and every figure the notebook shows."""
 
 from __future__ import annotations
 
 import html
-import logging
-import numbers
 import os
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
 
-import numpy as np
 import pandas as pd
-from ipykernel import kernelspec
-from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
-from jupyter_client.manager import AsyncKernelManager
-from traitlets import default
 
 from paylens._version import __version__
-from paylens.analysis import card_summary, failure_breakdown, fee_breakdown, settlement_times
-from paylens.errors import PaylensError
+from paylens.analysis import (
+    FAILURE_LIFECYCLES,
+    LIFECYCLES,
+    RESOLVED_LIFECYCLES,
+    card_summary,
+    failure_breakdown,
+    fee_breakdown,
+    settlement_times,
+)
 from paylens.models import format_minor
 from paylens.notebook import Banner, sandbox_warehouse
 from paylens.warehouse import SANDBOX_LABEL, Warehouse
 
-if TYPE_CHECKING:
-    from pandas.io.formats.style import Styler
+from ._format import _instant, _when, format_duration, format_rate
 
-__all__ = [
-    "Period",
-    "ReportError",
-    "TieOutError",
-    "exceptions_summary",
-    "format_duration",
-    "format_minor",
-    "format_rate",
-    "render_report",
-    "show",
-]
-
-#: The report notebook, beside the package in the source tree.
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "report.ipynb"
-
-#: Each transaction table: the column naming a row's own currency, and columns too heavy to read.
-_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "transactions": ("currency", ("raw", "raw_hash")),
-    "outgoing_fees": ("sent_amount_currency", ()),
-    "card_transactions": ("authorized_amount_currency", ()),
+#: Each transaction table: the column naming a row's own currency, and what its rows are read
+#: with: `transactions` keep their JSON only when refunded (the refund's times are in it),
+#: outgoing fees get their funding source and refund from `transactions`, card transactions
+#: the currency of the internal account funding them.
+_TABLES: dict[str, tuple[str, str]] = {
+    "transactions": (
+        "currency",
+        "SELECT * EXCLUDE (raw, raw_hash),"
+        " CASE WHEN refund_status IS NOT NULL THEN raw END AS raw FROM transactions",
+    ),
+    "outgoing_fees": (
+        "sent_amount_currency",
+        "SELECT f.*, t.updated_at, t.source_type, t.refund_status, t.refund_reason"
+        " FROM outgoing_fees AS f"
+        " LEFT JOIN transactions AS t ON t.id = f.id",
+    ),
+    "card_transactions": (
+        "authorized_amount_currency",
+        "SELECT c.*, a.balance_currency AS funding_currency,"
+        " a.balance_decimals AS funding_decimals FROM card_transactions AS c"
+        " LEFT JOIN internal_accounts AS a ON a.id = c.account_id",
+    ),
 }
-
-
-class ReportError(PaylensError):
-    """The report notebook failed (a tie-out check, or an error); `html` is the partial report."""
-
-    def __init__(self, message: str, html: Path | None = None) -> None:
-        super().__init__(message)
-        self.html = html
 
 
 class TieOutError(AssertionError):
     """Figures of the report that should agree do not."""
-
-
-# -- formatting ---------------------------------------------------------------------------------
-
-
-def format_rate(fraction: float) -> str:
-    """`0.0345` -> `'3.45%'`; no data -> `'n/a'`."""
-    return "n/a" if pd.isna(fraction) else f"{fraction:.2%}"
-
-
-def format_duration(seconds: float) -> str:
-    """Seconds as minutes, hours or days with one decimal: `5742.9` -> `'1.6 h'`."""
-    if pd.isna(seconds):
-        return "n/a"
-    for unit, size in (("days", 86_400), ("h", 3_600), ("min", 60)):
-        if abs(seconds) >= size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{seconds:.0f} s"
-
-
-def _number(value: Any) -> str:
-    """A table cell: counts with thousands separators, decimals to two places (below 1, six
-    significant digits, so a satoshi amount or a small rate still shows)."""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
-        return str(value)
-    if isinstance(value, numbers.Integral) or float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:,.2f}" if abs(value) >= 1 else f"{value:.6g}"
-
-
-def show(frame: pd.DataFrame, *, index: bool = False) -> Styler:
-    """A frame as the report shows it: numbers as `_number` writes them, missing values as
-    '–', and no row numbers unless `index`."""
-    styler = frame.style.format(_number, na_rep="–")
-    return styler if index else styler.hide(axis="index")
-
-
-def _instant(value: date | datetime | str | None) -> datetime | None:
-    """A period bound as a UTC instant; a date or naive time is read as UTC."""
-    if value is None or value == "":
-        return None
-    stamp = pd.Timestamp(value)
-    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
-    return stamp.to_pydatetime()
-
-
-def _when(value: Any) -> str:
-    return "n/a" if value is None or pd.isna(value) else f"{pd.Timestamp(value):%Y-%m-%d %H:%M} UTC"
-
-
-# -- the period ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, repr=False)
@@ -164,7 +94,8 @@ class Period:
         self.wh = wh
         self.start = _instant(start)
         self.end = _instant(end)
-        self.currency = currency or None
+        # currency codes are upper case on the wire; `usd` means USD
+        self.currency = currency.strip().upper() if currency and currency.strip() else None
         if self.start and self.end and self.start >= self.end:
             raise ValueError(f"the period is empty: start {start} is not before end {end}")
         self.transactions = self._read("transactions")
@@ -191,7 +122,8 @@ class Period:
         return cls(Warehouse(path, read_only=True), start, end, currency)
 
     def _where(self, table: str) -> tuple[str, list[Any]]:
-        clauses, params = ["TRUE"], []
+        clauses: list[str] = ["TRUE"]
+        params: list[Any] = []
         if self.start is not None:
             clauses.append("created_at >= ?")
             params.append(self.start)
@@ -205,11 +137,20 @@ class Period:
 
     def _read(self, table: str) -> pd.DataFrame:
         where, params = self._where(table)
-        heavy = _TABLES[table][1]
-        columns = f"* EXCLUDE ({', '.join(heavy)})" if heavy else "*"
-        return self.wh.sql(
-            f"SELECT {columns} FROM {table} WHERE {where} ORDER BY created_at, id", params
-        )
+        rows = _TABLES[table][1]
+        return self.wh.sql(f"SELECT * FROM ({rows}) WHERE {where} ORDER BY created_at, id", params)
+
+    @property
+    def reference_rates(self) -> pd.DataFrame | None:
+        """Mid rates for the FX margin: for sandbox data, the series the sandbox trades around
+        over the period's days; otherwise None (the interface gives no mid-market rate: the
+        revenue table then says the margin is unknown)."""
+        created = self.transactions["created_at"]
+        if not self.wh.is_sandbox or created.empty:
+            return None
+        from paylens.sandbox import mid_rate_series
+
+        return mid_rate_series(created.min(), created.max())
 
     # -- the header -------------------------------------------------------------------------------
 
@@ -281,7 +222,7 @@ class Period:
         settlement = settlement_times(fees, by=[], status_history=self.history)
         failures = failure_breakdown(txs)
         card_rows = card_summary(cards, by="status", status_history=self.history)
-        fee_rows = fee_breakdown(fees)
+        fee_rows = fee_breakdown(fees, status=None)
         helper_volume = fee_rows.groupby("sent_currency")["sent_minor"].sum()
         sql_volume = fees.groupby("sent_amount_currency")["sent_amount_minor"].sum()
         volume_gaps = helper_volume.sub(sql_volume, fill_value=0).ne(0).sum()
@@ -298,9 +239,9 @@ class Period:
                 len(cards),
             ),
             (
-                "settled + pending + failed = outgoing transactions",
+                "every outgoing transaction has one lifecycle",
                 len(fees),
-                int(settlement[["settled_count", "pending_count", "failed_count"]].sum().sum()),
+                int(settlement[[f"{name}_count" for name in LIFECYCLES]].sum().sum()),
             ),
             (
                 "failure breakdown covers every incoming and outgoing transaction",
@@ -365,23 +306,27 @@ class Period:
         cards = card_summary(self.cards, by=[], status_history=self.history)
         rows: dict[str, dict[str, str]] = {}
 
-        def add(currency: str, decimals: int, **figures: int) -> None:
-            row = rows.setdefault(currency, {})
+        def add(currency: Any, decimals: Any, **figures: Any) -> None:
+            # cells of pandas rows: a code, its decimals and integer figures
+            row = rows.setdefault(str(currency), {})
             for name, value in figures.items():
                 is_count = name.endswith("_count")
-                row[name] = f"{value:,}" if is_count else format_minor(value, decimals)
+                row[name] = (
+                    f"{int(value):,}" if is_count else format_minor(int(value), int(decimals))
+                )
 
-        for (currency, decimals), r in received.iterrows():
-            add(currency, decimals, incoming_count=r["size"], received=r["sum"])
-        for r in fees.itertuples():
-            add(r.sent_currency, r.sent_decimals, outgoing_count=r.transaction_count)
-            add(r.sent_currency, r.sent_decimals, sent=r.sent_minor, fees=r.fees_minor)
-        for r in cards.itertuples():
+        for key, got in received.iterrows():
+            currency, decimals = cast(tuple[str, int], key)  # the (currency, decimals) index
+            add(currency, decimals, incoming_count=got["size"], received=got["sum"])
+        for f in fees.itertuples():
+            add(f.sent_currency, f.sent_decimals, outgoing_count=f.transaction_count)
+            add(f.sent_currency, f.sent_decimals, sent=f.sent_minor, fees=f.fees_minor)
+        for c in cards.itertuples():
             add(
-                r.currency,
-                r.decimals,
-                card_count=r.transaction_count,
-                net_settled=r.net_settled_minor,
+                c.currency,
+                c.decimals,
+                card_count=c.transaction_count,
+                net_settled=c.net_settled_minor,
             )
         columns = {
             "incoming_count": "incoming completed",
@@ -393,7 +338,8 @@ class Period:
             "net_settled": "card net settled",
         }
         frame = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(columns))
-        frame = frame.fillna("–").rename(columns=columns)
+        # every cell is text; a kind with no row in the period is an empty (float) column
+        frame = frame.astype(object).fillna("–").rename(columns=columns)
         frame.index.name = "currency"
         order = txs["currency"].value_counts()
         frame = frame.loc[sorted(frame.index, key=lambda c: (-order.get(c, 0), c))]
@@ -401,20 +347,34 @@ class Period:
         return frame
 
     def rates(self) -> pd.DataFrame:
-        """Failure rates (failed / attempted, pending included), the median time from creation
-        to settlement of outgoing transactions and the share settled later than expected;
-        counts and times, so every currency is in them."""
-        failed = failure_breakdown(self.transactions).groupby("type")["failed"]
+        """Failure rates (failed and failed after debit / resolved: open transfers are in no
+        rate), the Kaplan–Meier median and p90 time from creation to settlement of outgoing
+        transfers (open ones censored), the share settled later than expected (overdue open ones
+        count as late), open transfers, refunds, stale card holds and exceptions; counts and
+        times, so every currency is in them."""
+        rows = failure_breakdown(self.transactions)
         settled = settlement_times(self.fees, by=[], status_history=self.history)
         cards = card_summary(self.cards, by=[], status_history=self.history)
         first = settled.iloc[0] if len(settled) else pd.Series(dtype=object)
+
+        nan = float("nan")
+
+        def failure_rate(kind: str) -> str:
+            lives = rows.loc[rows["type"] == kind, "lifecycle"]
+            resolved = int(lives.isin(RESOLVED_LIFECYCLES).sum())
+            failed = int(lives.isin(FAILURE_LIFECYCLES).sum())
+            return format_rate(failed / resolved if resolved else nan)
+
         figures = {
-            "outgoing failure rate": format_rate(failed.mean().get("OUTGOING", float("nan"))),
-            "incoming failure rate": format_rate(failed.mean().get("INCOMING", float("nan"))),
-            "median outgoing settlement time": format_duration(first.get("p50_seconds")),
+            "outgoing failure rate": failure_rate("OUTGOING"),
+            "incoming failure rate": failure_rate("INCOMING"),
+            "median outgoing settlement time": format_duration(first.get("p50_seconds", nan)),
+            "p90 outgoing settlement time": format_duration(first.get("p90_seconds", nan)),
             "outgoing settled later than expected": format_rate(
                 first.get("expected_breach_rate", float("nan"))
             ),
+            "open outgoing transfers": f"{int(first.get('open_count', 0)):,}",
+            "cancelled outgoing transfers": f"{int(first.get('cancelled_count', 0)):,}",
             "stale card holds": f"{int(cards['stale_hold_count'].sum()):,}",
             "card transactions in EXCEPTION": f"{int(cards['exception_count'].sum()):,}",
         }
@@ -431,23 +391,28 @@ class Period:
         txs = self.transactions
         settled = settlement_times(self.fees, status_history=self.history)
         cards = card_summary(self.cards, status_history=self.history)
+        lives = failure_breakdown(txs)
         amounts = txs.set_index("id")[["currency", "decimals", "amount_minor"]]
         parts = [
-            _rows("failed transaction", txs[txs["status"] == "FAILED"], lambda r: r.failure_reason),
+            _rows(
+                "failed transaction",
+                lives[lives["lifecycle"].isin(FAILURE_LIFECYCLES)],
+                lambda r: f"{r.lifecycle}: {r.failure_reason}",
+            ),
             _rows(
                 "settled later than expected",
                 settled[settled["expected_breach"].fillna(False)],
                 lambda r: f"{format_duration(r.late_seconds)} after the expected time",
             ),
             _rows(
-                "pending past its expected settlement",
+                "open past its expected settlement",
                 settled[settled["overdue"].fillna(False)],
-                lambda r: f"pending for {format_duration(r.pending_seconds)}",
+                lambda r: f"open for {format_duration(r.open_seconds)}",
             ),
             _rows(
                 "stale card hold",
                 cards[cards["stale_hold"]],
-                lambda r: f"held {format_duration(r.hold_age_seconds)}",
+                lambda r: f"{r.status}, held {format_duration(r.hold_age_seconds)}",
             ),
             _rows(
                 "card transaction in EXCEPTION",
@@ -491,124 +456,3 @@ def _rows(kind: str, frame: pd.DataFrame, detail: Callable[[Any], Any]) -> pd.Da
 def exceptions_summary(exceptions: pd.DataFrame) -> pd.DataFrame:
     """How many exceptions of each kind."""
     return exceptions.groupby("kind").size().rename("count").to_frame()
-
-
-# -- running the notebook -----------------------------------------------------------------------
-
-
-def render_report(
-    db: str | os.PathLike[str],
-    *,
-    start: date | datetime | str | None = None,
-    end: date | datetime | str | None = None,
-    currency: str | None = None,
-    out: str | os.PathLike[str] = "reports",
-    notebook: str | os.PathLike[str] = NOTEBOOK,
-) -> Path:
-    """Run the report notebook over the warehouse file `db` for [start, end) (None: all the
-    data) in `currency` (None: every currency), and write `<out>/<name>.html` (no code cells)
-    beside the executed `<name>.ipynb`; return the HTML's path.
-
-    The notebook runs in a kernel of this Python whose environment holds no PAYLENS_* secret;
-    the database is opened read-only. Raises `ReportError` (with the partial HTML) when a
-    tie-out check or any cell failed, and when a secret of the environment shows in the output.
-    """
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
-
-    database = Path(db).resolve()
-    if not database.exists():
-        raise FileNotFoundError(f"no warehouse at {database}: run `paylens sync` first")
-    bounds = [_instant(start), _instant(end)]
-    if bounds[0] and bounds[1] and bounds[0] >= bounds[1]:
-        raise ValueError(f"the period is empty: start {start} is not before end {end}")
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    name = "paylens-report_" + "_".join(
-        [
-            *(b.strftime("%Y-%m-%d") if b else "all" for b in bounds),
-            *([currency] if currency else []),
-        ]
-    )
-    executed = folder / f"{name}.ipynb"
-    parameters = {
-        "db": str(database),
-        "start": bounds[0].isoformat() if bounds[0] else None,
-        "end": bounds[1].isoformat() if bounds[1] else None,
-        "currency": currency,
-    }
-    failure: PapermillExecutionError | None = None
-    try:
-        papermill.execute_notebook(
-            str(notebook),
-            str(executed),
-            parameters=parameters,
-            progress_bar=False,
-            kernel_manager_class=_ReportKernel,
-        )
-    except PapermillExecutionError as exc:
-        failure = exc
-    page = _write_html(executed, folder / f"{name}.html")
-    leaked = _secrets_in(executed.read_text(encoding="utf-8"), page.read_text(encoding="utf-8"))
-    if leaked:
-        executed.unlink()
-        page.unlink()
-        raise ReportError(f"the report showed the value of {', '.join(leaked)}; it was deleted")
-    if failure is not None:
-        raise ReportError(f"{failure.ename}: {failure.evalue}", page)
-    return page
-
-
-#: nbconvert's logger for the report: its warning that figures lack alternative text (each
-#: figure's title says what it shows) would print on every run.
-_QUIET = logging.getLogger("paylens.report.nbconvert")
-_QUIET.setLevel(logging.ERROR)
-
-
-def _write_html(executed: Path, page: Path) -> Path:
-    import nbformat
-    from nbconvert import HTMLExporter
-
-    exporter = HTMLExporter(
-        exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True, log=_QUIET
-    )
-    body, _ = exporter.from_notebook_node(
-        nbformat.read(executed, as_version=4), resources={"metadata": {"name": "paylens report"}}
-    )
-    page.write_text(body, encoding="utf-8")
-    return page
-
-
-#: Environment variables the report's kernel never gets: it reads the database only.
-_SECRETS = ("PAYLENS_CLIENT_SECRET",)
-
-
-def _secrets_in(*texts: str) -> list[str]:
-    """The secret variables whose value appears in any of the texts."""
-    return [
-        name
-        for name in _SECRETS
-        if (value := os.environ.get(name)) and any(value in t for t in texts)
-    ]
-
-
-class _ThisPython(KernelSpecManager):
-    """Kernel specs that always name this very Python (the paylens running the report),
-    whatever kernels Jupyter knows."""
-
-    def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
-        return KernelSpec(resource_dir=kernelspec.RESOURCES, **kernelspec.get_kernel_dict())
-
-
-class _ReportKernel(AsyncKernelManager):
-    """The report's kernel: this Python, started without the secrets in its environment."""
-
-    @default("kernel_spec_manager")
-    def _kernel_spec_manager_default(self) -> KernelSpecManager:
-        return _ThisPython(data_dir=self.data_dir)
-
-    async def _async_pre_start_kernel(self, **kw: Any) -> Any:
-        kw["env"] = {k: v for k, v in os.environ.items() if k not in _SECRETS}
-        # the kernel's own chatter (transport warnings, exit noise); cells report via iopub
-        kw["stderr"] = subprocess.DEVNULL
-        return await super()._async_pre_start_kernel(**kw)

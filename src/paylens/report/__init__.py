@@ -1,0 +1,29 @@
+"""The scheduled report: `notebooks/report.ipynb` run by papermill over a warehouse, rendered to
+HTML without its code.
+
+    path = render_report("data/paylens.duckdb", start="2025-09-01", end="2025-10-01")
+
+The notebook reads the warehouse read-only through a `Period` (the rows created in [start, end),
+in one currency or all) and shows one thing a cell: the run header, the tie-out checks (which
+raise `TieOutError` when the figures do not agree, so the report fails loudly), the headline
+figures, the breakdowns and plots of `paylens.analysis`, and the exceptions. Money is integer
+minor units per currency throughout; a figure shown in major units is formatted from them with
+the currency's own decimals, never converted, never added across currencies.
+"""
+
+from ._format import format_duration, format_minor, format_rate, show
+from ._period import Period, TieOutError, exceptions_summary
+from ._render import NOTEBOOK, ReportError, render_report
+
+__all__ = [
+    "NOTEBOOK",
+    "Period",
+    "ReportError",
+    "TieOutError",
+    "exceptions_summary",
+    "format_duration",
+    "format_minor",
+    "format_rate",
+    "render_report",
+    "show",
+]

@@ -1,0 +1,63 @@
+"""How the report writes numbers, rates, durations and instants."""
+
+from __future__ import annotations
+
+import numbers
+from datetime import date, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from paylens.models import format_minor
+
+if TYPE_CHECKING:
+    from pandas.io.formats.style import Styler
+
+__all__ = ["format_duration", "format_minor", "format_rate", "show"]
+
+
+def format_rate(fraction: float) -> str:
+    """`0.0345` -> `'3.45%'`; no data -> `'n/a'`."""
+    return "n/a" if pd.isna(fraction) else f"{fraction:.2%}"
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds as minutes, hours or days with one decimal: `5742.9` -> `'1.6 h'`."""
+    if pd.isna(seconds):
+        return "n/a"
+    for unit, size in (("days", 86_400), ("h", 3_600), ("min", 60)):
+        if abs(seconds) >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def _number(value: Any) -> str:
+    """A table cell: counts with thousands separators, decimals to two places (below 1, six
+    significant digits, so a satoshi amount or a small rate still shows)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        return str(value)
+    number = float(value)
+    if isinstance(value, numbers.Integral) or number.is_integer():
+        return f"{int(number):,}"
+    return f"{number:,.2f}" if abs(number) >= 1 else f"{number:.6g}"
+
+
+def show(frame: pd.DataFrame, *, index: bool = False) -> Styler:
+    """A frame as the report shows it: numbers as `_number` writes them, missing values as
+    '–', and no row numbers unless `index`."""
+    styler = frame.style.format(_number, na_rep="–")
+    return styler if index else styler.hide(axis="index")
+
+
+def _instant(value: date | datetime | str | None) -> datetime | None:
+    """A period bound as a UTC instant; a date or naive time is read as UTC."""
+    if value is None or value == "":
+        return None
+    stamp = pd.Timestamp(value)
+    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    return stamp.to_pydatetime()
+
+
+def _when(value: Any) -> str:
+    return "n/a" if value is None or pd.isna(value) else f"{pd.Timestamp(value):%Y-%m-%d %H:%M} UTC"

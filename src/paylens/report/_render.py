@@ -1,0 +1,149 @@
+"""Running the report notebook with papermill in a kernel without secrets, and writing its HTML."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from ipykernel import kernelspec
+from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+from jupyter_client.manager import AsyncKernelManager
+from traitlets import default
+
+from paylens.errors import PaylensError
+
+from ._format import _instant
+
+#: The report notebook, beside the package in the source tree.
+NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "report.ipynb"
+
+
+class ReportError(PaylensError):
+    """The report notebook failed (a tie-out check, or an error); `html` is the partial report."""
+
+    def __init__(self, message: str, html: Path | None = None) -> None:
+        super().__init__(message)
+        self.html = html
+
+
+def render_report(
+    db: str | os.PathLike[str],
+    *,
+    start: date | datetime | str | None = None,
+    end: date | datetime | str | None = None,
+    currency: str | None = None,
+    out: str | os.PathLike[str] = "reports",
+    notebook: str | os.PathLike[str] = NOTEBOOK,
+) -> Path:
+    """Run the report notebook over the warehouse file `db` for [start, end) (None: all the
+    data) in `currency` (None: every currency), and write `<out>/<name>.html` (no code cells)
+    beside the executed `<name>.ipynb`; return the HTML's path.
+
+    The notebook runs in a kernel of this Python whose environment holds no PAYLENS_* secret;
+    the database is opened read-only. Raises `ReportError` (with the partial HTML) when a
+    tie-out check or any cell failed, and when a secret of the environment shows in the output.
+    """
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    currency = currency.strip().upper() if currency and currency.strip() else None
+    database = Path(db).resolve()
+    if not database.exists():
+        raise FileNotFoundError(f"no warehouse at {database}: run `paylens sync` first")
+    bounds = [_instant(start), _instant(end)]
+    if bounds[0] and bounds[1] and bounds[0] >= bounds[1]:
+        raise ValueError(f"the period is empty: start {start} is not before end {end}")
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    name = "paylens-report_" + "_".join(
+        [
+            *(b.strftime("%Y-%m-%d") if b else "all" for b in bounds),
+            *([currency] if currency else []),
+        ]
+    )
+    executed = folder / f"{name}.ipynb"
+    parameters = {
+        "db": str(database),
+        "start": bounds[0].isoformat() if bounds[0] else None,
+        "end": bounds[1].isoformat() if bounds[1] else None,
+        "currency": currency,
+    }
+    failure: PapermillExecutionError | None = None
+    try:
+        papermill.execute_notebook(
+            str(notebook),
+            str(executed),
+            parameters=parameters,
+            progress_bar=False,
+            kernel_manager_class=_ReportKernel,
+        )
+    except PapermillExecutionError as exc:
+        failure = exc
+    page = _write_html(executed, folder / f"{name}.html")
+    leaked = _secrets_in(executed.read_text(encoding="utf-8"), page.read_text(encoding="utf-8"))
+    if leaked:
+        executed.unlink()
+        page.unlink()
+        raise ReportError(f"the report showed the value of {', '.join(leaked)}; it was deleted")
+    if failure is not None:
+        raise ReportError(f"{failure.ename}: {failure.evalue}", page)
+    return page
+
+
+#: nbconvert's logger for the report: its warning that figures lack alternative text (each
+#: figure's title says what it shows) would print on every run.
+_QUIET = logging.getLogger("paylens.report.nbconvert")
+_QUIET.setLevel(logging.ERROR)
+
+
+def _write_html(executed: Path, page: Path) -> Path:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(
+        exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True, log=_QUIET
+    )
+    body, _ = exporter.from_notebook_node(
+        nbformat.read(executed, as_version=4), resources={"metadata": {"name": "paylens report"}}
+    )
+    page.write_text(body, encoding="utf-8")
+    return page
+
+
+#: Environment variables the report's kernel never gets: it reads the database only.
+_SECRETS = ("PAYLENS_CLIENT_SECRET",)
+
+
+def _secrets_in(*texts: str) -> list[str]:
+    """The secret variables whose value appears in any of the texts."""
+    return [
+        name
+        for name in _SECRETS
+        if (value := os.environ.get(name)) and any(value in t for t in texts)
+    ]
+
+
+class _ThisPython(KernelSpecManager):
+    """Kernel specs that always name this very Python (the paylens running the report),
+    whatever kernels Jupyter knows."""
+
+    def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
+        return KernelSpec(resource_dir=kernelspec.RESOURCES, **kernelspec.get_kernel_dict())
+
+
+class _ReportKernel(AsyncKernelManager):
+    """The report's kernel: this Python, started without the secrets in its environment."""
+
+    @default("kernel_spec_manager")
+    def _kernel_spec_manager_default(self) -> KernelSpecManager:
+        return _ThisPython(data_dir=self.data_dir)
+
+    async def _async_pre_start_kernel(self, **kw: Any) -> Any:
+        kw["env"] = {k: v for k, v in os.environ.items() if k not in _SECRETS}
+        # the kernel's own chatter (transport warnings, exit noise); cells report via iopub
+        kw["stderr"] = subprocess.DEVNULL
+        return await super()._async_pre_start_kernel(**kw)
