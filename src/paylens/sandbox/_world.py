@@ -103,6 +103,7 @@ from ._generate import (
     status_at,
 )
 from ._world_entities import SANDBOX_DOMAIN, EntityViews, iso1
+from ._world_lifecycle import Lifecycle
 from ._world_render import TxViews, WireRows, hi_of_reference, quote_uuid, shows_reference
 from ._world_store import RowSet, TxStore
 from ._world_wallets import WalletAuth
@@ -228,6 +229,7 @@ class World:
         self.config_id = f"PlatformConfig:{uuid_text(int(ids_hi[1]), int(ids_lo[1]))}"
         self.wallets = WalletAuth.generate(self.entities, self.views, seed, end_us)
         self._advances = 0
+        self.lifecycle = Lifecycle(self)  # others' actions, off until configured
 
     # --- clock ----------------------------------------------------------------------------------
 
@@ -270,7 +272,8 @@ class World:
             )
             self.store.append(cols, new)
         self._now = new
-        return {"created": len(created)} | {
+        others = self.lifecycle.advance()
+        return {"created": len(created), **others} | {
             STATUSES[c].lower(): int(k)
             for c, k in zip(codes.tolist(), counts.tolist(), strict=True)
         }
@@ -284,11 +287,12 @@ class World:
         """Every transaction as the list endpoint returns it, in ascending (createdAt, id)."""
         for first in range(0, self.store.n, 2000):
             yield from self.tx.transactions(
-                np.arange(first, min(first + 2000, self.store.n)), self._now
+                self.lifecycle.listed_rows(np.arange(first, min(first + 2000, self.store.n))),
+                self._now,
             )
 
     def transaction_count(self) -> int:
-        return self.store.n
+        return len(self.lifecycle.listed_rows(np.arange(self.store.n)))
 
     def get_transaction_wire(self, transaction_id: str) -> dict[str, Any]:
         return self.tx.transactions(np.array([self.transaction_row(transaction_id)]), self._now)[0]
@@ -328,6 +332,28 @@ class World:
         raise ServiceError(404, "TRANSACTION_NOT_FOUND", f"no transaction {transaction_id}")
 
     def select_transactions(
+        self,
+        *,
+        customers: list[int] | None = None,
+        account: int | None = None,
+        sender: int | None = None,
+        receiver: int | None = None,
+        status: int | None = None,
+        kind: int | None = None,
+        reference: str | None = None,
+        start: int | None = None,
+        end: int | None = None,
+    ) -> RowSet:
+        """The rows matching every given filter (None: no filter), as a RowSet; records that
+        have not arrived in the listings yet (`lifecycle`) are left out."""
+        return self.lifecycle.listed(
+            self._matching_transactions(
+                customers=customers, account=account, sender=sender, receiver=receiver,
+                status=status, kind=kind, reference=reference, start=start, end=end,
+            )
+        )  # fmt: skip
+
+    def _matching_transactions(
         self,
         *,
         customers: list[int] | None = None,

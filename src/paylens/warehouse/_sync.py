@@ -80,6 +80,7 @@ class SyncOptions:
     since: datetime | None = None
     full: bool = False
     progress: bool = True
+    verify_syncs: int = 7
     slice_records: int = 5_000
     leaf_records: int = 2_000
     land_records: int = 1_000
