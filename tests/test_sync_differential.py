@@ -61,6 +61,10 @@ def snapshot(wh: Warehouse) -> dict[Key, tuple[Any, ...]]:
     return rows
 
 
+def _record_id(key: Key) -> str:
+    return str(key[1][0])
+
+
 def status_of(rows: dict[Key, tuple[Any, ...]]) -> dict[str, str]:
     status = [f.name for f in arrow_schema("transactions")].index("status")
     return {key[0]: row[status] for (table, key), row in rows.items() if table == "transactions"}
@@ -90,7 +94,8 @@ class Comparison:
         }
         assert wrong == {}, f"{label}: status differences after the sync"
         differing = {k for k in set(mine) | set(truth) if mine.get(k) != truth.get(k)}
-        self.ages = {k: self.ages.get(k, 0) + 1 for k in differing}
+        # a sync the service served a record broken to does not count towards its bound
+        self.ages = {k: self.ages.get(k, 0) + (_record_id(k) not in quarantined) for k in differing}
         self.seen += len(differing)
         stale = {
             k: (mine.get(k), truth.get(k))
@@ -102,7 +107,8 @@ class Comparison:
 
 def options(**overrides: Any) -> SyncOptions:
     return SyncOptions(
-        **{"concurrency": 4, "progress": False, "verify_syncs": VERIFY_SYNCS} | overrides
+        **{"concurrency": 4, "progress": False, "verify_syncs": VERIFY_SYNCS, "gather_seconds": 0}
+        | overrides
     )
 
 
@@ -240,7 +246,9 @@ class HostileTransport(httpx.BaseTransport):
         if not request.url.path.endswith("/transactions") or response.status_code != 200:
             return response
         body = json.loads(response.read())
-        content = json.dumps(self.hostile.rewrite(body), separators=(",", ":")).encode()
+        content = json.dumps(
+            self.hostile.rewrite(body), ensure_ascii=False, separators=(",", ":")
+        ).encode()
         headers = [(k, v) for k, v in response.headers.items() if k.lower() != "content-length"]
         return httpx.Response(200, headers=headers, content=content, request=request)
 
