@@ -122,6 +122,18 @@ def balanced_slices(
     return [piece for _, piece in sized] + [Window(newest + TICK, None)]
 
 
+def split_point(
+    resume: datetime | None, end: datetime | None, *, idle_worker: bool
+) -> datetime | None:
+    """Where a window being read hands the rest of its range to an idle worker: halfway from
+    its last record to its end (None: it does not split; there is no idle worker, or too
+    little is left). Slices are cut by time, not by count: without this the last dense
+    slice would be read alone, one page per round trip."""
+    if not idle_worker or end is None or resume is None or end - resume < MIN_SPLIT:
+        return None
+    return resume + (end - resume) / 2
+
+
 def explained(remote: dict[str | None, int | None], local: dict[str | None, int]) -> bool:
     """Whether per-status counts account for every record on both sides (so moves between
     statuses can be found from the statuses that gained)."""

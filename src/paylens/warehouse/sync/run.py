@@ -388,17 +388,15 @@ class TransactionSync:
     def _split(
         self, window: Window, resume: datetime | None, end: datetime | None
     ) -> datetime | None:
-        """When a worker is idle and no window waits, hand the later half of what this window
-        has left (from its last record to its end) to that worker: slices are cut by time,
-        not by count, and without this the last dense slice would be read alone, one page per
-        round trip. Returns where this window now stops (its end when it does not split)."""
-        if end is None or resume is None or end - resume < plan.MIN_SPLIT:
-            return end
+        """When a worker is idle and no window waits, hand the later part of what this window
+        has left to that worker (`plan.split_point`). Returns where this window now stops
+        (its end when it does not split)."""
         with self._sched:
-            if self._queued or self._active >= self.options.concurrency:
+            idle = not self._queued and self._active < self.options.concurrency
+            middle = plan.split_point(resume, end, idle_worker=idle)
+            if middle is None:
                 return end
             self._queued += 1  # claimed now, so that no other reader splits for that worker
-        middle = resume + (end - resume) / 2
         child = Window(middle, end, window.status, window.purpose)
         self._register([child])  # before this window stops short of it: nothing is lost
         with self._sched:
