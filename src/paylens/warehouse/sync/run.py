@@ -276,11 +276,16 @@ class TransactionSync:
 
     def _incremental(self) -> None:
         since, recent_start = self._older_start_end()
-        probe = self.service.probe(Window(recent_start, None), sort_order="asc")
-        self._read_all(self._slices(recent_start, None, probe.total_count, "recent"))
         older = Window(since, recent_start)
+        verify, cursor = self._verify_windows(older)
+        # the recent window, the non-terminal listings and the re-verification's share do not
+        # depend on one another: read together, they cost one round of the pool and commits
         self._read_all(
-            [Window(older.start, older.end, status, "watch") for status in NON_TERMINAL_STATUSES]
+            [
+                Window(recent_start, None, purpose="recent"),
+                *(Window(since, recent_start, status, "watch") for status in NON_TERMINAL_STATUSES),
+                *verify,
+            ]
         )
         instants = self.stored.watched(older, self.run_id)
         if instants:
@@ -288,30 +293,26 @@ class TransactionSync:
             span = plan.page_span(start, older.end, self.stored.stored(older))
             self._read_all(plan.point_windows(instants, span, "watch"))
         self._reconcile_range(older)
-        self._verify(older)
+        self.stored.save_verification(Verification(cursor, self.stored.stored(older)))
 
-    def _verify(self, older: Window) -> None:
-        """Re-read the next share of the older range (see `plan.verify_share`)."""
+    def _verify_windows(self, older: Window) -> tuple[list[Window], datetime | None]:
+        """The next share of the older range to re-read (see `plan.verify_share`), and where
+        the round will then stand."""
         state = self.stored.verification()
         total = self.stored.stored(older)
         share = plan.verify_share(total, state.stored or total, self.options.verify_syncs)
-        windows, cursor = plan.verify_windows(state, older, share, self.stored)
-        self._read_all(windows)
-        self.stored.save_verification(Verification(cursor, self.stored.stored(older)))
+        return plan.verify_windows(state, older, share, self.stored)
 
     def _slices(
-        self, start: datetime | None, newest: datetime | None, total: int | None, purpose: str = ""
+        self, start: datetime | None, newest: datetime | None, total: int | None
     ) -> list[Window]:
-        windows = plan.time_slices(
+        return plan.time_slices(
             start,
             newest,
             total,
             slice_records=self.options.slice_records,
             concurrency=self.options.concurrency,
         )
-        for window in windows:
-            window.purpose = purpose
-        return windows
 
     def _balanced_slices(
         self, start: datetime | None, newest: datetime | None, total: int | None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from pydantic import ValidationError
 
 from paylens import models
-from paylens.frames import transaction_tables
+from paylens.frames import parse_records, transaction_tables
 
 from .. import _store
 from .fetch import Landing, parse_time_or_none
@@ -100,17 +100,25 @@ def _missing_required(table: pa.Table) -> list[str]:
     return table.filter(missing).column("id").to_pylist()
 
 
-def _unreadable(items: list[tuple[str, bytes]]) -> list[str]:
-    """Ids of the records the typed read refuses (a wrong type, an integer out of range),
-    found by bisection: a few reads, not one per record."""
+def _unreadable(items: list[tuple[str, bytes]], read: Callable[[list[bytes]], Any]) -> list[str]:
+    """Ids of the records `read` refuses (a wrong type, an integer out of range), found by
+    bisection: a few reads, not one per record."""
     try:
-        transaction_tables(raw=[raw for _, raw in items])
+        read([raw for _, raw in items])
         return []
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         if len(items) == 1:
             return [items[0][0]]
     middle = len(items) // 2
-    return _unreadable(items[:middle]) + _unreadable(items[middle:])
+    return _unreadable(items[:middle], read) + _unreadable(items[middle:], read)
+
+
+def _parse(raw: list[bytes]) -> Any:
+    return parse_records("transactions", raw)
+
+
+def _typed(raw: list[bytes]) -> Any:
+    return transaction_tables(raw=raw)
 
 
 def typed_batch(landings: list[Landing], run_id: int, at: datetime) -> Batch:
@@ -130,7 +138,9 @@ def typed_batch(landings: list[Landing], run_id: int, at: datetime) -> Batch:
         try:
             tables = transaction_tables(raw=list(buffer.values()))
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            for record_id in _unreadable(list(buffer.items())):
+            # the JSON read refuses most bad records, and costs less than the whole typing
+            items = list(buffer.items())
+            for record_id in _unreadable(items, _parse) or _unreadable(items, _typed):
                 rejects.append(reject_row(buffer.pop(record_id), str(exc), run_id, at))
             continue
         dropped = set()
