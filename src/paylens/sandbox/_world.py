@@ -292,7 +292,7 @@ class World:
             )
 
     def transaction_count(self) -> int:
-        return len(self.lifecycle.listed_rows(np.arange(self.store.n)))
+        return self.store.n - self.lifecycle.unlisted
 
     def get_transaction_wire(self, transaction_id: str) -> dict[str, Any]:
         return self.tx.transactions(np.array([self.transaction_row(transaction_id)]), self._now)[0]
@@ -345,28 +345,7 @@ class World:
         end: int | None = None,
     ) -> RowSet:
         """The rows matching every given filter (None: no filter), as a RowSet; records that
-        have not arrived in the listings yet (`lifecycle`) are left out."""
-        return self.lifecycle.listed(
-            self._matching_transactions(
-                customers=customers, account=account, sender=sender, receiver=receiver,
-                status=status, kind=kind, reference=reference, start=start, end=end,
-            )
-        )  # fmt: skip
-
-    def _matching_transactions(
-        self,
-        *,
-        customers: list[int] | None = None,
-        account: int | None = None,
-        sender: int | None = None,
-        receiver: int | None = None,
-        status: int | None = None,
-        kind: int | None = None,
-        reference: str | None = None,
-        start: int | None = None,
-        end: int | None = None,
-    ) -> RowSet:
-        """The rows matching every given filter (None: no filter), as a RowSet.
+        have not arrived in the listings yet (`lifecycle`) are left out.
 
         The most selective indexed filter gives candidate rows (binary-searched to the date
         range); the other filters are checked on those candidates' columns."""
@@ -420,7 +399,7 @@ class World:
             ]
             filters.append((rows, lambda r, rows=rows: np.isin(r, rows)))
         if not filters:
-            return RowSet.range(lo, hi)
+            return self.lifecycle.listed(RowSet.range(lo, hi))
         ranged = [
             rows[np.searchsorted(rows, lo) : np.searchsorted(rows, hi)] for rows, _ in filters
         ]
@@ -429,7 +408,7 @@ class World:
         for i, (_, check) in enumerate(filters):
             if i != best and len(rows):
                 rows = rows[check(rows)]
-        return RowSet.of(rows)
+        return self.lifecycle.listed(RowSet.of(rows))
 
     def render_transactions(self, rows: np.ndarray) -> WireRows:
         """The rows as a page's `data`: pre-encoded JSON that reads as dicts (see `WireRows`)."""

@@ -126,6 +126,11 @@ class Lifecycle:
         every = rows.rows if rows.rows is not None else np.arange(rows.lo, rows.hi)
         return RowSet.of(every[~np.isin(every, np.fromiter(self._hidden, np.int64))])
 
+    @property
+    def unlisted(self) -> int:
+        """Records that have not arrived in the listings yet."""
+        return len(self._hidden)
+
     def listed_rows(self, rows: np.ndarray) -> np.ndarray:
         if not self._hidden:
             return rows
