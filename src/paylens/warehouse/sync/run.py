@@ -8,6 +8,7 @@ with its windows' checkpoints (see `paylens.warehouse.sync` for what is read and
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -346,7 +347,7 @@ class TransactionSync:
             }
             to_read, pending = plan.reconcile_level(
                 pending,
-                lambda i, status, futures=futures: futures[(i, status)].result(),
+                functools.partial(_answer, futures),
                 self.stored,
                 leaf_records=self.options.leaf_records,
                 slice_records=self.options.slice_records,
@@ -428,3 +429,9 @@ class TransactionSync:
         with self.db_lock:
             save.commit(self.con, batch, run_id=self.run_id, at=self.started)
         self.tally.add(batch)
+
+
+def _answer(
+    futures: dict[tuple[int, str | None], Future[int | None]], i: int, status: str | None
+) -> int | None:
+    return futures[(i, status)].result()
