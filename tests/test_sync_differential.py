@@ -107,8 +107,7 @@ class Comparison:
 
 def options(**overrides: Any) -> SyncOptions:
     return SyncOptions(
-        **{"concurrency": 4, "progress": False, "verify_syncs": VERIFY_SYNCS}
-        | overrides
+        **{"concurrency": 4, "progress": False, "verify_syncs": VERIFY_SYNCS} | overrides
     )
 
 

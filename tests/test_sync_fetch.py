@@ -93,8 +93,9 @@ def test_a_total_count_that_is_not_a_count_is_a_typed_error(bad: Any) -> None:
             )
         )
     with pytest.raises(ResponseValidationError, match="totalCount"):
-        fetch.checked_count(bad, "w")
-    assert fetch.checked_count(None, "w") is None and fetch.checked_count(0, "w") == 0
+        fetch.checked_count(bad, Window(T0, None, "FAILED"))
+    window = Window(T0, None)
+    assert fetch.checked_count(None, window) is None and fetch.checked_count(0, window) == 0
 
 
 class FakeList:

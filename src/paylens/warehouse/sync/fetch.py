@@ -42,14 +42,15 @@ def before(text: bytes, end: datetime | None) -> bool:
     return end is None or created is None or created < end
 
 
-def checked_count(value: Any, where: str) -> int | None:
+def checked_count(value: Any, window: Window) -> int | None:
     """A page's `totalCount`: a count, or None when the service does not give one. Anything
     else is a body that does not have the interface's shape."""
     if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
         return value
     raise ResponseValidationError(
-        f"the list of transactions ({where}) answered totalCount={value!r}, "
-        "not a non-negative integer"
+        f"the list of transactions created in [{window.start}, {window.end})"
+        f"{f' with status {window.status}' if window.status else ''} answered "
+        f"totalCount={value!r}, not a non-negative integer"
     )
 
 
@@ -71,11 +72,11 @@ class Service:
         page: RawPage = next(
             iter(self._list(window, limit=1, sort_order=sort_order).pages(raw=True))
         )
-        checked_count(page.total_count, window.key)
+        checked_count(page.total_count, window)
         return page
 
     def count(self, window: Window) -> int | None:
-        return checked_count(self.probe(window, sort_order="asc").total_count, window.key)
+        return checked_count(self.probe(window, sort_order="asc").total_count, window)
 
 
 @dataclass
@@ -109,7 +110,7 @@ def landings(
     resume: datetime | None = None
     end = window.end  # moves earlier when the rest of the window is handed on
     for page in pages:
-        checked_count(page.total_count, window.key)
+        checked_count(page.total_count, window)
         records = list(zip(page.ids, page.records, strict=True))
         if end != window.end and records and not before(records[-1][1], end):
             records = [r for r in records if before(r[1], end)]
