@@ -8,10 +8,11 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
+import pandas as pd
 import pytest
 
 from paylens import Client, Sandbox
@@ -26,6 +27,10 @@ from paylens.warehouse import (
 from ._helpers import same_instants
 
 TX_ONLY = ["transactions"]
+
+
+def sandbox_end() -> datetime:
+    return datetime(2025, 10, 13, tzinfo=UTC)
 
 
 def assert_exact(wh: Warehouse, sandbox: Sandbox) -> None:
@@ -414,3 +419,42 @@ def test_raw_json_is_stored_with_zstd(sandbox: Sandbox, client: Client, wh: Ware
            WHERE column_name = 'raw' AND segment_type = 'VARCHAR'"""
     )
     assert list(methods["compression"].str.upper()) == ["ZSTD"]
+
+
+def test_every_status_and_refund_is_current_after_each_sync_without_reverification(
+    tmp_path: Path,
+) -> None:
+    # the next sync sees what a listing or a count can reveal, rolling re-verification aside:
+    # records that left a non-terminal status (counts that cancel out), refunds progressing on
+    # old FAILED transfers, decided approvals, late arrivals
+    sandbox = Sandbox(seed=8, transactions=3_000, start=sandbox_end() - timedelta(days=40))
+    sandbox.world.lifecycle.configure(approvals=0.5, receipts=5, late=0.2)
+    client = sandbox.client()
+    options = SyncOptions(concurrency=4, progress=False, verify_syncs=10**6)
+    progressed = 0
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        wh.sync(client, resources=TX_ONLY, options=options)
+        for _ in range(4):
+            before = {t["id"]: t for t in sandbox.world.all_transactions()}
+            sandbox.advance(timedelta(hours=12))
+            truth = {t["id"]: t for t in sandbox.world.all_transactions()}
+            progressed += sum(
+                1
+                for i, t in truth.items()
+                if i in before
+                and t["status"] == "FAILED"
+                and (t.get("refund") or {}).get("status")
+                != (before[i].get("refund") or {}).get("status")
+            )
+            report = wh.sync(client, resources=TX_ONLY, options=options)
+            assert report.reverified < 100
+            rows = wh.sql("SELECT id, status, refund_status FROM transactions")
+            stored = {
+                i: (s, None if r is pd.NA else r)
+                for i, s, r in zip(rows["id"], rows["status"], rows["refund_status"], strict=True)
+            }
+            expected = {
+                i: (t["status"], (t.get("refund") or {}).get("status")) for i, t in truth.items()
+            }
+            assert stored == expected
+    assert progressed > 0
