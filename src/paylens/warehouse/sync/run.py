@@ -14,9 +14,10 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 import duckdb
 
@@ -181,6 +182,37 @@ class Writer:
                     self._queue.task_done()
 
 
+class InlineWriter:
+    """The `Writer`'s interface without its threads: each landing is typed and committed as
+    it is handed over."""
+
+    def __init__(
+        self, prepare: Callable[[list[Landing]], Batch], land: Callable[[Batch], None]
+    ) -> None:
+        self._prepare, self._land = prepare, land
+
+    def put(self, landing: Landing) -> None:
+        self._land(self._prepare([landing]))
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class InlineExecutor(Executor):
+    """An executor that runs what is submitted at once, on the calling thread."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # handed to whoever asks for the result
+            future.set_exception(exc)
+        return future
+
+
 class TransactionSync:
     """One run of the transaction sync: the steps of `paylens.warehouse.sync`, read by a pool
     of `concurrency` readers and written by a `Writer`."""
@@ -194,10 +226,15 @@ class TransactionSync:
         started: datetime,
         options: SyncOptions,
         on_page: Callable[[int], None],
+        *,
+        service: Service | None = None,
+        threads: bool = True,
     ) -> None:
+        """`service` stands in for the client's list endpoint (tests); `threads=False` reads
+        every window and commits every landing on the calling thread, in order."""
         self.con = con
         self.db_lock = db_lock
-        self.service = Service(client)
+        self.service = service or Service(client)
         self.run_id = run_id
         self.started = started
         self.options = options
@@ -207,17 +244,23 @@ class TransactionSync:
         self._futures: list[Future[None]] = []
         self._queued = 0  # windows submitted and not started
         self._active = 0  # windows being read
-        self.pool = ThreadPoolExecutor(
-            max_workers=options.concurrency, thread_name_prefix="paylens-sync"
-        )
-        self.writer = Writer(
-            lambda landings: save.typed_batch(landings, run_id, started),
-            self._land,
-            max_rows=options.batch_records,
-            max_bytes=options.batch_bytes,
-            queue_size=options.queue_landings,
-            gather_seconds=options.gather_seconds,
-        )
+        prepare = functools.partial(save.typed_batch, run_id=run_id, at=started)
+        self.pool: Executor
+        self.writer: Writer | InlineWriter
+        if threads:
+            self.pool = ThreadPoolExecutor(
+                max_workers=options.concurrency, thread_name_prefix="paylens-sync"
+            )
+            self.writer = Writer(
+                prepare,
+                self._land,
+                max_rows=options.batch_records,
+                max_bytes=options.batch_bytes,
+                queue_size=options.queue_landings,
+                gather_seconds=options.gather_seconds,
+            )
+        else:
+            self.pool, self.writer = InlineExecutor(), InlineWriter(prepare, self._land)
         self.stored = StoredTransactions(con, db_lock, self.writer.flush)
 
     @property
@@ -385,7 +428,11 @@ class TransactionSync:
     def _submit(self, window: Window) -> None:
         with self._sched:
             self._queued += 1
-            self._futures.append(self.pool.submit(self._read, window))
+        # submitted outside the lock: an inline executor reads the window right here (the
+        # caller's own future, or `_read_all`'s submitting, keeps `_read_all` waiting)
+        future = self.pool.submit(self._read, window)
+        with self._sched:
+            self._futures.append(future)
 
     def _split(
         self, window: Window, resume: datetime | None, end: datetime | None
