@@ -94,15 +94,26 @@ def parse_text_page(response: httpx.Response) -> TextPage:
     except ValueError as exc:
         if "NUMBER_ERROR" not in str(exc):
             raise ResponseValidationError(f"list page is not a page: {exc}") from exc
-        return _parse_text_page_exactly(response.content)
+        return _parse_text_page_exactly(response.content, parser)
     except (KeyError, TypeError) as exc:
         raise ResponseValidationError(f"list page is not a page: {exc}") from exc
 
 
-def _parse_text_page_exactly(content: bytes) -> TextPage:
+def _parse_text_page_exactly(content: bytes, parser: simdjson.Parser) -> TextPage:
     """`parse_text_page` for a page holding a number simdjson cannot read (an integer beyond
     64 bits): Python's JSON keeps it exactly, so the page is read and the one record holding
-    it is refused by whoever types it, not the whole page."""
+    it is refused by whoever types it, not the whole page. Every other record is spelled as
+    the fast path spells it (simdjson's own serialisation), so it reads the same either way."""
+
+    def text(item: Any) -> bytes:
+        spelled = json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode()
+        if not isinstance(item, dict | list):
+            return spelled
+        try:
+            return bytes(parser.parse(spelled).mini)
+        except ValueError:
+            return spelled
+
     try:
         body = json.loads(content)
         data = body["data"]
@@ -111,9 +122,7 @@ def _parse_text_page_exactly(content: bytes) -> TextPage:
     except (ValueError, KeyError, TypeError) as exc:
         raise ResponseValidationError(f"list page is not a page: {exc}") from exc
     return TextPage(
-        records=[
-            json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode() for item in data
-        ],
+        records=[text(item) for item in data],
         ids=[
             item.get("id") if isinstance(item, dict) and isinstance(item.get("id"), str) else None
             for item in data
