@@ -278,7 +278,7 @@ class StoredTransactions:
         self,
         con: duckdb.DuckDBPyConnection,
         lock: threading.Lock | None = None,
-        flush: Any = lambda: None,
+        flush: Callable[[], None] = lambda: None,
     ) -> None:
         self.con = con
         self.lock = lock or threading.Lock()
@@ -362,7 +362,7 @@ class StoredTransactions:
                 ORDER BY instant_us""",
             [*params, run_id],
         )
-        return [t for (t,) in ((instant(r[0]),) for r in rows) if t is not None]
+        return [t for (us,) in rows if (t := instant(us)) is not None]
 
     def verification(self) -> Verification:
         with self._locked() as con:
