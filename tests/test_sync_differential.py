@@ -76,7 +76,7 @@ class Comparison:
 
     verify_syncs: int
     ages: dict[Key, int] = field(default_factory=dict)
-    seen: int = 0  # differences observed in all (how much the bound was exercised)
+    seen: int = 0  # differences of readable records observed: how much the bound was used
 
     def check(self, kept: Warehouse, fresh: Warehouse, report: SyncReport, label: str) -> None:
         mine, truth = snapshot(kept), snapshot(fresh)
@@ -96,7 +96,7 @@ class Comparison:
         differing = {k for k in set(mine) | set(truth) if mine.get(k) != truth.get(k)}
         # a sync the service served a record broken to does not count towards its bound
         self.ages = {k: self.ages.get(k, 0) + (_record_id(k) not in quarantined) for k in differing}
-        self.seen += len(differing)
+        self.seen += sum(_record_id(k) not in quarantined for k in differing)
         stale = {
             k: (mine.get(k), truth.get(k))
             for k, age in self.ages.items()
@@ -159,7 +159,8 @@ def fix_them(sandbox: Sandbox, step: int) -> None:
 @pytest.mark.parametrize("seed", range(20))
 def test_incremental_sync_matches_a_fresh_full_sync(seed: int) -> None:
     comparison = run_case(seed, in_process, before_sync=break_a_few_records, after_sync=fix_them)
-    assert comparison.ages == {} or max(comparison.ages.values()) < VERIFY_SYNCS
+    # receipts on old transfers are seen only by the re-verification: the bound was used
+    assert comparison.seen > 0
 
 
 def test_the_lifecycle_makes_every_kind_of_change() -> None:
