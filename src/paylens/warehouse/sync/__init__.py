@@ -23,7 +23,10 @@ are created. So a sync, on top of what it stored before:
 
 So after every sync each record's status is the service's (for the records the service
 lists, and serves readable), and any other difference is gone within `verify_syncs` syncs; a
-`full=True` sync re-reads everything at once. An empty warehouse is read in full.
+`full=True` sync re-reads everything at once. An empty warehouse is read in full. (Counts can
+hide moves only if records also move the opposite way between terminal statuses, or vanish,
+which the interface's lifecycles never do; should a service do it, the re-verification still
+bounds how long such a difference lasts.)
 
 The parts: `plan` (pure: which windows to read), `fetch` (generators of pages and landings),
 `save` (typed batches, each committed with its checkpoint; the questions about what is stored),
