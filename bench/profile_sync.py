@@ -1,6 +1,6 @@
 """Where a full sync's time goes: its phases on a timeline, the writer's two threads, and the
 process's CPU, page faults and resident memory over time. A diagnostic beside `bench_sync.py`, not a figure
-of merit: it wraps private methods of `paylens.warehouse._sync` to time them.
+of merit: it wraps private methods of `paylens.warehouse.sync` to time them.
 
     paylens sandbox serve --transactions 100000 > env.txt &   # prints PAYLENS_* lines
     python bench/profile_sync.py env.txt /tmp/profile.duckdb
@@ -24,14 +24,15 @@ from typing import Any
 import pyarrow as pa
 
 from paylens import Client
-from paylens.warehouse import Warehouse, _store, _sync, sync_file
+from paylens.warehouse import Warehouse, _store, sync_file
+from paylens.warehouse.sync import run, save
 
 PHASES = {
-    _sync.TransactionSync: ("_balanced_slices", "_read_all", "_reconcile_range", "run"),
-    _sync._Writer: ("flush",),
+    run.TransactionSync: ("_balanced_slices", "_read_all", "_reconcile_range", "run"),
+    run.Writer: ("flush",),
     Warehouse: ("sync", "_finish", "close"),
 }
-STEPS = {_sync.TransactionSync: ("_prepare", "_land", "_checkpoint")}
+STEPS = {save: ("typed_batch", "_checkpoint"), run.TransactionSync: ("_land",)}
 
 
 def main(env_file: str, db: str) -> None:

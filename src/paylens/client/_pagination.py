@@ -4,6 +4,7 @@ false, with the loops a misbehaving service could cause turned into a clear erro
 from __future__ import annotations
 
 import functools
+import json
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -90,8 +91,46 @@ def parse_text_page(response: httpx.Response) -> TextPage:
         )
         del data, body  # the parser can be reused only once its proxies are gone
         return page
+    except ValueError as exc:
+        if "NUMBER_ERROR" not in str(exc):
+            raise ResponseValidationError(f"list page is not a page: {exc}") from exc
+        return _parse_text_page_exactly(response.content, parser)
+    except (KeyError, TypeError) as exc:
+        raise ResponseValidationError(f"list page is not a page: {exc}") from exc
+
+
+def _parse_text_page_exactly(content: bytes, parser: simdjson.Parser) -> TextPage:
+    """`parse_text_page` for a page holding a number simdjson cannot read (an integer beyond
+    64 bits): Python's JSON keeps it exactly, so the page is read and the one record holding
+    it is refused by whoever types it, not the whole page. Every other record is spelled as
+    the fast path spells it (simdjson's own serialisation), so it reads the same either way."""
+
+    def text(item: Any) -> bytes:
+        spelled = json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode()
+        if not isinstance(item, dict | list):
+            return spelled
+        try:
+            return bytes(parser.parse(spelled).mini)
+        except ValueError:
+            return spelled
+
+    try:
+        body = json.loads(content)
+        data = body["data"]
+        if not isinstance(data, list):
+            raise TypeError("data is not a list")
     except (ValueError, KeyError, TypeError) as exc:
         raise ResponseValidationError(f"list page is not a page: {exc}") from exc
+    return TextPage(
+        records=[text(item) for item in data],
+        ids=[
+            item.get("id") if isinstance(item, dict) and isinstance(item.get("id"), str) else None
+            for item in data
+        ],
+        has_more=bool(body.get("hasMore", False)),
+        next_cursor=body.get("nextCursor"),
+        total_count=body.get("totalCount"),
+    )
 
 
 def parse_with(validate: Callable[[bytes], T]) -> Callable[[httpx.Response], T]:

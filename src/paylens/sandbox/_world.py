@@ -121,6 +121,7 @@ from ._generate import (
 from ._idempotency import IdempotencyKeys
 from ._world_entities import SANDBOX_DOMAIN, EntityViews, iso1
 from ._world_incoming import approve_incoming, reject_incoming
+from ._world_lifecycle import Lifecycle
 from ._world_render import TxViews, WireRows, hi_of_reference, quote_uuid, shows_reference
 from ._world_store import RowSet, TxStore
 from ._world_wallets import WalletAuth
@@ -247,6 +248,7 @@ class World:
         self.wallets = WalletAuth.generate(self.entities, self.views, seed, end_us)
         self.idempotency = IdempotencyKeys()
         self._advances = 0
+        self.lifecycle = Lifecycle(self)  # others' actions, off until configured
 
     # --- clock ----------------------------------------------------------------------------------
 
@@ -289,7 +291,8 @@ class World:
             )
             self.store.append(cols, new)
         self._now = new
-        return {"created": len(created)} | {
+        others = self.lifecycle.advance()
+        return {"created": len(created), **others} | {
             STATUSES[c].lower(): int(k)
             for c, k in zip(codes.tolist(), counts.tolist(), strict=True)
         }
@@ -303,11 +306,12 @@ class World:
         """Every transaction as the list endpoint returns it, in ascending (createdAt, id)."""
         for first in range(0, self.store.n, 2000):
             yield from self.tx.transactions(
-                np.arange(first, min(first + 2000, self.store.n)), self._now
+                self.lifecycle.listed_rows(np.arange(first, min(first + 2000, self.store.n))),
+                self._now,
             )
 
     def transaction_count(self) -> int:
-        return self.store.n
+        return self.store.n - self.lifecycle.unlisted
 
     def get_transaction_wire(self, transaction_id: str) -> dict[str, Any]:
         return self.tx.transactions(np.array([self.transaction_row(transaction_id)]), self._now)[0]
@@ -359,7 +363,8 @@ class World:
         start: int | None = None,
         end: int | None = None,
     ) -> RowSet:
-        """The rows matching every given filter (None: no filter), as a RowSet.
+        """The rows matching every given filter (None: no filter), as a RowSet; records that
+        have not arrived in the listings yet (`lifecycle`) are left out.
 
         The most selective indexed filter gives candidate rows (binary-searched to the date
         range); the other filters are checked on those candidates' columns."""
@@ -413,7 +418,7 @@ class World:
             ]
             filters.append((rows, lambda r, rows=rows: np.isin(r, rows)))
         if not filters:
-            return RowSet.range(lo, hi)
+            return self.lifecycle.listed(RowSet.range(lo, hi))
         ranged = [
             rows[np.searchsorted(rows, lo) : np.searchsorted(rows, hi)] for rows, _ in filters
         ]
@@ -422,7 +427,7 @@ class World:
         for i, (_, check) in enumerate(filters):
             if i != best and len(rows):
                 rows = rows[check(rows)]
-        return RowSet.of(rows)
+        return self.lifecycle.listed(RowSet.of(rows))
 
     def render_transactions(self, rows: np.ndarray) -> WireRows:
         """The rows as a page's `data`: pre-encoded JSON that reads as dicts (see `WireRows`)."""

@@ -40,7 +40,7 @@ from paylens.frames import to_pandas
 from . import _journal, _staged, _store, _wallets
 from ._open import WriterLock, close_store, open_store, storage_errors
 from ._store import SCHEMA_VERSION
-from ._sync import SMALL_RESOURCES, SyncOptions, TransactionSync, sync_small_resource, utcnow
+from .sync import SMALL_RESOURCES, SyncOptions, TransactionSync, sync_small_resource, utcnow
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -60,7 +60,9 @@ SANDBOX_LABEL = "SANDBOX DATA"
 
 @dataclass
 class SyncReport:
-    """What one sync did. `source` is where the data came from; sandbox data says so."""
+    """What one sync did. `source` is where the data came from; sandbox data says so.
+    `reverified`: records re-read by the rolling re-verification (its cost; they are counted
+    in `unchanged` or `changed` too)."""
 
     run_id: int
     mode: str
@@ -70,6 +72,7 @@ class SyncReport:
     changed: int = 0
     unchanged: int = 0
     rejected: int = 0
+    reverified: int = 0
     requests: int = 0
     retries: int = 0
     duration_seconds: float = 0.0
@@ -83,7 +86,8 @@ class SyncReport:
         lines = [
             f"sync #{self.run_id} ({self.mode}, {self.label} from {self.source}): "
             f"{self.new:,} new, {self.changed:,} changed, {self.unchanged:,} unchanged, "
-            f"{self.rejected:,} rejected; {self.requests:,} requests ({self.retries:,} retries) "
+            f"{self.rejected:,} rejected, {self.reverified:,} re-verified; "
+            f"{self.requests:,} requests ({self.retries:,} retries) "
             f"in {self.duration_seconds:.1f}s"
         ]
         lines += [
@@ -174,7 +178,7 @@ class Warehouse:
         """Bring the warehouse exactly in step with the service and say what changed.
 
         The first sync reads everything (from `since`, if given); later ones read what is new
-        or changed (see `paylens.warehouse._sync` for how). `concurrency` time slices are paged
+        or changed (see `paylens.warehouse.sync` for how). `concurrency` time slices are paged
         at once, under `rate_limit` requests per second when given. Works in scripts, cron and
         inside a running Jupyter kernel (threads, no event loop). `resources` limits the sync
         to some of: transactions, customers, cards, internal_accounts, external_accounts.
@@ -217,6 +221,7 @@ class Warehouse:
                 )
                 report.mode = engine.run()
                 report.rejected += engine.tally.rejected
+                report.reverified = engine.reverified
                 report.resources["transactions"] = self._run_counts("transactions", run_id)
             for resource in wanted:
                 if resource != "transactions":

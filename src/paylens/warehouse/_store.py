@@ -220,15 +220,22 @@ def upsert_transaction_tables(
     con: duckdb.DuckDBPyConnection, tables: dict[str, pa.Table], *, run_id: int, now: datetime
 ) -> None:
     """Land `frames.transaction_tables` output: each record table upserted, payment
-    instructions replaced under their transactions (in the caller's transaction)."""
+    instructions replaced under their transactions (in the caller's transaction). A record
+    whose `type` changed leaves no row behind in the tables of its former type."""
     for name in ("transactions", "outgoing_fees", "card_transactions"):
         upsert(con, name, tables[name], run_id=run_id, now=now)
+    kinds = tables["transactions"].select(["id", "type"])
+    con.register("_kinds", kinds)
+    try:
+        for name, kind in (("outgoing_fees", "OUTGOING"), ("card_transactions", "CARD")):
+            con.execute(
+                f"""DELETE FROM {name} WHERE id IN
+                    (SELECT id FROM _kinds WHERE type IS DISTINCT FROM '{kind}')"""
+            )
+    finally:
+        con.unregister("_kinds")
     replace_children(
-        con,
-        tables["outgoing_fees"].column("id"),
-        tables["payment_instructions"],
-        run_id=run_id,
-        now=now,
+        con, kinds.column("id"), tables["payment_instructions"], run_id=run_id, now=now
     )
 
 

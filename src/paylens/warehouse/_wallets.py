@@ -31,7 +31,7 @@ import pandas as pd
 from paylens import models as m
 
 from . import _store
-from ._sync import utcnow
+from .sync import utcnow
 
 if TYPE_CHECKING:
     import duckdb

@@ -1,0 +1,135 @@
+"""Reading from the service: generators of list pages and of the landings a window's pages make
+(no threads and no database here; `run` drives them, `save` writes what they yield)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from paylens.client import Client, Paginator, RawPage, TextPage
+from paylens.errors import ResponseValidationError
+
+from .plan import Window
+
+
+def parse_time(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def parse_time_or_none(value: Any) -> datetime | None:
+    try:
+        return parse_time(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def created_at(text: bytes) -> datetime | None:
+    """The `createdAt` of a record's JSON text (one record a page: where a window resumes)."""
+    try:
+        record = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return parse_time_or_none(record.get("createdAt")) if isinstance(record, dict) else None
+
+
+def before(text: bytes, end: datetime | None) -> bool:
+    """Whether a record was created before `end` (a record without a time is kept)."""
+    created = created_at(text)
+    return end is None or created is None or created < end
+
+
+def checked_count(value: Any, window: Window) -> int | None:
+    """A page's `totalCount`: a count, or None when the service does not give one. Anything
+    else is a body that does not have the interface's shape."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    raise ResponseValidationError(
+        f"the list of transactions created in [{window.start}, {window.end})"
+        f"{f' with status {window.status}' if window.status else ''} answered "
+        f"totalCount={value!r}, not a non-negative integer"
+    )
+
+
+class Service:
+    """The list endpoint of transactions, as the sync asks it."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def _list(self, window: Window, *, limit: int | None, sort_order: str) -> Paginator[Any]:
+        return self.client.transactions.list(**window.filters(), sort_order=sort_order, limit=limit)
+
+    def pages(self, window: Window) -> Iterable[TextPage]:
+        """Every page of a window, oldest record first, records kept as JSON texts."""
+        return self._list(window, limit=None, sort_order="asc").pages(raw="text")
+
+    def probe(self, window: Window, *, sort_order: str) -> RawPage:
+        """The first page of one record (its `totalCount` checked)."""
+        page: RawPage = next(
+            iter(self._list(window, limit=1, sort_order=sort_order).pages(raw=True))
+        )
+        checked_count(page.total_count, window)
+        return page
+
+    def count(self, window: Window) -> int | None:
+        return checked_count(self.probe(window, sort_order="asc").total_count, window)
+
+
+@dataclass
+class Landing:
+    """Records read from one window since its last landing, and where the window now stands."""
+
+    window: Window
+    buffer: dict[str, bytes]  # JSON texts by id: compact, and a re-read id replaces
+    rejects: list[bytes]  # records without a string id
+    resume: datetime | None
+    done: bool
+    size: int = 0  # bytes of JSON read into `buffer`
+
+
+def landings(
+    window: Window,
+    pages: Iterable[TextPage],
+    *,
+    land_records: int,
+    land_bytes: int,
+    split: Callable[[datetime | None, datetime | None], datetime | None] = lambda r, e: e,
+    on_page: Callable[[int], None] = lambda n: None,
+) -> Iterator[Landing]:
+    """The landings of one window's pages: one every `land_records` records or `land_bytes`
+    of JSON, and a last one when the window is done. `split(resume, end)` may hand the rest
+    of the window from some point on to another reader; it answers where this one now stops,
+    and records from there on are left to that reader."""
+    buffer: dict[str, bytes] = {}
+    size = 0
+    rejects: list[bytes] = []
+    resume: datetime | None = None
+    end = window.end  # moves earlier when the rest of the window is handed on
+    for page in pages:
+        checked_count(page.total_count, window)
+        records = list(zip(page.ids, page.records, strict=True))
+        if end != window.end and records and not before(records[-1][1], end):
+            records = [r for r in records if before(r[1], end)]
+            more = False  # the rest belongs to the window handed on
+        else:
+            more = page.has_more
+        for record_id, text in records:
+            if record_id is not None:
+                buffer[record_id] = text
+                size += len(text)
+            else:
+                rejects.append(text)
+        if records:
+            resume = created_at(records[-1][1]) or resume
+        on_page(len(page.records))
+        if len(buffer) >= land_records or size >= land_bytes:
+            yield Landing(window, buffer, rejects, resume, False, size)
+            buffer, rejects, size = {}, [], 0
+        if not more:
+            break
+        end = split(resume, end)
+    yield Landing(window, buffer, rejects, resume, True, size)

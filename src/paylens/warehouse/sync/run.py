@@ -1,0 +1,484 @@
+"""Running a sync: the readers' pool, the writer behind them, and the order of the steps.
+
+Time slices are paged concurrently (cursors cannot be split) under a bounded concurrency and an
+optional request-rate budget; their landings go to a writer that types them into batches of
+thousands of rows on one thread and commits them on another, each batch in one transaction
+with its windows' checkpoints (see `paylens.warehouse.sync` for what is read and why).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import duckdb
+
+from paylens.client import Client
+
+from . import fetch, plan, save
+from .fetch import Landing, Service
+from .plan import NON_TERMINAL_STATUSES, Verification, Window
+from .save import Batch, StoredTransactions
+
+logger = logging.getLogger("paylens.warehouse")
+
+
+@dataclass
+class SyncOptions:
+    """How a sync runs. `concurrency` slices are paged at once; `rate_limit` caps requests per
+    second; `recent` is how far before the newest stored record the recent window opens;
+    `since` limits the sync to records created from then on; `full` re-reads everything;
+    `verify_syncs`: every record of the older range is re-read at least once every this many
+    syncs (the rolling re-verification: about 1/`verify_syncs` of it each sync)."""
+
+    concurrency: int = 16
+    rate_limit: float | None = None
+    recent: timedelta = timedelta(days=2)
+    since: datetime | None = None
+    full: bool = False
+    progress: bool = True
+    verify_syncs: int = 7
+    slice_records: int = 5_000
+    leaf_records: int = 2_000
+    land_records: int = 1_000
+    land_bytes: int = 2 << 20
+    batch_records: int = 20_000
+    batch_bytes: int = 32 << 20
+    queue_landings: int = 32
+    gather_seconds: float = 0.2
+
+
+@dataclass
+class Tally:
+    """Counters of one run, shared by the writer and the caller."""
+
+    records: int = 0
+    rejected: int = 0
+    by_purpose: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, batch: Batch) -> None:
+        with self._lock:
+            self.records += batch.records
+            self.rejected += len(batch.rejects)
+            for landing in batch.landings:
+                purpose = landing.window.purpose
+                self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) + len(landing.buffer)
+
+
+class Writer:
+    """Two threads behind the readers: one merges the landings that have arrived (a bounded
+    queue) into large batches (up to `max_rows` records or `max_bytes` of JSON, so memory
+    stays bounded whatever a record weighs) and types them; the other commits them. Arrow's
+    JSON read and DuckDB's writes both run outside the interpreter lock, so typing the next
+    batch overlaps committing the last one while the readers go on fetching."""
+
+    def __init__(
+        self,
+        prepare: Callable[[list[Landing]], Batch],
+        land: Callable[[Batch], None],
+        *,
+        max_rows: int,
+        max_bytes: int,
+        queue_size: int,
+        gather_seconds: float,
+    ) -> None:
+        self._prepare = prepare
+        self._land = land
+        self._max_rows = max_rows
+        self._max_bytes = max_bytes
+        self._gather_seconds = gather_seconds
+        self._flushing = threading.Event()
+        self._queue: queue.Queue[Landing | None] = queue.Queue(maxsize=queue_size)
+        self._typed: queue.Queue[tuple[list[Landing], Batch | None] | None] = queue.Queue(1)
+        self._error: BaseException | None = None
+        self._threads = [
+            threading.Thread(target=self._run_prepare, name="paylens-typer", daemon=True),
+            threading.Thread(target=self._run_land, name="paylens-writer", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def put(self, landing: Landing) -> None:
+        self._raise()
+        self._queue.put(landing)
+
+    def flush(self) -> None:
+        """Wait until everything handed over is committed (or raise what went wrong)."""
+        self._flushing.set()
+        try:
+            self._queue.join()
+        finally:
+            self._flushing.clear()
+        self._raise()
+
+    def close(self) -> None:
+        self._queue.put(None)
+        for thread in self._threads:
+            thread.join()
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def _run_prepare(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                self._queue.task_done()
+                self._typed.put(None)
+                return
+            landings, rows, size = [first], len(first.buffer), first.size
+            # gather for a moment: under latency landings trickle in, and a commit each
+            # would cost a disk sync and a round of statements for a few hundred rows
+            deadline = time.monotonic() + self._gather_seconds
+            while rows < self._max_rows and size < self._max_bytes:
+                left = deadline - time.monotonic()
+                try:
+                    if left <= 0 or self._flushing.is_set():
+                        more = self._queue.get_nowait()
+                    else:
+                        more = self._queue.get(timeout=min(left, 0.02))
+                except queue.Empty:
+                    if left <= 0 or self._flushing.is_set():
+                        break
+                    continue
+                if more is None:
+                    self._queue.put(None)  # seen again by the outer loop after this batch
+                    self._queue.task_done()
+                    break
+                landings.append(more)
+                rows += len(more.buffer)
+                size += more.size
+            batch = None
+            try:
+                if self._error is None:
+                    batch = self._prepare(landings)
+            except BaseException as exc:  # handed to the readers and the caller
+                self._error = exc
+            self._typed.put((landings, batch))
+
+    def _run_land(self) -> None:
+        while True:
+            item = self._typed.get()
+            if item is None:
+                return
+            landings, batch = item
+            try:
+                if self._error is None and batch is not None:
+                    self._land(batch)
+            except BaseException as exc:  # handed to the readers and the caller
+                self._error = exc
+            finally:
+                for _ in landings:
+                    self._queue.task_done()
+
+
+class InlineWriter:
+    """The `Writer`'s interface without its threads: each landing is typed and committed as
+    it is handed over."""
+
+    def __init__(
+        self, prepare: Callable[[list[Landing]], Batch], land: Callable[[Batch], None]
+    ) -> None:
+        self._prepare, self._land = prepare, land
+
+    def put(self, landing: Landing) -> None:
+        self._land(self._prepare([landing]))
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class InlineExecutor(Executor):
+    """An executor that runs what is submitted at once, on the calling thread."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # handed to whoever asks for the result
+            future.set_exception(exc)
+        return future
+
+
+class TransactionSync:
+    """One run of the transaction sync: the steps of `paylens.warehouse.sync`, read by a pool
+    of `concurrency` readers and written by a `Writer`."""
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        db_lock: threading.Lock,
+        client: Client,
+        run_id: int,
+        started: datetime,
+        options: SyncOptions,
+        on_page: Callable[[int], None],
+        *,
+        service: Service | None = None,
+        threads: bool = True,
+    ) -> None:
+        """`service` stands in for the client's list endpoint (tests); `threads=False` reads
+        every window and commits every landing on the calling thread, in order."""
+        self.con = con
+        self.db_lock = db_lock
+        self.service = service or Service(client)
+        self.run_id = run_id
+        self.started = started
+        self.options = options
+        self.on_page = on_page
+        self.tally = Tally()
+        self._sched = threading.Lock()  # the counts below, for splitting windows
+        self._futures: list[Future[None]] = []
+        self._queued = 0  # windows submitted and not started
+        self._active = 0  # windows being read
+        prepare = functools.partial(save.typed_batch, run_id=run_id, at=started)
+        self.pool: Executor
+        self.writer: Writer | InlineWriter
+        if threads:
+            self.pool = ThreadPoolExecutor(
+                max_workers=options.concurrency, thread_name_prefix="paylens-sync"
+            )
+            self.writer = Writer(
+                prepare,
+                self._land,
+                max_rows=options.batch_records,
+                max_bytes=options.batch_bytes,
+                queue_size=options.queue_landings,
+                gather_seconds=options.gather_seconds,
+            )
+        else:
+            self.pool, self.writer = InlineExecutor(), InlineWriter(prepare, self._land)
+        self.stored = StoredTransactions(con, db_lock, self.writer.flush)
+
+    @property
+    def reverified(self) -> int:
+        """Records re-read by the rolling re-verification (its cost)."""
+        return self.tally.by_purpose.get("verify", 0)
+
+    # -- the steps ---------------------------------------------------------------------------
+
+    def run(self) -> str:
+        """Sync; returns the mode that ran ("full" or "incremental")."""
+        try:
+            with self.db_lock:
+                resumed = save.unfinished(self.con, self.run_id)
+            if resumed:
+                logger.info("resuming %d unfinished slices of an interrupted sync", len(resumed))
+            self._read_all(resumed)
+            stored = self.stored.stored(Window(self.options.since, None))
+            mode = "full" if self.options.full or stored == 0 else "incremental"
+            if mode == "full":
+                self._full()
+            else:
+                self._incremental()
+            self.writer.flush()
+            return mode
+        finally:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.writer.close()
+
+    def _full(self) -> None:
+        everything = Window(self.options.since, None)
+        last = self.pool.submit(self.service.probe, everything, sort_order="desc")
+        first = self.service.probe(everything, sort_order="asc")
+        newest_page = last.result()
+        if not first.data:  # the data decides, not totalCount
+            self._reconcile_range(everything)
+            return
+        oldest = fetch.parse_time(first.data[0].get("createdAt")) or self.options.since
+        newest = (
+            fetch.parse_time(newest_page.data[0].get("createdAt")) if newest_page.data else None
+        )
+        self._read_all(self._balanced_slices(oldest, newest, first.total_count))
+        self._reconcile_range(everything)
+        # everything was just read: a round of the re-verification starts at the next sync
+        since, recent_start = self._older_start_end()
+        older = self.stored.stored(Window(since, recent_start))
+        self.stored.save_verification(Verification(None, older))
+
+    def _older_start_end(self) -> tuple[datetime | None, datetime | None]:
+        """Where the recent window opens: the older range is what lies before it."""
+        newest = self.stored.newest()
+        recent_start = newest - self.options.recent if newest else None
+        since = self.options.since
+        if since is not None and (recent_start is None or recent_start < since):
+            recent_start = since
+        return since, recent_start
+
+    def _incremental(self) -> None:
+        since, recent_start = self._older_start_end()
+        older = Window(since, recent_start)
+        verify, cursor = self._verify_windows(older)
+        # the recent window, the non-terminal listings and the re-verification's share do not
+        # depend on one another: read together, they cost one round of the pool and commits
+        self._read_all(
+            [
+                Window(recent_start, None, purpose="recent"),
+                *(Window(since, recent_start, status, "watch") for status in NON_TERMINAL_STATUSES),
+                *verify,
+            ]
+        )
+        instants = self.stored.watched(older, self.run_id)
+        if instants:
+            start = older.start or self.stored.oldest(older)
+            span = plan.page_span(start, older.end, self.stored.stored(older))
+            self._read_all(plan.point_windows(instants, span, "watch"))
+        self._reconcile_range(older)
+        self.stored.save_verification(Verification(cursor, self.stored.stored(older)))
+
+    def _verify_windows(self, older: Window) -> tuple[list[Window], datetime | None]:
+        """The next share of the older range to re-read (see `plan.verify_share`), and where
+        the round will then stand."""
+        state = self.stored.verification()
+        total = self.stored.stored(older)
+        share = plan.verify_share(total, state.stored or total, self.options.verify_syncs)
+        return plan.verify_windows(state, older, share, self.stored)
+
+    def _slices(
+        self, start: datetime | None, newest: datetime | None, total: int | None
+    ) -> list[Window]:
+        return plan.time_slices(
+            start,
+            newest,
+            total,
+            slice_records=self.options.slice_records,
+            concurrency=self.options.concurrency,
+        )
+
+    def _balanced_slices(
+        self, start: datetime | None, newest: datetime | None, total: int | None
+    ) -> list[Window]:
+        """`_slices`, cut where the records are after one round of counts over `concurrency`
+        equal parts of the range (see `plan.balanced_slices`)."""
+        if start is None or newest is None or newest <= start or (total or 0) < 2 * plan.SLICE_MIN:
+            return self._slices(start, newest, total)
+        parts = plan.cut(Window(start, newest + plan.TICK), self.options.concurrency)
+        futures = [self.pool.submit(self.service.count, part) for part in parts]
+        answers = [future.result() for future in futures]
+        counts = [n or 0 for n in answers]
+        if any(n is None for n in answers) or not sum(counts):
+            return self._slices(start, newest, total)
+        count = plan.slice_count(
+            sum(counts),
+            slice_records=self.options.slice_records,
+            concurrency=self.options.concurrency,
+        )
+        return plan.balanced_slices(parts, counts, newest, per_slice=sum(counts) / count)
+
+    def _reconcile_range(self, window: Window) -> None:
+        """Bisect where the service's per-status counts differ from the stored ones and re-read
+        what they show moved (see `plan.reconcile_level`)."""
+        pending: plan.Level = [(window, (None, *plan.ALL_STATUSES))]
+        while pending:
+            futures = {
+                (i, status): self.pool.submit(self.service.count, Window(w.start, w.end, status))
+                for i, (w, statuses) in enumerate(pending)
+                for status in statuses
+            }
+            to_read, pending = plan.reconcile_level(
+                pending,
+                functools.partial(_answer, futures),
+                self.stored,
+                leaf_records=self.options.leaf_records,
+                slice_records=self.options.slice_records,
+            )
+            self._read_all(to_read)
+
+    # -- reading and landing -----------------------------------------------------------------
+
+    def _read_all(self, windows: list[Window]) -> None:
+        """Read windows concurrently; returns once every reader is done (what they handed
+        over is committed while the next step's requests are under way: every question to
+        `stored` waits for it first)."""
+        if not windows:
+            return
+        started = time.perf_counter()
+        self._register(windows)
+        for window in windows:
+            self._submit(window)
+        while True:  # readers may add windows (splits) while this waits
+            with self._sched:
+                running = [f for f in self._futures if not f.done()]
+            if not running:
+                break
+            wait(running)
+        with self._sched:
+            futures, self._futures = self._futures, []
+        for future in futures:
+            future.result()
+        logger.info("read %d window(s) in %.2fs", len(futures), time.perf_counter() - started)
+
+    def _register(self, windows: list[Window]) -> None:
+        with self.db_lock:
+            save.register(self.con, windows, self.run_id)
+
+    def _submit(self, window: Window) -> None:
+        with self._sched:
+            self._queued += 1
+        # submitted outside the lock: an inline executor reads the window right here (the
+        # caller's own future, or `_read_all`'s submitting, keeps `_read_all` waiting)
+        future = self.pool.submit(self._read, window)
+        with self._sched:
+            self._futures.append(future)
+
+    def _split(
+        self, window: Window, resume: datetime | None, end: datetime | None
+    ) -> datetime | None:
+        """When a worker is idle and no window waits, hand the later part of what this window
+        has left to that worker (`plan.split_point`). Returns where this window now stops
+        (its end when it does not split)."""
+        with self._sched:
+            idle = not self._queued and self._active < self.options.concurrency
+            middle = plan.split_point(resume, end, idle_worker=idle)
+            if middle is None:
+                return end
+            self._queued += 1  # claimed now, so that no other reader splits for that worker
+        child = Window(middle, end, window.status, window.purpose)
+        self._register([child])  # before this window stops short of it: nothing is lost
+        with self._sched:
+            self._queued -= 1
+        self._submit(child)
+        return middle
+
+    def _read(self, window: Window) -> None:
+        """Page one window in ascending order, handing its landings to the writer."""
+        with self._sched:
+            self._queued -= 1
+            self._active += 1
+        try:
+            for landing in fetch.landings(
+                window,
+                self.service.pages(window),
+                land_records=self.options.land_records,
+                land_bytes=self.options.land_bytes,
+                split=lambda resume, end: self._split(window, resume, end),
+                on_page=self.on_page,
+            ):
+                self.writer.put(landing)
+        finally:
+            with self._sched:
+                self._active -= 1
+
+    def _land(self, batch: Batch) -> None:
+        with self.db_lock:
+            save.commit(self.con, batch, run_id=self.run_id, at=self.started)
+        self.tally.add(batch)
+
+
+def _answer(
+    futures: dict[tuple[int, str | None], Future[int | None]], i: int, status: str | None
+) -> int | None:
+    return futures[(i, status)].result()

@@ -1,0 +1,381 @@
+"""Writing to the warehouse: landings typed into batches, each batch committed in one transaction
+together with its windows' checkpoints, and the questions the plan asks of what is stored.
+
+Every function here takes the DuckDB connection (and, where a sync runs readers beside it, the
+lock that guards it); none starts a thread or reads from the service."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import ValidationError
+
+from paylens import models
+from paylens.frames import parse_records, transaction_tables
+
+from .. import _store
+from .fetch import Landing, parse_time_or_none
+from .plan import NON_TERMINAL_STATUSES, TERMINAL_REFUND_STATUSES, Verification, Window
+
+logger = logging.getLogger("paylens.warehouse")
+
+_TIMESTAMP = pa.timestamp("us", tz="UTC")
+#: Columns every transaction must have (required by all three kinds in the interface).
+REQUIRED_COLUMNS = ("id", "type", "status", "direction", "customer_id", "platform_customer_id")
+RejectRow = tuple[Any, ...]
+
+
+def instant(epoch_us: int | None) -> datetime | None:
+    """A UTC datetime from DuckDB's epoch microseconds (no pytz needed)."""
+    if epoch_us is None:
+        return None
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=int(epoch_us))
+
+
+# -- typing a batch -------------------------------------------------------------------------
+
+
+@dataclass
+class Batch:
+    """Landings merged and typed, ready to commit."""
+
+    landings: list[Landing]
+    tables: dict[str, pa.Table] | None
+    rejects: list[RejectRow]
+    records: int
+
+
+def reject_row(text: bytes, error: ValidationError | str, run_id: int, at: datetime) -> RejectRow:
+    """A rejected_records row for a record's JSON text; the error comes from the typed models
+    where they refuse it. The text is kept as it came (Python's JSON reads integers of any
+    size, where a native reader would round or refuse them)."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        record = None
+    if isinstance(error, str) and isinstance(record, dict):
+        try:
+            models.parse_transaction(record)
+        except ValidationError as exc:
+            error = exc
+        except (ValueError, TypeError):
+            pass
+    if isinstance(error, ValidationError):
+        error = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()[:5]
+        )
+    fields = record if isinstance(record, dict) else {}
+    status = fields.get("status")
+    logger.warning("rejected transaction %s: %s", fields.get("id"), error)
+    return (
+        run_id,
+        "transactions",
+        fields.get("id") if isinstance(fields.get("id"), str) else None,
+        status if isinstance(status, str) else None,
+        parse_time_or_none(fields.get("createdAt")),
+        error,
+        text.decode("utf-8", "replace"),
+        at,
+    )
+
+
+def _missing_required(table: pa.Table) -> list[str]:
+    """Ids of rows lacking a required field."""
+    missing = None
+    for name in REQUIRED_COLUMNS:
+        nulls = pc.is_null(table.column(name))
+        missing = nulls if missing is None else pc.or_(missing, nulls)
+    if missing is None or not pc.any(missing).as_py():
+        return []
+    return table.filter(missing).column("id").to_pylist()
+
+
+def _unreadable(items: list[tuple[str, bytes]], read: Callable[[list[bytes]], Any]) -> list[str]:
+    """Ids of the records `read` refuses (a wrong type, an integer out of range), found by
+    bisection: a few reads, not one per record."""
+    try:
+        read([raw for _, raw in items])
+        return []
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        if len(items) == 1:
+            return [items[0][0]]
+    middle = len(items) // 2
+    return _unreadable(items[:middle], read) + _unreadable(items[middle:], read)
+
+
+def _parse(raw: list[bytes]) -> Any:
+    return parse_records("transactions", raw)
+
+
+def _typed(raw: list[bytes]) -> Any:
+    return transaction_tables(raw=raw)
+
+
+def typed_batch(landings: list[Landing], run_id: int, at: datetime) -> Batch:
+    """Landings merged (a record read twice keeps its latest read) and typed; the records
+    that do not fit the declared schema are moved to the batch's rejects, each alone: a bad
+    record never holds back the others. Valid batches cost one vectorised read."""
+    buffer: dict[str, bytes] = {}
+    rejects = []
+    for landing in landings:
+        buffer.update(landing.buffer)
+        rejects += [
+            reject_row(t, "not a record with a string id", run_id, at) for t in landing.rejects
+        ]
+    records = len(buffer)
+    tables = None
+    while buffer:
+        try:
+            tables = transaction_tables(raw=list(buffer.values()))
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            # the JSON read refuses most bad records, and costs less than the whole typing
+            items = list(buffer.items())
+            for record_id in _unreadable(items, _parse) or _unreadable(items, _typed):
+                rejects.append(reject_row(buffer.pop(record_id), str(exc), run_id, at))
+            continue
+        dropped = set()
+        for record_id in _missing_required(tables["transactions"]):
+            try:
+                models.parse_transaction(json.loads(buffer[record_id]))
+            except ValidationError as exc:
+                rejects.append(reject_row(buffer[record_id], exc, run_id, at))
+                dropped.add(record_id)
+        if not dropped:
+            break
+        tables = None
+        for record_id in dropped:
+            del buffer[record_id]
+    return Batch(landings, tables, rejects, records)
+
+
+# -- committing -----------------------------------------------------------------------------
+
+
+def commit(con: duckdb.DuckDBPyConnection, batch: Batch, *, run_id: int, at: datetime) -> None:
+    """Commit a batch (landings of one or several windows) in one transaction: its rows, its
+    rejects and each window's checkpoint, so a window's progress never runs ahead of its rows."""
+    with _store.transaction(con):
+        if batch.tables is not None:
+            _store.upsert_transaction_tables(con, batch.tables, run_id=run_id, now=at)
+        _store.record_rejects(con, batch.rejects)
+        _checkpoint(con, batch.landings, run_id)
+
+
+def _checkpoint(con: duckdb.DuckDBPyConnection, landings: list[Landing], run_id: int) -> None:
+    progress = (
+        pa.table(
+            {
+                "slice_key": [landing.window.key for landing in landings],
+                "resume": pa.array([landing.resume for landing in landings], _TIMESTAMP),
+                "done": [landing.done for landing in landings],
+                "records": pa.array([len(landing.buffer) for landing in landings], pa.int64()),
+            }
+        )
+        .group_by("slice_key", use_threads=False)
+        .aggregate([("resume", "max"), ("done", "any"), ("records", "sum")])
+    )
+    con.register("_progress", progress)
+    try:
+        con.execute(
+            """UPDATE sync_slices s
+               SET resume_from = coalesce(p.resume_max, s.resume_from),
+                   done = s.done OR p.done_any, records = s.records + p.records_sum
+               FROM _progress p
+               WHERE s.run_id = ? AND s.resource = 'transactions' AND s.slice_key = p.slice_key""",
+            [run_id],
+        )
+    finally:
+        con.unregister("_progress")
+
+
+def register(con: duckdb.DuckDBPyConnection, windows: list[Window], run_id: int) -> None:
+    """Record the windows to read (one statement: a statement or commit each would cost a
+    round of the interpreter and a disk sync per window)."""
+    slices = pa.table(
+        {
+            "slice_key": [w.key for w in windows],
+            "slice_start": pa.array([w.start for w in windows], _TIMESTAMP),
+            "slice_end": pa.array([w.end for w in windows], _TIMESTAMP),
+            "status_filter": [w.status or "" for w in windows],
+        }
+    )
+    con.register("_slices", slices)
+    try:
+        con.execute(
+            """INSERT OR IGNORE INTO sync_slices
+               SELECT ?, 'transactions', slice_key, slice_start, slice_end, status_filter,
+                      NULL, false, 0
+               FROM _slices""",
+            [run_id],
+        )
+    finally:
+        con.unregister("_slices")
+
+
+def unfinished(con: duckdb.DuckDBPyConnection, run_id: int) -> list[Window]:
+    """Windows of interrupted runs, to finish first (from their checkpoints); those runs are
+    marked interrupted."""
+    rows = con.execute(
+        """SELECT epoch_us(s.slice_start), epoch_us(s.slice_end), s.status_filter,
+                  epoch_us(s.resume_from)
+           FROM sync_slices s JOIN sync_runs r USING (run_id)
+           WHERE s.resource = 'transactions' AND NOT s.done AND r.status = 'running'
+             AND s.run_id <> ?""",
+        [run_id],
+    ).fetchall()
+    con.execute(
+        "UPDATE sync_runs SET status = 'interrupted' WHERE status = 'running' AND run_id <> ?",
+        [run_id],
+    )
+    return [
+        Window(instant(resume if resume is not None else start), instant(end), status or None)
+        for start, end, status, resume in rows
+    ]
+
+
+# -- what is stored -------------------------------------------------------------------------
+
+#: Stored records plus the latest rejection of records never stored: a quarantined record is
+#: re-read by itself every sync (`watched`) until the service serves it fixed, so the counts
+#: of the reconciliation take it as known rather than bisect towards it every sync.
+_KNOWN = """(SELECT created_at, status FROM transactions
+             UNION ALL
+             SELECT created_at, status FROM (
+               SELECT DISTINCT ON (record_id) record_id, created_at, status FROM rejected_records
+               WHERE resource = 'transactions' AND record_id IS NOT NULL
+                 AND record_id NOT IN (SELECT id FROM transactions)
+               ORDER BY record_id, rejected_at DESC))"""
+
+_VERIFY_META = ("verify_cursor", "verify_stored")
+
+
+def _where(window: Window) -> tuple[str, list[Any]]:
+    clauses, params = ["TRUE"], []
+    if window.start is not None:
+        clauses.append("created_at >= ?")
+        params.append(window.start)
+    if window.end is not None:
+        clauses.append("created_at < ?")
+        params.append(window.end)
+    return " AND ".join(clauses), params
+
+
+class StoredTransactions:
+    """Answers about the stored transactions (the plan's `Stored`), each once everything
+    handed to the writer is committed (`flush`)."""
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        lock: threading.Lock | None = None,
+        flush: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.con = con
+        self.lock = lock or threading.Lock()
+        self.flush = flush
+
+    @contextmanager
+    def _locked(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        self.flush()
+        with self.lock:
+            yield self.con
+
+    def _rows(self, query: str, params: list[Any]) -> list[tuple[Any, ...]]:
+        with self._locked() as con:
+            return con.execute(query, params).fetchall()
+
+    def counts(self, window: Window) -> dict[str | None, int]:
+        where, params = _where(window)
+        rows = self._rows(f"SELECT status, count(*) FROM {_KNOWN} WHERE {where} GROUP BY 1", params)
+        return {status: n for status, n in rows}
+
+    def stored(self, window: Window) -> int:
+        """Records stored (quarantined ones are not)."""
+        where, params = _where(window)
+        return int(self._rows(f"SELECT count(*) FROM transactions WHERE {where}", params)[0][0])
+
+    def _stat(self, function: str, window: Window) -> datetime | None:
+        where, params = _where(window)
+        rows = self._rows(
+            f"SELECT epoch_us({function}(created_at)) FROM {_KNOWN} WHERE {where}", params
+        )
+        return instant(rows[0][0]) if rows else None
+
+    def newest(self) -> datetime | None:
+        return instant(self._rows("SELECT epoch_us(max(created_at)) FROM transactions", [])[0][0])
+
+    def oldest(self, window: Window) -> datetime | None:
+        return self._stat("min", window)
+
+    def newest_in(self, window: Window) -> datetime | None:
+        newest = self._stat("max", window)
+        return None if newest is None else newest + timedelta(microseconds=1)
+
+    def median(self, window: Window) -> datetime | None:
+        return self._stat("median", window)
+
+    def nth(self, window: Window, n: int) -> datetime | None:
+        where, params = _where(window)
+        rows = self._rows(
+            f"""SELECT epoch_us(created_at) FROM transactions WHERE {where}
+                ORDER BY created_at LIMIT 1 OFFSET ?""",
+            [*params, n],
+        )
+        return instant(rows[0][0]) if rows else None
+
+    def watched(self, older: Window, run_id: int) -> list[datetime]:
+        """Creation times (sorted, distinct) of the records no listing of this run can show
+        have changed, so they are re-read by themselves:
+
+        - records of the older range stored in a non-terminal status that this run's listings
+          of those statuses did not bring back: they left it (a card hold that settled may be
+          balanced, in the per-status counts, by a settled one refunded);
+        - FAILED transfers whose refund is still under way: the refund progresses while the
+          status stays FAILED;
+        - quarantined records not stored since (never stored, or stored before they were
+          served broken): the service may serve them fixed."""
+        where, params = _where(older)
+        statuses = ", ".join(f"'{s}'" for s in NON_TERMINAL_STATUSES)
+        refunds = ", ".join(f"'{s}'" for s in TERMINAL_REFUND_STATUSES)
+        rows = self._rows(
+            f"""SELECT DISTINCT epoch_us(created_at) AS instant_us FROM transactions
+                WHERE {where} AND sync_run_id <> ?
+                  AND (status IN ({statuses})
+                       OR (status = 'FAILED' AND refund_status IS NOT NULL
+                           AND refund_status NOT IN ({refunds})))
+                UNION
+                SELECT DISTINCT epoch_us(r.created_at) FROM rejected_records r
+                LEFT JOIN transactions t ON t.id = r.record_id
+                WHERE r.resource = 'transactions' AND r.record_id IS NOT NULL
+                  AND r.created_at IS NOT NULL
+                  AND (t.id IS NULL OR r.run_id >= t.sync_run_id)
+                ORDER BY instant_us""",
+            [*params, run_id],
+        )
+        return [t for (us,) in rows if (t := instant(us)) is not None]
+
+    def verification(self) -> Verification:
+        with self._locked() as con:
+            meta = _store.meta(con)
+        cursor, stored = (meta.get(name) for name in _VERIFY_META)
+        return Verification(
+            datetime.fromisoformat(cursor) if cursor else None, int(stored) if stored else 0
+        )
+
+    def save_verification(self, state: Verification) -> None:
+        with self._locked() as con:
+            _store.set_meta(
+                con,
+                verify_cursor=state.cursor.isoformat() if state.cursor else "",
+                verify_stored=str(state.stored),
+            )

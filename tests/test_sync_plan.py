@@ -1,0 +1,191 @@
+"""The sync's plan: pure functions of stored and remote counts, checked with fakes (no service,
+no database, no threads)."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from paylens.warehouse.sync import plan
+from paylens.warehouse.sync.plan import TICK, Verification, Window
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def at(hours: float) -> datetime:
+    return T0 + timedelta(hours=hours)
+
+
+@dataclass
+class FakeStored:
+    """Stored records as (created_at, status), answering the plan's questions."""
+
+    records: list[tuple[datetime, str]]
+
+    def _in(self, window: Window) -> list[tuple[datetime, str]]:
+        return sorted(
+            (t, s)
+            for t, s in self.records
+            if (window.start is None or t >= window.start)
+            and (window.end is None or t < window.end)
+        )
+
+    def counts(self, window: Window) -> dict[str | None, int]:
+        return dict(Counter(s for _, s in self._in(window)))
+
+    def oldest(self, window: Window) -> datetime | None:
+        inside = self._in(window)
+        return inside[0][0] if inside else None
+
+    def newest_in(self, window: Window) -> datetime | None:
+        inside = self._in(window)
+        return inside[-1][0] + TICK if inside else None
+
+    def median(self, window: Window) -> datetime | None:
+        inside = self._in(window)
+        return inside[len(inside) // 2][0] if inside else None
+
+    def nth(self, window: Window, n: int) -> datetime | None:
+        inside = self._in(window)
+        return inside[n][0] if n < len(inside) else None
+
+
+def remote_of(records: list[tuple[datetime, str]], pending: plan.Level):
+    """The service's count function over `records` for the windows of `pending`."""
+    service = FakeStored(records)
+
+    def count(i: int, status: str | None) -> int:
+        counts = service.counts(pending[i][0])
+        return sum(counts.values()) if status is None else counts.get(status, 0)
+
+    return count
+
+
+def reconcile(
+    stored: list[tuple[datetime, str]], remote: list[tuple[datetime, str]]
+) -> list[Window]:
+    """Every window the reconciliation reads, level after level, over [T0, T0 + 1000 h)."""
+    pending: plan.Level = [(Window(T0, at(1000)), (None, *plan.ALL_STATUSES))]
+    read: list[Window] = []
+    while pending:
+        to_read, pending_next = plan.reconcile_level(
+            pending,
+            remote_of(remote, pending),
+            FakeStored(stored),
+            leaf_records=4,
+            slice_records=50,
+        )
+        read += to_read
+        pending = pending_next
+    return read
+
+
+def test_nothing_changed_reads_nothing() -> None:
+    records = [(at(i), "COMPLETED") for i in range(200)]
+    assert reconcile(records, records) == []
+
+
+def test_a_status_change_is_read_filtered_by_the_status_it_reached() -> None:
+    stored = [(at(i), "COMPLETED") for i in range(200)] + [(at(500.5), "SETTLED")]
+    remote = [(at(i), "COMPLETED") for i in range(200)] + [(at(500.5), "REFUNDED")]
+    read = reconcile(stored, remote)
+    assert read == [Window(T0, at(1000), "REFUNDED")]  # one record to page, not 201
+
+
+def test_many_moves_into_a_status_are_narrowed_by_bisection() -> None:
+    stored = [(at(i), "SETTLED") for i in range(200)]
+    remote = [(at(i), "REFUNDED" if 100 <= i < 110 else "SETTLED") for i in range(200)]
+    read = reconcile(stored, remote)
+    assert {w.status for w in read} == {"REFUNDED"}
+    covered = [t for t, s in remote if s == "REFUNDED" and any(w.start <= t < w.end for w in read)]
+    assert len(covered) == 10
+    assert all(w.start >= at(64) and w.end <= at(150) for w in read)
+
+
+def test_counts_that_do_not_add_up_are_not_trusted() -> None:
+    # a service that says 0 for everything: the stored records are read again, not dropped
+    stored = [(at(i), "COMPLETED") for i in range(20)]
+    pending: plan.Level = [(Window(T0, at(1000)), (None, *plan.ALL_STATUSES))]
+    to_read, deeper = plan.reconcile_level(
+        pending, lambda i, s: 0, FakeStored(stored), leaf_records=100, slice_records=50
+    )
+    assert to_read == [Window(T0, at(1000))] and deeper == []
+
+
+def test_a_missing_record_is_found_by_the_total() -> None:
+    remote = [(at(i), "COMPLETED") for i in range(100)]
+    stored = remote[:37] + remote[38:]
+    read = reconcile(stored, remote)
+    assert any(w.start <= at(37) < w.end for w in read)
+
+
+def test_point_windows_share_a_window_when_close() -> None:
+    instants = [at(1), at(1.5), at(10), at(10)]
+    windows = plan.point_windows(instants, timedelta(hours=1), "watch")
+    assert windows == [Window(at(1), at(1.5) + TICK), Window(at(10), at(10) + TICK)]
+    assert {w.purpose for w in windows} == {"watch"}
+    assert plan.point_windows([at(1), at(3)], timedelta(0), "w") == [
+        Window(at(1), at(1) + TICK),
+        Window(at(3), at(3) + TICK),
+    ]
+
+
+def test_page_span_is_the_time_a_page_of_stored_records_takes() -> None:
+    assert plan.page_span(at(0), at(100), 1_000) == timedelta(hours=10)
+    assert plan.page_span(at(0), at(100), 50) == timedelta(hours=100)
+
+
+def test_split_point_halves_what_is_left_only_for_an_idle_worker() -> None:
+    assert plan.split_point(at(2), at(4), idle_worker=True) == at(3)
+    assert plan.split_point(at(2), at(4), idle_worker=False) is None
+    assert plan.split_point(at(2), None, idle_worker=True) is None
+    assert plan.split_point(at(2), at(2) + timedelta(milliseconds=10), idle_worker=True) is None
+
+
+@pytest.mark.parametrize("verify_syncs", [1, 3, 7])
+def test_every_record_of_a_growing_range_is_reverified_within_verify_syncs(
+    verify_syncs: int,
+) -> None:
+    # the older range grows at its end (and by late arrivals in its middle) while a round
+    # goes on; whatever the record, the gap between two re-reads is at most verify_syncs
+    records = [(at(i), "COMPLETED") for i in range(100)]
+    state = Verification(None, len(records))
+    last_seen: dict[datetime, int] = {t: 0 for t, _ in records}
+    end = at(100)
+    for sync in range(1, 40):
+        records += [(at(100 + 3 * sync + k / 3), "COMPLETED") for k in range(3)]
+        records.append((at(sync + 0.5), "COMPLETED"))  # a late arrival
+        end = at(100 + 3 * sync + 1)
+        older = Window(T0, end)
+        stored = FakeStored(records)
+        total = sum(stored.counts(older).values())
+        share = plan.verify_share(total, state.stored, verify_syncs)
+        windows, cursor = plan.verify_windows(state, older, share, stored)
+        state = Verification(cursor, total)
+        for w in windows:
+            for t, _ in stored._in(w):
+                last_seen[t] = sync
+        for t, _ in stored._in(older):
+            last_seen.setdefault(t, sync - 1)  # entered the range just now
+            assert sync - last_seen[t] < verify_syncs, (sync, t)
+
+
+def test_verify_share_reads_a_share_plus_what_entered() -> None:
+    assert plan.verify_share(700, 700, 7) == 100
+    assert plan.verify_share(710, 700, 7) == 102 + 10
+    assert plan.verify_share(5, 0, 7) == 5
+    with pytest.raises(ValueError, match="verify_syncs"):
+        plan.verify_share(10, 10, 0)
+
+
+def test_time_slices_cover_the_range_and_what_comes_after() -> None:
+    windows = plan.time_slices(at(0), at(10), 1_000, slice_records=100, concurrency=2)
+    assert windows[0].start == at(0) and windows[-1] == Window(at(10) + TICK, None)
+    assert all(a.end == b.start for a, b in itertools.pairwise(windows))
+    assert plan.time_slices(None, at(10), 5, slice_records=100, concurrency=2) == [
+        Window(None, None)
+    ]

@@ -1,0 +1,234 @@
+"""The sync's run: the steps of a run on the calling thread (`threads=False`) against a fake
+service holding sandbox records that a test changes at will, and the writer behind the readers
+(its threads are what it is about: a fake typer and committer stand in for DuckDB)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import duckdb
+import orjson
+import pytest
+
+from paylens import Sandbox
+from paylens.client import RawPage, TextPage
+from paylens.warehouse import _store
+from paylens.warehouse.sync import SyncOptions, TransactionSync
+from paylens.warehouse.sync.fetch import Landing, parse_time
+from paylens.warehouse.sync.plan import Window
+from paylens.warehouse.sync.run import Writer
+from paylens.warehouse.sync.save import Batch
+
+AT = datetime(2025, 10, 13, tzinfo=UTC)
+
+
+class FakeService:
+    """The list endpoint over records kept in memory (change them between runs), in pages of
+    100, recording every window it is asked to page."""
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        self.records = {r["id"]: r for r in records}
+        self.broken: set[str] = set()
+        self.asked: list[Window] = []
+
+    def _select(self, window: Window) -> list[dict[str, Any]]:
+        def inside(r: dict[str, Any]) -> bool:
+            created = parse_time(r["createdAt"])
+            assert created is not None
+            return (
+                (window.start is None or created >= window.start)
+                and (window.end is None or created < window.end)
+                and (window.status is None or r["status"] == window.status)
+            )
+
+        rows = [r for r in self.records.values() if inside(r)]
+        return sorted(rows, key=lambda r: (r["createdAt"], r["id"]))
+
+    def _text(self, record: dict[str, Any]) -> bytes:
+        if record["id"] in self.broken:  # an amount that is not an integer
+            return orjson.dumps({**record, "sentAmount": {**record["sentAmount"], "amount": 0.5}})
+        return orjson.dumps(record)
+
+    def pages(self, window: Window) -> Iterator[TextPage]:
+        self.asked.append(window)
+        rows = self._select(window)
+        for first in range(0, max(len(rows), 1), 100):
+            chunk = rows[first : first + 100]
+            more = first + 100 < len(rows)
+            yield TextPage(
+                [self._text(r) for r in chunk], [r["id"] for r in chunk], more, None, len(rows)
+            )
+
+    def probe(self, window: Window, *, sort_order: str) -> RawPage:
+        rows = self._select(window)
+        first = rows[:1] if sort_order == "asc" else rows[-1:]
+        return RawPage(first, len(rows) > 1, None, len(rows))
+
+    def count(self, window: Window) -> int:
+        return len(self._select(window))
+
+
+@pytest.fixture
+def service() -> FakeService:
+    records = list(Sandbox(seed=23, transactions=600).world.all_transactions())
+    return FakeService(records)
+
+
+@pytest.fixture
+def con() -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = duckdb.connect(":memory:")
+    _store.ensure_schema(connection)
+    yield connection
+    connection.close()
+
+
+def run(con: duckdb.DuckDBPyConnection, service: FakeService, **options: Any) -> TransactionSync:
+    """One run on the calling thread; its run id follows the last one."""
+    run_id = _store.next_run_id(con)
+    con.execute("INSERT INTO sync_runs (run_id, status) VALUES (?, 'running')", [run_id])
+    service.asked = []
+    engine = TransactionSync(
+        con,
+        threading.Lock(),
+        None,  # type: ignore[arg-type]  # the fake service stands in for the client
+        run_id,
+        AT,
+        SyncOptions(**{"concurrency": 1, "progress": False} | options),
+        lambda records: None,
+        service=service,  # type: ignore[arg-type]
+        threads=False,
+    )
+    engine.mode = engine.run()  # type: ignore[attr-defined]
+    con.execute("UPDATE sync_runs SET status = 'succeeded' WHERE run_id = ?", [run_id])
+    return engine
+
+
+def stored(con: duckdb.DuckDBPyConnection, column: str) -> dict[str, Any]:
+    return dict(con.execute(f"SELECT id, {column} FROM transactions").fetchall())
+
+
+def older(service: FakeService, **match: Any) -> list[dict[str, Any]]:
+    """Records created over 3 days before the newest one (out of the recent window)."""
+    newest = max(parse_time(r["createdAt"]) for r in service.records.values())  # type: ignore[type-var]
+    return [
+        r
+        for r in service.records.values()
+        if parse_time(r["createdAt"]) < newest - timedelta(days=3)  # type: ignore[operator]
+        and all(r.get(k) == v for k, v in match.items())
+    ]
+
+
+def test_a_first_run_reads_everything_and_a_second_only_its_share(
+    con: duckdb.DuckDBPyConnection, service: FakeService
+) -> None:
+    first = run(con, service)
+    assert first.mode == "full"  # type: ignore[attr-defined]
+    assert stored(con, "raw") == {i: orjson.dumps(r).decode() for i, r in service.records.items()}
+    again = run(con, service, verify_syncs=4)
+    assert again.mode == "incremental"  # type: ignore[attr-defined]
+    assert [w.purpose for w in service.asked] == ["recent"] + ["watch"] * 6 + ["verify"]
+    older_count = len(older(service))
+    assert older_count / 4 <= again.reverified <= len(service.records) / 4 + 1
+
+
+def test_counts_that_cancel_out_still_show_both_changes(
+    con: duckdb.DuckDBPyConnection, service: FakeService
+) -> None:
+    # a card hold settles while a settled card is refunded: the SETTLED count stays the same
+    held, settled = older(service, type="CARD")[:2]
+    held["status"], settled["status"] = "AUTHORIZED", "SETTLED"
+    run(con, service)
+    held["status"], settled["status"] = "SETTLED", "REFUNDED"
+    run(con, service, verify_syncs=10**6)
+    statuses = stored(con, "status")
+    assert (statuses[held["id"]], statuses[settled["id"]]) == ("SETTLED", "REFUNDED")
+    created = parse_time(held["createdAt"])
+    assert any(  # the one that left AUTHORIZED was read by itself
+        w.purpose == "watch" and w.status is None and w.start <= created < w.end  # type: ignore[operator]
+        for w in service.asked
+    )
+
+
+def test_a_refund_under_way_on_a_failed_transfer_is_followed(
+    con: duckdb.DuckDBPyConnection, service: FakeService
+) -> None:
+    failed = older(service, type="OUTGOING")[0]
+    failed["status"] = "FAILED"
+    failed["refund"] = {"status": "PENDING", "reason": "TRANSACTION_FAILED"}
+    run(con, service)
+    failed["refund"] = {"status": "COMPLETED", "reason": "TRANSACTION_FAILED"}
+    run(con, service, verify_syncs=10**6)
+    assert stored(con, "refund_status")[failed["id"]] == "COMPLETED"
+
+
+def test_a_quarantined_record_is_read_again_until_the_service_fixes_it(
+    con: duckdb.DuckDBPyConnection, service: FakeService
+) -> None:
+    record = older(service, type="OUTGOING", status="COMPLETED")[0]
+    run(con, service)
+    service.broken = {record["id"]}
+    record["receiptDeliveryConfirmedAt"] = record["createdAt"]
+    before = stored(con, "raw")[record["id"]]
+    for _ in range(2):  # broken: set aside each time (read again, and by the share), kept as was
+        assert run(con, service, verify_syncs=1).tally.rejected >= 1
+        assert stored(con, "raw")[record["id"]] == before
+    service.broken = set()
+    run(con, service, verify_syncs=10**6)
+    assert stored(con, "raw")[record["id"]] == orjson.dumps(record).decode()
+
+
+@pytest.mark.parametrize("verify_syncs", [1, 3])
+def test_a_field_changing_without_its_status_is_seen_within_verify_syncs(
+    con: duckdb.DuckDBPyConnection, service: FakeService, verify_syncs: int
+) -> None:
+    completed = older(service, status="COMPLETED")
+    run(con, service)
+    for record in completed:
+        record["receiptDeliveryConfirmedAt"] = record["createdAt"]
+    for _ in range(verify_syncs):
+        run(con, service, verify_syncs=verify_syncs)
+    raw = stored(con, "raw")
+    assert [r["id"] for r in completed if raw[r["id"]] != orjson.dumps(r).decode()] == []
+
+
+def test_landings_and_batches_are_bounded_in_bytes_as_well_as_records() -> None:
+    # memory stays bounded whatever a record weighs: heavy records make smaller batches
+
+    def prepare(landings: list[Landing]) -> Batch:
+        return Batch(landings, None, [], sum(len(landing.buffer) for landing in landings))
+
+    cases = {
+        "heavy records: the byte bound ends each batch": (1, 4_000, [3, 3, 3, 1]),
+        "many records: the record bound ends each batch": (400, 4, [3, 3, 3, 1]),
+        "neither bound: the flush ends the one batch": (1, 10, [10]),
+    }
+    for case, (records, size, expected) in cases.items():
+        committed: list[list[Landing]] = []
+        writer = Writer(
+            prepare,
+            lambda batch, committed=committed: committed.append(batch.landings),
+            max_rows=1_000,
+            max_bytes=10_000,
+            queue_size=32,
+            gather_seconds=60,  # only the bounds or the flush end a batch
+        )
+        sent = [
+            Landing(
+                Window(None, None),
+                {f"tx-{n}-{i}": b"{}" for i in range(records)},
+                [],
+                None,
+                False,
+                size,
+            )
+            for n in range(10)
+        ]
+        for landing in sent:
+            writer.put(landing)
+        writer.flush()
+        writer.close()
+        assert [len(batch) for batch in committed] == expected, case
+        assert [landing for batch in committed for landing in batch] == sent, case

@@ -1,0 +1,147 @@
+"""The sync's saving: landings typed into batches, bad records set aside one by one, each batch
+committed with its checkpoint, and what the plan asks of the store; on a DuckDB connection of
+its own (no service, no threads), with records from the sandbox."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import duckdb
+import orjson
+import pytest
+
+from paylens import Sandbox
+from paylens.warehouse import _store
+from paylens.warehouse.sync import save
+from paylens.warehouse.sync.fetch import Landing
+from paylens.warehouse.sync.plan import Window
+
+AT = datetime(2025, 10, 13, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def records() -> list[dict]:
+    return list(Sandbox(seed=17, transactions=400).world.all_transactions())
+
+
+@pytest.fixture
+def con() -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = duckdb.connect(":memory:")
+    _store.ensure_schema(connection)
+    connection.execute(
+        "INSERT INTO sync_runs (run_id, status) VALUES (1, 'succeeded'), (2, 'running')"
+    )
+    yield connection
+    connection.close()
+
+
+def landing(records: list[dict], window: Window | None = None, done: bool = True) -> Landing:
+    texts = {r["id"]: orjson.dumps(r) for r in records}
+    return Landing(
+        window or Window(None, None), texts, [], None, done, sum(map(len, texts.values()))
+    )
+
+
+def with_huge_amount(record: dict) -> bytes:
+    key = next(k for k in ("sentAmount", "receivedAmount", "authorizedAmount") if k in record)
+    return json.dumps({**record, key: {**record[key], "amount": 2**64 + 5}}).encode()
+
+
+def test_a_bad_record_is_set_aside_alone(records: list[dict]) -> None:
+    good = landing(records[:50])
+    good.buffer[records[7]["id"]] = with_huge_amount(records[7])
+    good.buffer[records[9]["id"]] = orjson.dumps({**records[9], "status": None})
+    batch = save.typed_batch([good], run_id=2, at=AT)
+    assert batch.records == 50 and batch.tables is not None
+    assert batch.tables["transactions"].num_rows == 48
+    rejected = {row[2]: row for row in batch.rejects}
+    assert set(rejected) == {records[7]["id"], records[9]["id"]}
+    assert "18446744073709551621" in rejected[records[7]["id"]][6]  # kept as it came
+    assert "status" in rejected[records[9]["id"]][5]
+
+
+def test_a_batch_commits_with_its_checkpoint(
+    con: duckdb.DuckDBPyConnection, records: list[dict]
+) -> None:
+    window = Window(None, AT)
+    save.register(con, [window], run_id=2)
+    first = landing(records[:30], window, done=False)
+    first.resume = AT
+    save.commit(con, save.typed_batch([first], 2, AT), run_id=2, at=AT)
+    assert con.execute("SELECT count(*) FROM transactions").fetchone() == (30,)
+    assert con.execute("SELECT done, records FROM sync_slices").fetchall() == [(False, 30)]
+    # a killed run: its unfinished window is resumed from its checkpoint by the next one
+    assert save.unfinished(con, run_id=3) == [Window(AT, AT)]
+    assert con.execute("SELECT status FROM sync_runs WHERE run_id = 2").fetchone() == (
+        "interrupted",
+    )
+
+
+def test_a_failing_commit_leaves_neither_rows_nor_checkpoint(
+    con: duckdb.DuckDBPyConnection, records: list[dict]
+) -> None:
+    window = Window(None, AT)
+    save.register(con, [window], run_id=2)
+    batch = save.typed_batch([landing(records[:30], window)], 2, AT)
+    batch.rejects = [("not", "a", "row")]  # the rejects' insert fails inside the transaction
+    with pytest.raises(duckdb.Error):
+        save.commit(con, batch, run_id=2, at=AT)
+    assert con.execute("SELECT count(*) FROM transactions").fetchone() == (0,)
+    assert con.execute("SELECT done FROM sync_slices").fetchall() == [(False,)]
+
+
+def test_a_type_change_leaves_no_row_of_the_former_type(
+    con: duckdb.DuckDBPyConnection, records: list[dict]
+) -> None:
+    outgoing = next(r for r in records if r["type"] == "OUTGOING" and r.get("paymentInstructions"))
+    save.commit(con, save.typed_batch([landing([outgoing])], 1, AT), run_id=1, at=AT)
+    assert con.execute("SELECT count(*) FROM outgoing_fees").fetchone() == (1,)
+    assert con.execute("SELECT count(*) FROM payment_instructions").fetchone()[0] > 0
+    save.commit(
+        con, save.typed_batch([landing([{**outgoing, "type": "INCOMING"}])], 2, AT), run_id=2, at=AT
+    )
+    assert con.execute("SELECT type FROM transactions").fetchall() == [("INCOMING",)]
+    assert con.execute("SELECT count(*) FROM outgoing_fees").fetchone() == (0,)
+    assert con.execute("SELECT count(*) FROM payment_instructions").fetchone() == (0,)
+
+
+def test_watched_records_are_those_no_listing_can_show_changed(
+    con: duckdb.DuckDBPyConnection, records: list[dict]
+) -> None:
+    pending = next(r for r in records if r["status"] == "PENDING")
+    settled = next(r for r in records if r["status"] == "COMPLETED" and r["type"] == "INCOMING")
+    refunding = next(
+        {
+            **r,
+            "status": "FAILED",
+            "refund": {
+                **(r.get("refund") or {}),
+                "status": "PENDING",
+                "reason": "TRANSACTION_FAILED",
+            },
+        }
+        for r in records
+        if r["type"] == "OUTGOING" and r["id"] != settled["id"]
+    )
+    listed = next(r for r in records if r["status"] == "PROCESSING")
+    save.commit(
+        con,
+        save.typed_batch([landing([pending, settled, refunding, listed])], 1, AT),
+        run_id=1,
+        at=AT,
+    )
+    save.commit(con, save.typed_batch([landing([listed])], 2, AT), run_id=2, at=AT)  # re-listed
+    broken = records[-1]
+    batch = save.typed_batch([landing([])], 2, AT)
+    batch.rejects = [save.reject_row(with_huge_amount(broken), "bad amount", 2, AT)]
+    save.commit(con, batch, run_id=2, at=AT)
+    stored = save.StoredTransactions(con)
+    times = stored.watched(Window(None, None), run_id=2)
+    expected = {pending["createdAt"], refunding["createdAt"], broken["createdAt"]}
+    assert len({pending["id"], settled["id"], refunding["id"], listed["id"], broken["id"]}) == 5
+    assert times == sorted(datetime.fromisoformat(t.replace("Z", "+00:00")) for t in expected)
+    # quarantined records are known to the counts but not stored
+    assert sum(stored.counts(Window(None, None)).values()) == 5
+    assert stored.stored(Window(None, None)) == 4
