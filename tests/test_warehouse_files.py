@@ -329,3 +329,12 @@ def test_exception_chains_never_carry_request_headers() -> None:
         for value in vars(error).values():
             assert "Authorization" not in repr(value)
             assert sandbox.client_secret not in repr(value)
+
+
+def test_in_memory_warehouses_are_private_and_leave_no_files(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    sandbox = Sandbox(seed=8, transactions=200)
+    with Warehouse(":memory:") as one, Warehouse(":memory:") as two:
+        one.sync(sandbox.client(), progress=False, resources=["transactions"])
+        assert len(one.transactions()) == 200 and len(two.transactions()) == 0
+    assert list(tmp_path.iterdir()) == []

@@ -231,8 +231,16 @@ _OPEN: dict[Path, Store] = {}
 _OPEN_LOCK = threading.Lock()
 
 
+MEMORY = ":memory:"
+
+
 def open_store(path: Path, *, read_only: bool, wait: float = 0.0) -> Store:
-    """The store of `path` in this process (shared), opened on first use."""
+    """The store of `path` in this process (shared), opened on first use. `:memory:` is a
+    private database each time (nothing to share or lock)."""
+    if str(path) == MEMORY:
+        con = duckdb.connect(MEMORY, config=DUCKDB_CONFIG)
+        con.execute(_WRITE_SETTINGS)
+        return Store(path=path, read_only=False, con=con, writer=None, refs=1)
     key = path.resolve()
     with _OPEN_LOCK:
         store = _OPEN.get(key)
@@ -257,6 +265,9 @@ def open_store(path: Path, *, read_only: bool, wait: float = 0.0) -> Store:
 
 
 def close_store(store: Store) -> None:
+    if str(store.path) == MEMORY:
+        store.con.close()
+        return
     with _OPEN_LOCK:
         store.refs -= 1
         if store.refs > 0:
