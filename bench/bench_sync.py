@@ -28,14 +28,18 @@ _SYNC = r"""
 import json, resource, sys, time
 from paylens import Client
 from paylens.warehouse import sync_file
-base_url, client_id, secret, db, concurrency = sys.argv[1:6]
+base_url, client_id, secret, db, concurrency, verify_syncs = sys.argv[1:7]
 client = Client(base_url, client_id, secret, timeout=60)
 started = time.perf_counter()
-report = sync_file(db, client, progress=False, concurrency=int(concurrency), resources=["transactions"])
+report = sync_file(
+    db, client, progress=False, concurrency=int(concurrency), resources=["transactions"],
+    verify_syncs=int(verify_syncs),
+)
 elapsed = time.perf_counter() - started
 print(json.dumps({
     "mode": report.mode, "seconds": elapsed, "requests": report.requests,
     "new": report.new, "changed": report.changed, "unchanged": report.unchanged,
+    "reverified": report.reverified,
     "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 }))
 """
@@ -101,6 +105,12 @@ def main() -> None:
     parser.add_argument("--latency-transactions", type=int, default=30_000)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--advance-hours", type=float, default=12.0)
+    parser.add_argument(
+        "--verify-syncs",
+        type=int,
+        default=7,
+        help="the rolling re-verification's bound (a huge value all but turns it off)",
+    )
     parser.add_argument("--out", type=Path)
     parser.add_argument("--only", choices=["sync", "latency"], help="one part (default: both)")
     args = parser.parse_args()
@@ -120,12 +130,13 @@ def _sync_figures(args: argparse.Namespace, results: dict[str, Any]) -> None:
         db = str(Path(tmp) / "bench.duckdb")
         creds = (env["PAYLENS_BASE_URL"], env["PAYLENS_CLIENT_ID"], env["PAYLENS_CLIENT_SECRET"])
         results["sandbox_generation_seconds"] = float(env["generated_seconds"])
-        full = run(_SYNC, *creds, db, "16")
+        verify = str(args.verify_syncs)
+        full = run(_SYNC, *creds, db, "16", verify)
         full["records_per_second"] = full["new"] / full["seconds"]
         results["full_sync"] = full
         print(json.dumps({"full_sync": full}), flush=True)
         changes = control(env, "advance", {"seconds": args.advance_hours * 3600})
-        again = run(_SYNC, *creds, db, "16")
+        again = run(_SYNC, *creds, db, "16", verify)
         again["changed_share"] = (again["new"] + again["changed"]) / args.transactions
         again["request_ratio"] = again["requests"] / full["requests"]
         again["sandbox_changes"] = changes
@@ -147,7 +158,7 @@ def measure_latency(transactions: int, latency: float) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp, served(transactions, latency) as env:
         creds = (env["PAYLENS_BASE_URL"], env["PAYLENS_CLIENT_ID"], env["PAYLENS_CLIENT_SECRET"])
         sequential = run(_SEQUENTIAL, *creds)
-        sliced = run(_SYNC, *creds, str(Path(tmp) / "latency.duckdb"), "16")
+        sliced = run(_SYNC, *creds, str(Path(tmp) / "latency.duckdb"), "16", "7")
     figures = {
         "latency_seconds": latency,
         "transactions": transactions,

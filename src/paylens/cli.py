@@ -133,6 +133,7 @@ def _sync(args: argparse.Namespace) -> int:
             args.db,
             client,
             wait=args.wait,
+            verify_syncs=args.verify_syncs,
             since=args.since,
             full=args.full,
             concurrency=args.concurrency,
@@ -312,6 +313,12 @@ def build_parser() -> argparse.ArgumentParser:
     sync.add_argument("--concurrency", type=int, default=16, help="time slices read at once")
     sync.add_argument("--rate-limit", type=float, default=None, help="requests per second")
     sync.add_argument("--quiet", action="store_true", help="no progress bar")
+    sync.add_argument(
+        "--verify-syncs",
+        type=int,
+        default=7,
+        help="every stored record is re-read at least once every this many syncs",
+    )
     sync.add_argument(
         "--wait",
         type=float,

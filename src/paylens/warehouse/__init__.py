@@ -30,6 +30,7 @@ import pyarrow as pa
 from paylens.client import Client
 from paylens.client._params import timestamp
 from paylens.errors import (
+    InvalidArgumentError,
     WarehouseError,
     WarehouseFileError,
     WarehouseLockedError,
@@ -173,24 +174,52 @@ class Warehouse:
         rate_limit: float | None = None,
         progress: bool = True,
         resources: Sequence[str] | None = None,
+        verify_syncs: int = 7,
         options: SyncOptions | None = None,
     ) -> SyncReport:
-        """Bring the warehouse exactly in step with the service and say what changed.
+        """Bring the warehouse in step with the service and say what changed.
 
         The first sync reads everything (from `since`, if given); later ones read what is new
-        or changed (see `paylens.warehouse.sync` for how). `concurrency` time slices are paged
-        at once, under `rate_limit` requests per second when given. Works in scripts, cron and
-        inside a running Jupyter kernel (threads, no event loop). `resources` limits the sync
-        to some of: transactions, customers, cards, internal_accounts, external_accounts.
+        or changed (see `paylens.warehouse.sync` for how and what it guarantees): a change any
+        listing shows is stored by the next sync, and any other difference is gone within
+        `verify_syncs` syncs (each re-reads about 1/`verify_syncs` of the older range; the
+        report's `reverified` is that cost). `concurrency` time slices are paged at once, under
+        `rate_limit` requests per second when given. Works in scripts, cron and inside a
+        running Jupyter kernel (threads, no event loop). `resources` limits the sync to some
+        of: transactions, customers, cards, internal_accounts, external_accounts. `options`
+        (a `SyncOptions`) sets everything at once, instead of the keyword arguments.
         """
         if self.read_only:
             raise WarehouseError(f"{self.path} is open read-only; open it read-write to sync")
+        if isinstance(verify_syncs, bool) or not isinstance(verify_syncs, int) or verify_syncs < 1:
+            raise InvalidArgumentError(
+                "verify_syncs", f"must be a whole number of syncs, 1 or more; got {verify_syncs!r}"
+            )
+        given = {
+            name
+            for name, value, default in (
+                ("since", since, None),
+                ("full", full, False),
+                ("concurrency", concurrency, 16),
+                ("rate_limit", rate_limit, None),
+                ("progress", progress, True),
+                ("verify_syncs", verify_syncs, 7),
+            )
+            if value != default
+        }
+        if options is not None and given:
+            raise InvalidArgumentError(
+                "options",
+                f"give either options= or {', '.join(sorted(given))}, not both "
+                "(options would silently win)",
+            )
         opts = options or SyncOptions(
             concurrency=concurrency,
             rate_limit=rate_limit,
             since=_since(since),
             full=full,
             progress=progress,
+            verify_syncs=verify_syncs,
         )
         wanted = list(resources or ["transactions", *SMALL_RESOURCES])
         # one sync of a file at a time in this process (a second waits): two would reconcile
@@ -653,6 +682,7 @@ def sync_file(
     rate_limit: float | None = None,
     progress: bool = True,
     resources: Sequence[str] | None = None,
+    verify_syncs: int = 7,
 ) -> SyncReport:
     """Sync a warehouse file for cron: take the file's writer lock (or wait up to `wait`
     seconds for it), sync a staged copy (`<path>.syncing`, resumed by the next run when a run
@@ -681,6 +711,7 @@ def sync_file(
                     rate_limit=rate_limit,
                     progress=progress,
                     resources=resources,
+                    verify_syncs=verify_syncs,
                 )
         except WarehouseStorageError:
             # the copy holds the space that ran out: free it (the target is intact)

@@ -222,21 +222,31 @@ def upsert_transaction_tables(
     """Land `frames.transaction_tables` output: each record table upserted, payment
     instructions replaced under their transactions (in the caller's transaction). A record
     whose `type` changed leaves no row behind in the tables of its former type."""
-    for name in ("transactions", "outgoing_fees", "card_transactions"):
-        upsert(con, name, tables[name], run_id=run_id, now=now)
-    kinds = tables["transactions"].select(["id", "type"])
-    con.register("_kinds", kinds)
+    # a record whose type changed: found with one narrow join before the upsert (almost
+    # always empty, so the tables of the other types are not scanned on every batch)
+    con.register("_kinds", tables["transactions"].select(["id", "type"]))
     try:
-        for name, kind in (("outgoing_fees", "OUTGOING"), ("card_transactions", "CARD")):
-            con.execute(
-                f"""DELETE FROM {name} WHERE id IN
-                    (SELECT id FROM _kinds WHERE type IS DISTINCT FROM '{kind}')"""
-            )
+        changed = [
+            row[0]
+            for row in con.execute(
+                """SELECT t.id FROM transactions t JOIN _kinds k ON t.id = k.id
+                   WHERE t.type IS DISTINCT FROM k.type"""
+            ).fetchall()
+        ]
     finally:
         con.unregister("_kinds")
-    replace_children(
-        con, kinds.column("id"), tables["payment_instructions"], run_id=run_id, now=now
+    if changed:
+        for name in ("outgoing_fees", "card_transactions"):
+            con.execute(f"DELETE FROM {name} WHERE id IN (SELECT unnest(?::VARCHAR[]))", [changed])
+    for name in ("transactions", "outgoing_fees", "card_transactions"):
+        upsert(con, name, tables[name], run_id=run_id, now=now)
+    parents = pa.concat_arrays(
+        [
+            tables["outgoing_fees"].column("id").combine_chunks(),
+            pa.array(changed, pa.string()),
+        ]
     )
+    replace_children(con, parents, tables["payment_instructions"], run_id=run_id, now=now)
 
 
 def replace_children(
