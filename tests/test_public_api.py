@@ -108,3 +108,18 @@ def test_async_resources_answer_awaitables_of_the_same_models() -> None:
         assert one == client.transactions.get(tid)
         assert config == client.config.get()
     assert count == 300
+
+
+def test_sync_options_and_keyword_arguments_are_not_mixed_silently(tmp_path) -> None:
+    import pytest
+
+    from paylens.warehouse import SyncOptions
+
+    sandbox = Sandbox(seed=4, transactions=100)
+    with paylens.Warehouse(tmp_path / "w.duckdb") as wh:
+        with pytest.raises(paylens.InvalidArgumentError, match="concurrency"):
+            wh.sync(sandbox.client(), options=SyncOptions(), concurrency=4)
+        with pytest.raises(paylens.InvalidArgumentError, match="verify_syncs"):
+            wh.sync(sandbox.client(), verify_syncs=0)
+        report = wh.sync(sandbox.client(), options=SyncOptions(progress=False))
+    assert report.resources["transactions"]["new"] == 100

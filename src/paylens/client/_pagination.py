@@ -6,9 +6,9 @@ from __future__ import annotations
 import functools
 import json
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 import httpx
 import orjson
@@ -79,15 +79,16 @@ def parse_text_page(response: httpx.Response) -> TextPage:
             raise TypeError("data is not a list")
         page = TextPage(
             records=[
-                item.mini
+                _mini(item)
                 if isinstance(item, simdjson.Array | simdjson.Object)
                 else orjson.dumps(item)
                 for item in data
             ],
             ids=[_record_id(item) for item in data],
             has_more=bool(body.get("hasMore", False)),
-            next_cursor=body.get("nextCursor"),
-            total_count=body.get("totalCount"),
+            # checked where they are used (the sync refuses a totalCount that is no count)
+            next_cursor=cast(Any, body.get("nextCursor")),
+            total_count=cast(Any, body.get("totalCount")),
         )
         del data, body  # the parser can be reused only once its proxies are gone
         return page
@@ -97,6 +98,12 @@ def parse_text_page(response: httpx.Response) -> TextPage:
         return _parse_text_page_exactly(response.content, parser)
     except (KeyError, TypeError) as exc:
         raise ResponseValidationError(f"list page is not a page: {exc}") from exc
+
+
+def _mini(value: Any) -> bytes:
+    """A simdjson object's or array's compact JSON text."""
+    text = value.mini
+    return text.encode() if isinstance(text, str) else bytes(text)
 
 
 def _parse_text_page_exactly(content: bytes, parser: simdjson.Parser) -> TextPage:
@@ -110,7 +117,7 @@ def _parse_text_page_exactly(content: bytes, parser: simdjson.Parser) -> TextPag
         if not isinstance(item, dict | list):
             return spelled
         try:
-            return bytes(parser.parse(spelled).mini)
+            return _mini(parser.parse(spelled))
         except ValueError:
             return spelled
 
@@ -231,7 +238,7 @@ class Paginator(Generic[T]):
         of each record's JSON text with `raw="text"`."""
         walk, parse, cursor = _Walk(self._path, self._params), self._parser(raw), None
         while True:
-            page = self._client.request(walk.call(parse, cursor))
+            page = cast(Any, self._client.request(walk.call(parse, cursor)))
             yield page
             cursor = walk.next_cursor(page)
             if cursor is None:
@@ -245,7 +252,7 @@ class Paginator(Generic[T]):
         """`pages()` for an `AsyncClient`."""
         walk, parse, cursor = _Walk(self._path, self._params), self._parser(raw), None
         while True:
-            page = await self._client.request(walk.call(parse, cursor))  # type: ignore[misc]
+            page = await cast(Awaitable[Any], self._client.request(walk.call(parse, cursor)))
             yield page
             cursor = walk.next_cursor(page)
             if cursor is None:

@@ -405,8 +405,8 @@ def plant_scenarios(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(created, kind, scenario) of the planted rows, `per_scenario` of each scenario."""
     scen = np.repeat(np.arange(1, 8), per_scenario)
-    lo = np.array([_SCENARIO_AGE_MIN[s][0] for s in scen], dtype=np.float64)
-    hi = np.array([_SCENARIO_AGE_MIN[s][1] for s in scen], dtype=np.float64)
+    lo = np.array([_SCENARIO_AGE_MIN[int(s)][0] for s in scen], dtype=np.float64)
+    hi = np.array([_SCENARIO_AGE_MIN[int(s)][1] for s in scen], dtype=np.float64)
     created = now - (rng.uniform(lo, hi) * 60 * US).astype(np.int64) // 1000 * 1000
     kind = np.where((scen == PULL_OPEN) | (scen == PULL_CLOSED), INCOMING, OUTGOING)
     return created, kind, scen
@@ -647,7 +647,7 @@ def _outgoing(b: Batch, rows: np.ndarray) -> None:
          agent=np.where(by_agent, agent, NO_ROW), flags=flags, final=final, t1=t1, t2=t2)  # fmt: skip
 
 
-def _put(cols: dict[str, np.ndarray], rows: np.ndarray, **values: np.ndarray) -> None:
+def _put(cols: dict[str, np.ndarray], rows: np.ndarray, **values: np.ndarray | int) -> None:
     for name, value in values.items():
         cols[name][rows] = value
 

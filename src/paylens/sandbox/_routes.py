@@ -487,7 +487,7 @@ def add_credential(r: Request) -> tuple[int, Any]:
         raise invalid(
             [{"field": "accountId", "message": "must be an Embedded Wallet internal account"}]
         )
-    return r.world.wallets.add(_signed(r, "POST /auth/credentials"), row, kind, body)
+    return r.world.wallets.add(_signed(r, "POST /auth/credentials"), row, str(kind), body)
 
 
 def revoke_credential(r: Request) -> tuple[int, Any]:

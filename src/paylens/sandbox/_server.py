@@ -81,7 +81,7 @@ class SandboxServer:
 
     def __init__(self, app: SandboxApp, host: str = "127.0.0.1", port: int = 0) -> None:
         self._server = _Server((host, port), app)
-        self.host, self.port = self._server.server_address[:2]
+        self.host, self.port = host, int(self._server.server_address[1])
         self.base_url = f"http://{self.host}:{self.port}{BASE_PATH}/{app.version}"
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="paylens-sandbox", daemon=True

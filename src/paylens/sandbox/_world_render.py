@@ -22,10 +22,10 @@ transaction's UUID and map back to it, so both can be looked up without an index
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from itertools import repeat
 from operator import itemgetter
-from typing import Any, SupportsIndex
+from typing import Any, SupportsIndex, cast
 
 import numpy as np
 import orjson
@@ -296,9 +296,9 @@ class TxViews:
             sent, received, fees, fx, *rates = _numbers(
                 c["sent"], c["received"], c["fees"], c["fx"], c["platform_fee"], c["cpty_mult"],
                 c["cpty_fee"], c["mult"], c["fixed_fee"], c["var_rate"], c["var_fee"],
-                np.where(c["timeline"] < 0, None, c["timeline"]),
+                np.where(c["timeline"] < 0, cast(Any, None), c["timeline"]),
             )  # fmt: skip
-        slots: list[list[bytes]] = [
+        slots: list[Sequence[bytes | None]] = [
             _uuids(hi, lo),
             _STATUS[status].tolist(),
             sources,
@@ -417,7 +417,7 @@ class TxViews:
         authorized, settled_amount, refunded_amount, pulled_amount = _numbers(
             auth, settled, refund, pulled
         )
-        slots: list[list[bytes]] = [
+        slots: list[Sequence[bytes | None]] = [
             _uuids(c["hi"], c["lo"]),
             sh.cards[c["card"]].tolist(),
             sh.customers[c["customer"]].tolist(),
@@ -692,7 +692,7 @@ class _Shared:
         where the row's currency is its account's, else formatted now."""
         account = np.where(picked, account, 0)
         own = picked & (currency == self.account_currency[account])
-        out = np.where(own, per_account[account], None)
+        out: np.ndarray = np.where(own, per_account[account], cast(Any, None))
         other = np.flatnonzero(picked & ~own)
         if len(other):
             out[other] = _format(template, self.accounts[account[other]], _CODES[currency[other]])
@@ -813,7 +813,7 @@ class _Template:
     def __init__(self, text: bytes) -> None:
         self.pieces = text.split(b"%s")
 
-    def fill(self, columns: list[list[bytes]]) -> list[bytes]:
+    def fill(self, columns: Sequence[Sequence[bytes | None]]) -> list[bytes]:
         assert len(columns) == len(self.pieces) - 1, (len(columns), len(self.pieces))
         parts: list[Any] = [repeat(self.pieces[0])]
         for column, piece in zip(columns, self.pieces[1:], strict=True):
@@ -973,7 +973,7 @@ def _stamps(
     for name, (us, _) in wanted.items():
         pick = picks[name]
         if pick is None:
-            out[name] = texts[first : first + len(us)]
+            out[name] = cast("list[bytes | None]", texts[first : first + len(us)])
             first += len(us)
         else:
             column = np.full(len(us), None, dtype=object)

@@ -38,7 +38,7 @@ _RESOURCE_MODELS: dict[str, Any] = {
 
 def sync_small_resource(
     con: duckdb.DuckDBPyConnection,
-    db_lock: threading.Lock,
+    db_lock: threading.Lock | threading.RLock,
     client: Client,
     resource: str,
     run_id: int,

@@ -220,7 +220,7 @@ class TransactionSync:
     def __init__(
         self,
         con: duckdb.DuckDBPyConnection,
-        db_lock: threading.Lock,
+        db_lock: threading.Lock | threading.RLock,
         client: Client,
         run_id: int,
         started: datetime,

@@ -277,7 +277,7 @@ class StoredTransactions:
     def __init__(
         self,
         con: duckdb.DuckDBPyConnection,
-        lock: threading.Lock | None = None,
+        lock: threading.Lock | threading.RLock | None = None,
         flush: Callable[[], None] = lambda: None,
     ) -> None:
         self.con = con
