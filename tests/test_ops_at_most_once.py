@@ -5,13 +5,14 @@ Every test counts what reached the service (the sandbox's request log) per item.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -199,6 +200,20 @@ def test_two_apply_processes_send_each_request_once(tmp_path: Path) -> None:
     assert first == "cancelled" and second in ("skipped", "skipped_journal")
 
 
+@contextlib.contextmanager
+def _served_warehouse(
+    sandbox: Sandbox, path: Path, count: int
+) -> Iterator[tuple[Client, dict[str, str], list[str]]]:
+    """The sandbox served on loopback, the warehouse synced from it over HTTP (so `paylens
+    sync` may continue it), and the first `count` transfers still inside their window."""
+    with sandbox.serve() as server:
+        client = Client(server.base_url, sandbox.client_id, sandbox.client_secret)
+        _synced(sandbox, path, client)
+        with Warehouse(path, read_only=True) as wh:
+            ids = _inside_window(sandbox, wh)[:count]
+        yield client, {**os.environ, **sandbox.env(server)}, ids
+
+
 def _sync_proc(path: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "paylens.cli", "sync", "--db", str(path), "--quiet"],
@@ -220,12 +235,7 @@ def _wait_for(check: Callable[[], bool], seconds: float = 60) -> None:
 def test_apply_beside_a_scheduled_sync_loses_nothing(tmp_path: Path) -> None:
     sandbox = Sandbox(seed=25, transactions=3_000, scenarios=40)
     path = tmp_path / "beside.duckdb"
-    with sandbox.serve() as server:
-        client = Client(server.base_url, sandbox.client_id, sandbox.client_secret)
-        _synced(sandbox, path, client)
-        with Warehouse(path, read_only=True) as wh:
-            ids = _inside_window(sandbox, wh)[:20]
-        env = {**os.environ, **sandbox.env(server)}
+    with _served_warehouse(sandbox, path, 20) as (client, env, ids):
         sandbox.faults.configure(latency=0.02)
         sync = _sync_proc(path, env)
         _wait_for(lambda: path.with_name(path.name + ".syncing.base").exists())
@@ -258,10 +268,7 @@ def test_apply_beside_a_scheduled_sync_loses_nothing(tmp_path: Path) -> None:
 def test_apply_after_a_killed_sync_is_kept_by_the_next_sync(tmp_path: Path) -> None:
     sandbox = Sandbox(seed=26, transactions=3_000, scenarios=40)
     path = tmp_path / "killed-sync.duckdb"
-    with sandbox.serve() as server:
-        client = Client(server.base_url, sandbox.client_id, sandbox.client_secret)
-        _synced(sandbox, path, client)
-        env = {**os.environ, **sandbox.env(server)}
+    with _served_warehouse(sandbox, path, 10) as (client, env, ids):
         sandbox.faults.configure(latency=0.02)
         killed = _sync_proc(path, env)
         _wait_for(lambda: path.with_name(path.name + ".syncing.base").exists())
@@ -270,7 +277,6 @@ def test_apply_after_a_killed_sync_is_kept_by_the_next_sync(tmp_path: Path) -> N
         killed.wait()
         sandbox.faults.clear()
         with Warehouse(path) as wh:
-            ids = _inside_window(sandbox, wh)[:10]
             ops.plan_cancel(wh, ids).apply(client, progress=False)
         assert _sync_proc(path, env).wait(timeout=120) == 0
     with Warehouse(path, read_only=True) as wh:
@@ -304,12 +310,8 @@ with Warehouse(sys.argv[1]) as wh:
 def test_a_run_killed_after_the_service_acted_is_resolved_by_reading(tmp_path: Path) -> None:
     sandbox = Sandbox(seed=27, transactions=1_500, scenarios=40)
     path = tmp_path / "killed-apply.duckdb"
-    with sandbox.serve() as server:
-        client = Client(server.base_url, sandbox.client_id, sandbox.client_secret)
-        _synced(sandbox, path, client)
-        with Warehouse(path, read_only=True) as wh:
-            target, *others = _inside_window(sandbox, wh)[:5]
-        env = {**os.environ, **sandbox.env(server)}
+    with _served_warehouse(sandbox, path, 5) as (client, env, ids):
+        target, *others = ids
         proc = subprocess.run(
             [sys.executable, "-c", _KILLED_AFTER_THE_SERVICE_ACTED, str(path), target],
             env=env,
