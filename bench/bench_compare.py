@@ -364,7 +364,7 @@ def analysis_helpers(sizes: list[int], repeats: int) -> dict[str, Any]:
         path = base if size == 1_000_000 else replicated_warehouse(base, size // 1_000_000)
         cases: dict[str, Any] = {}
         with Warehouse(path, read_only=True) as wh:
-            count = wh._con.execute("SELECT count(*) FROM transactions").fetchone()
+            count = wh.sql("SELECT count(*) AS n FROM transactions")["n"].tolist()
             for name, case in bench_analysis.cases(mids).items():
                 out = case(wh)  # warm-up: file pages cached, as in a notebook's second cell
                 times = []

@@ -295,8 +295,7 @@ class Warehouse:
                            count(*) FILTER (WHERE sync_run_id = $run AND last_changed_run_id <> $run)
                     FROM {table}""",
                 {"run": run_id},
-            ).fetchone()
-        assert row is not None
+            ).fetchall()[0]
         return {"new": row[0], "changed": row[1], "unchanged": row[2]}
 
     def _finish(

@@ -55,9 +55,8 @@ def claim(
                       outcome, requested_at, claim)
                VALUES (nextval('ops_journal_ids'), ?, ?, ?, 'requested', ?, ?) RETURNING entry_id""",
             [fingerprint, action, item_id, datetime.now(UTC), token],
-        ).fetchone()
-    assert found is not None
-    return Claim(int(found[0]), in_doubt=tuple(int(r[0]) for r in rows))
+        ).fetchall()
+    return Claim(int(found[0][0]), in_doubt=tuple(int(r[0]) for r in rows))
 
 
 def finish(

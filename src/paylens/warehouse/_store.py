@@ -125,8 +125,9 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
 def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     for statement in _BOOKKEEPING:
         con.execute(statement)
-    found = con.execute("SELECT value FROM paylens_meta WHERE key = 'schema_version'").fetchone()
-    version = int(found[0]) if found else None
+    # fetchall, not fetchone: DuckDB refuses relation queries while a result is unfinished
+    found = con.execute("SELECT value FROM paylens_meta WHERE key = 'schema_version'").fetchall()
+    version = int(found[0][0]) if found else None
     for table in TABLES:
         con.execute(_ddl(table))
         _add_missing_columns(con, table)
@@ -269,8 +270,7 @@ def replace_children(
 
 
 def next_run_id(con: duckdb.DuckDBPyConnection) -> int:
-    row = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM sync_runs").fetchone()
-    assert row is not None
+    (row,) = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM sync_runs").fetchall()
     return int(row[0])
 
 
