@@ -458,3 +458,28 @@ def test_every_status_and_refund_is_current_after_each_sync_without_reverificati
             }
             assert stored == expected
     assert progressed > 0
+
+
+def test_progress_shows_the_total_and_every_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from paylens.warehouse import _Progress
+
+    sandbox = Sandbox(seed=13, transactions=1_200)
+    seen: list[_Progress] = []
+    original = _Progress.__init__
+
+    def keep(self: _Progress, enabled: bool, is_sandbox: bool) -> None:
+        original(self, enabled, is_sandbox)
+        seen.append(self)
+
+    monkeypatch.setattr(_Progress, "__init__", keep)
+    with Warehouse(tmp_path / "p.duckdb") as wh:
+        wh.sync(sandbox.client(), progress=False)
+        sandbox.advance(timedelta(hours=12))
+        wh.sync(sandbox.client(), progress=False)
+    full, incremental = seen
+    assert full.expected == 1_200  # the service's totalCount: a total and an ETA
+    assert full.phases[0] == "reading" and full.phases[-1] == "checkpoint"
+    assert {"committing", "customers", "cards"} <= set(full.phases)
+    assert "reconciling" in incremental.phases and incremental.expected is None

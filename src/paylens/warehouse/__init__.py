@@ -13,6 +13,7 @@ wallet_inventory.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -246,7 +247,15 @@ class Warehouse:
         try:
             if "transactions" in wanted:
                 engine = TransactionSync(
-                    self._con, self._lock, client, run_id, started, opts, bar.update
+                    self._con,
+                    self._lock,
+                    client,
+                    run_id,
+                    started,
+                    opts,
+                    bar.update,
+                    on_expect=bar.expect,
+                    on_phase=bar.phase,
                 )
                 report.mode = engine.run()
                 report.rejected += engine.tally.rejected
@@ -254,24 +263,29 @@ class Warehouse:
                 report.resources["transactions"] = self._run_counts("transactions", run_id)
             for resource in wanted:
                 if resource != "transactions":
+                    bar.phase(resource.replace("_", " "))
                     report.rejected += sync_small_resource(
                         self._con, self._lock, client, resource, run_id, started
                     )
                     report.resources[resource] = self._run_counts(resource, run_id)
+            bar.phase("checkpoint")
+            self._finish(run_id, report, started_clock, client, stats_before, status="succeeded")
         except BaseException as exc:
-            self._finish(
-                run_id,
-                report,
-                started_clock,
-                client,
-                stats_before,
-                status="failed",
-                error=repr(exc)[:2000],
-            )
+            # the run's failure is recorded when it can be (a full disk may refuse even that);
+            # the error raised is the one that stopped the sync
+            with contextlib.suppress(Exception):
+                self._finish(
+                    run_id,
+                    report,
+                    started_clock,
+                    client,
+                    stats_before,
+                    status="failed",
+                    error=repr(exc)[:2000],
+                )
             raise
         finally:
             bar.close()
-        self._finish(run_id, report, started_clock, client, stats_before, status="succeeded")
         logger.info("%s", report)
         return report
 
@@ -645,17 +659,36 @@ def _since(value: date | datetime | str | None) -> datetime | None:
 
 
 class _Progress:
-    """Records and pages read, on a tqdm bar (notebook-aware) or nowhere; thread-safe."""
+    """Records and pages read, on a tqdm bar (notebook-aware) or nowhere; thread-safe. A full
+    sync knows how many records to expect (the service's `totalCount`), so the bar shows a
+    total and an ETA; the step under way (reading, reconciling, committing, the small
+    resources, the checkpoint) is in its label, so the time after the last page is not
+    silent."""
 
     def __init__(self, enabled: bool, is_sandbox: bool) -> None:
         self.pages = 0
+        self.expected: int | None = None
+        self.phases: list[str] = []
         self._lock = threading.Lock()
         self._bar: Any = None
+        self._label = "sync (sandbox data)" if is_sandbox else "sync"
         if enabled:
             from tqdm.auto import tqdm
 
-            label = "sync (sandbox data)" if is_sandbox else "sync"
-            self._bar = tqdm(desc=label, unit=" records", unit_scale=True, leave=False)
+            self._bar = tqdm(desc=self._label, unit=" records", unit_scale=True, leave=False)
+
+    def expect(self, records: int) -> None:
+        with self._lock:
+            self.expected = records
+            if self._bar is not None:
+                self._bar.total = records
+                self._bar.refresh()
+
+    def phase(self, name: str) -> None:
+        with self._lock:
+            self.phases.append(name)
+            if self._bar is not None:
+                self._bar.set_description_str(f"{self._label}: {name}")
 
     def update(self, records: int) -> None:
         """One page of `records` records was read."""

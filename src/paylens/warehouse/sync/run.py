@@ -229,9 +229,14 @@ class TransactionSync:
         *,
         service: Service | None = None,
         threads: bool = True,
+        on_expect: Callable[[int], None] = lambda records: None,
+        on_phase: Callable[[str], None] = lambda phase: None,
     ) -> None:
         """`service` stands in for the client's list endpoint (tests); `threads=False` reads
-        every window and commits every landing on the calling thread, in order."""
+        every window and commits every landing on the calling thread, in order. `on_page`
+        hears of each page's records, `on_expect` of how many records a full sync will read
+        (the service's `totalCount`), `on_phase` of each step (reading, reconciling,
+        committing)."""
         self.con = con
         self.db_lock = db_lock
         self.service = service or Service(client)
@@ -239,6 +244,8 @@ class TransactionSync:
         self.started = started
         self.options = options
         self.on_page = on_page
+        self.on_expect = on_expect
+        self.on_phase = on_phase
         self.tally = Tally()
         self._sched = threading.Lock()  # the counts below, for splitting windows
         self._futures: list[Future[None]] = []
@@ -277,6 +284,7 @@ class TransactionSync:
                 resumed = save.unfinished(self.con, self.run_id)
             if resumed:
                 logger.info("resuming %d unfinished slices of an interrupted sync", len(resumed))
+            self.on_phase("reading")
             self._read_all(resumed)
             stored = self.stored.stored(Window(self.options.since, None))
             mode = "full" if self.options.full or stored == 0 else "incremental"
@@ -284,6 +292,7 @@ class TransactionSync:
                 self._full()
             else:
                 self._incremental()
+            self.on_phase("committing")
             self.writer.flush()
             return mode
         finally:
@@ -295,6 +304,8 @@ class TransactionSync:
         last = self.pool.submit(self.service.probe, everything, sort_order="desc")
         first = self.service.probe(everything, sort_order="asc")
         newest_page = last.result()
+        if isinstance(first.total_count, int) and not isinstance(first.total_count, bool):
+            self.on_expect(first.total_count)  # for the progress bar only: never trusted
         if not first.data:  # the data decides, not totalCount
             self._reconcile_range(everything)
             return
@@ -382,6 +393,7 @@ class TransactionSync:
         """Bisect where the service's per-status counts differ from the stored ones and re-read
         what they show moved (see `plan.reconcile_level`)."""
         pending: plan.Level = [(window, (None, *plan.ALL_STATUSES))]
+        self.on_phase("reconciling")
         while pending:
             futures = {
                 (i, status): self.pool.submit(self.service.count, Window(w.start, w.end, status))
