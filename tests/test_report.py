@@ -283,3 +283,37 @@ def test_formats() -> None:
     assert format_duration(5742.9) == "1.6 h"
     assert format_duration(42) == "42 s"
     assert format_duration(3 * 86_400) == "3.0 days"
+
+
+def test_reference_rates_come_from_the_operators_file(warehouse: Path, tmp_path: Path) -> None:
+    from paylens.errors import InvalidArgumentError
+    from paylens.report import Period
+
+    rates = tmp_path / "mid.csv"
+    rates.write_text(
+        "date,sent_currency,received_currency,mid_rate\n"
+        "2025-09-01,USD,MXN,18.5\n2025-09-02,USD,MXN,18.6\n"
+    )
+    period = Period.open(warehouse, reference_rates=rates)
+    series = period.reference_rates
+    assert series is not None
+    assert series["mid_rate"].tolist() == [18.5, 18.6]
+    assert series.attrs["source"] == "reference mid rates from mid.csv"
+    broken = tmp_path / "broken.csv"
+    broken.write_text("date,pair,rate\n2025-09-01,USD/MXN,18.5\n")
+    with pytest.raises(InvalidArgumentError, match="sent_currency, received_currency, mid_rate"):
+        _ = Period.open(warehouse, reference_rates=broken).reference_rates
+    done = _paylens(
+        "report",
+        "--db",
+        str(warehouse),
+        "--out",
+        "r",
+        "--reference-rates",
+        str(rates),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    executed = (tmp_path / "r" / "paylens-report_all_all.ipynb").read_text(encoding="utf-8")
+    assert str(rates.resolve()) in executed  # passed to the notebook as a parameter
+    assert "partial" in _text((tmp_path / "r" / "paylens-report_all_all.html").read_text())

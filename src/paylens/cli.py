@@ -103,7 +103,12 @@ def _report(args: argparse.Namespace) -> int:
 
     try:
         page = render_report(
-            args.db, start=args.start, end=args.end, currency=args.currency, out=args.out
+            args.db,
+            start=args.start,
+            end=args.end,
+            currency=args.currency,
+            out=args.out,
+            reference_rates=args.reference_rates,
         )
     except (FileNotFoundError, ValueError) as exc:
         print(f"paylens report: {exc}", file=sys.stderr)
@@ -369,6 +374,11 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--end", help="period end, exclusive (UTC date or instant)")
     report.add_argument("--currency", help="one currency only (e.g. USD)")
     report.add_argument("--out", default="reports", help="folder for the report")
+    report.add_argument(
+        "--reference-rates",
+        metavar="CSV",
+        help="mid-market rates (date, sent_currency, received_currency, mid_rate) for the FX margin",
+    )
     report.set_defaults(run=_report)
 
     demo = commands.add_parser(

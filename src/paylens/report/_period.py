@@ -84,6 +84,9 @@ class Period:
     all (a row's own currency: sent for outgoing, received for incoming, authorized for
     cards). Its frames carry the warehouse's source label, so tables and plots say sandbox."""
 
+    #: a CSV of mid-market rates given to `open` (None: see `reference_rates`)
+    rates_file: Path | None = None
+
     def __init__(
         self,
         wh: Warehouse,
@@ -115,11 +118,17 @@ class Period:
         start: date | datetime | str | None = None,
         end: date | datetime | str | None = None,
         currency: str | None = None,
+        reference_rates: str | os.PathLike[str] | None = None,
     ) -> Period:
         """The period of the warehouse file `db`, opened read-only; None: a small embedded
-        sandbox synced for this run (how the notebook runs when nobody passes a database)."""
+        sandbox synced for this run (how the notebook runs when nobody passes a database).
+        `reference_rates`: a CSV file of mid-market rates (`date`, `sent_currency`,
+        `received_currency`, `mid_rate`) for the FX margin."""
         path = sandbox_warehouse() if db is None else Path(db)
-        return cls(Warehouse(path, read_only=True), start, end, currency)
+        period = cls(Warehouse(path, read_only=True), start, end, currency)
+        if reference_rates is not None:
+            period.rates_file = Path(reference_rates)
+        return period
 
     def _where(self, table: str) -> tuple[str, list[Any]]:
         clauses: list[str] = ["TRUE"]
@@ -145,6 +154,8 @@ class Period:
         """Mid rates for the FX margin: for sandbox data, the series the sandbox trades around
         over the period's days; otherwise None (the interface gives no mid-market rate: the
         revenue table then says the margin is unknown)."""
+        if self.rates_file is not None:
+            return read_reference_rates(self.rates_file)
         created = self.transactions["created_at"]
         if not self.wh.is_sandbox or created.empty:
             return None
@@ -456,3 +467,26 @@ def _rows(kind: str, frame: pd.DataFrame, detail: Callable[[Any], Any]) -> pd.Da
 def exceptions_summary(exceptions: pd.DataFrame) -> pd.DataFrame:
     """How many exceptions of each kind."""
     return exceptions.groupby("kind").size().rename("count").to_frame()
+
+
+#: Columns of a reference-rates file.
+RATE_COLUMNS = ("date", "sent_currency", "received_currency", "mid_rate")
+
+
+def read_reference_rates(path: Path) -> pd.DataFrame:
+    """A CSV of mid-market rates, one row per day and corridor (the shape of
+    `paylens.sandbox.mid_rate_series`), checked; a clear error names what is wrong."""
+    from paylens.errors import InvalidArgumentError
+
+    try:
+        frame = pd.read_csv(path, dtype={"sent_currency": str, "received_currency": str})
+    except (OSError, ValueError) as exc:
+        raise InvalidArgumentError("reference_rates", f"cannot read {path}: {exc}") from None
+    missing = [c for c in RATE_COLUMNS if c not in frame.columns]
+    if missing:
+        raise InvalidArgumentError(
+            "reference_rates", f"{path} lacks the column(s) {', '.join(missing)}"
+        )
+    frame["date"] = pd.to_datetime(frame["date"]).dt.date
+    frame.attrs["source"] = f"reference mid rates from {path.name}"
+    return frame[list(RATE_COLUMNS)]

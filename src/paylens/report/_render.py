@@ -38,6 +38,7 @@ def render_report(
     currency: str | None = None,
     out: str | os.PathLike[str] = "reports",
     notebook: str | os.PathLike[str] = NOTEBOOK,
+    reference_rates: str | os.PathLike[str] | None = None,
 ) -> Path:
     """Run the report notebook over the warehouse file `db` for [start, end) (None: all the
     data) in `currency` (None: every currency), and write `<out>/<name>.html` (no code cells)
@@ -71,6 +72,7 @@ def render_report(
         "start": bounds[0].isoformat() if bounds[0] else None,
         "end": bounds[1].isoformat() if bounds[1] else None,
         "currency": currency,
+        "reference_rates": None if reference_rates is None else str(Path(reference_rates).resolve()),
     }
     failure: PapermillExecutionError | None = None
     try:
