@@ -72,7 +72,9 @@ def render_report(
         "start": bounds[0].isoformat() if bounds[0] else None,
         "end": bounds[1].isoformat() if bounds[1] else None,
         "currency": currency,
-        "reference_rates": None if reference_rates is None else str(Path(reference_rates).resolve()),
+        "reference_rates": None
+        if reference_rates is None
+        else str(Path(reference_rates).resolve()),
     }
     failure: PapermillExecutionError | None = None
     try:
