@@ -56,6 +56,8 @@ _REFUSALS = {
     (400, None): "rejected_type",
 }
 
+_CONFIRMED_LATER = "confirmed by reading the record later"
+
 #: Claim tokens of the apply runs alive in this process: a `requested` journal row holding
 #: another token belongs to a run that died, and is in doubt until its record is read.
 _LIVE: set[str] = set()
@@ -251,15 +253,19 @@ class _Run:
                 continue
             except (APIError, APIConnectionError):
                 continue
-            if self.kind.effect(action.name, row, current):
-                outcome = _Outcome(
-                    row["id"], action.verb, message="confirmed by reading the record later"
-                )
-            else:
-                outcome = _Outcome(
-                    row["id"], "no_effect", message="a later read showed no effect of it"
-                )
-            self._finish(entries[row["id"]], outcome)
+            self._settle(entries[row["id"]], row, self.kind.effect(action.name, row, current))
+
+    def _settle(self, in_doubt: list[int], row: dict[str, Any], effect: bool) -> None:
+        """Journal what a read showed of requests dead runs left in doubt."""
+        if not in_doubt:
+            return
+        if effect:
+            outcome = _Outcome(row["id"], self.plan.action.verb, message=_CONFIRMED_LATER)
+        else:
+            outcome = _Outcome(
+                row["id"], "no_effect", message="a later read showed no effect of it"
+            )
+        self._finish(in_doubt, outcome)
 
     def act(self, row: dict[str, Any]) -> _Outcome:
         action, tid = self.plan.action, row["id"]
@@ -286,12 +292,10 @@ class _Run:
         except (APIError, APIConnectionError) as exc:
             # nothing sent now; what earlier runs left in doubt stays so, for the next run
             return self._finish(entry, _error_outcome(tid, exc, "failed"))
-        if self.kind.effect(action.name, row, current):
+        effect = self.kind.effect(action.name, row, current)
+        self._settle(in_doubt, row, effect)
+        if effect:
             if in_doubt:
-                self._finish(
-                    in_doubt,
-                    _Outcome(tid, action.verb, message="confirmed by reading the record later"),
-                )
                 done = _Outcome(
                     tid, "skipped_journal", message=f"already {action.verb} (confirmed by a read)"
                 )
@@ -301,11 +305,6 @@ class _Run:
                 )
             done.answer = current
             return self._finish(entry, done)
-        if in_doubt:
-            self._finish(
-                in_doubt,
-                _Outcome(tid, "no_effect", message="a later read showed no effect of it"),
-            )
         if (moved := self.kind.changed(row, current)) is not None:
             outcome = _Outcome(tid, "skipped_changed", message=moved, answer=current)
             return self._finish(entry, outcome)

@@ -18,7 +18,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -486,6 +486,14 @@ class Warehouse:
         if self._closed:
             raise WarehouseError(f"{self.path}: this Warehouse is closed")
 
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The connection for a write: refused on a read-only or closed Warehouse, under the
+        file's lock, with storage errors typed."""
+        self._writable()
+        with self._lock, storage_errors(self.path):
+            yield self._con
+
     # -- the bulk-operations journal (paylens.ops writes it through these) -------------------
 
     def journal_claim(
@@ -503,10 +511,9 @@ class Warehouse:
         it; the claim lists the in-doubt entries of dead runs, to resolve by reading the
         record. Every Warehouse on the file shares one lock, and one process writes the file,
         so no two runs can claim one item."""
-        self._writable()
-        with self._lock, storage_errors(self.path):
+        with self._writing() as con:
             return _journal.claim(
-                self._con,
+                con,
                 fingerprint=fingerprint,
                 action=action,
                 item_id=item_id,
@@ -526,10 +533,9 @@ class Warehouse:
         attempts: int | None = None,
     ) -> None:
         """Complete journal entries with their outcome."""
-        self._writable()
-        with self._lock, storage_errors(self.path):
+        with self._writing() as con:
             _journal.finish(
-                self._con,
+                con,
                 entry_ids,
                 outcome,
                 http_status=http_status,
@@ -542,10 +548,9 @@ class Warehouse:
         self, *, fingerprint: str, action: str, item_id: str, outcome: str, message: str
     ) -> None:
         """Journal an outcome reached without a request (a skip decided at apply time)."""
-        self._writable()
-        with self._lock, storage_errors(self.path):
+        with self._writing() as con:
             _journal.record(
-                self._con,
+                con,
                 fingerprint=fingerprint,
                 action=action,
                 item_id=item_id,
@@ -586,9 +591,8 @@ class Warehouse:
             return
         tables = transaction_tables(raw=encode(records))
         now = utcnow()
-        self._writable()
-        with self._lock, storage_errors(self.path), _store.transaction(self._con):
-            _store.upsert_transaction_tables(self._con, tables, run_id=0, now=now)
+        with self._writing() as con, _store.transaction(con):
+            _store.upsert_transaction_tables(con, tables, run_id=0, now=now)
 
     # -- wallet inventory (credentials and sessions of embedded wallets; see _wallets) ----------
 

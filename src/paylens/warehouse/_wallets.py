@@ -196,9 +196,8 @@ def sync_wallets(
 def mark_sessions_ended(wh: Warehouse, session_ids: Sequence[str], reason: str) -> None:
     """Record sessions ended by paylens itself (e.g. a bulk revoke)."""
     if session_ids:
-        wh._writable()
-        with wh._lock:
-            wh._con.execute(
+        with wh._writing() as con:
+            con.execute(
                 """UPDATE wallet_sessions SET ended_at = ?, end_reason = ?
                    WHERE id IN (SELECT unnest(?::VARCHAR[])) AND ended_at IS NULL""",
                 [utcnow(), reason, list(session_ids)],
