@@ -99,3 +99,27 @@ def test_undeclared_methods_and_null_bodies_over_loopback(sandbox: Sandbox) -> N
             headers={"content-type": "application/json"},
         )
         assert (null.status_code, null.json()["code"]) == (400, "INVALID_REQUEST_FORMAT")
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        ({"type": "CARD"}, "type"),
+        ({"status": "SETTLED"}, "status"),
+        ({"status": "AUTHORIZED"}, "status"),
+        ({"status": "PARTIALLY_SETTLED"}, "status"),
+    ],
+)
+def test_the_transaction_list_filters_take_only_the_interfaces_values(
+    sandbox: Sandbox, params: dict[str, str], named: str
+) -> None:
+    # `status` is a TransactionStatus and `type` INCOMING or OUTGOING: card statuses and CARD
+    # are refused as the service would (card transactions are listed, never filtered)
+    assert fields(call(sandbox.world, "GET", "/transactions", params)) == [named]
+
+
+def test_refunded_selects_refunded_transactions_of_both_kinds(sandbox: Sandbox) -> None:
+    status, body = call(sandbox.world, "GET", "/transactions", {"status": "REFUNDED", "limit": 100})
+    truth = {t["id"] for t in sandbox.world.all_transactions() if t["status"] == "REFUNDED"}
+    assert status == 200 and {t["id"] for t in body["data"]} == truth
+    assert {t["type"] for t in body["data"]} >= {"CARD"}

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from paylens.models import TransactionStatus
 from paylens.warehouse.sync import plan
 from paylens.warehouse.sync.plan import TICK, Verification, Window
 
@@ -54,27 +55,41 @@ class FakeStored:
         return inside[n][0] if n < len(inside) else None
 
 
-def remote_of(records: list[tuple[datetime, str]], pending: plan.Level):
-    """The service's count function over `records` for the windows of `pending`."""
+def remote_of(
+    records: list[tuple[datetime, str]],
+    pending: plan.Level,
+    *,
+    cards_not_refunded_filter: frozenset[datetime] = frozenset(),
+):
+    """The service's count function over `records` for the windows of `pending`. Its REFUNDED
+    filter selects card transactions too (the interface does not say), except the records
+    created at `cards_not_refunded_filter`'s instants (a service whose filter does not)."""
     service = FakeStored(records)
 
     def count(i: int, status: str | None) -> int:
-        counts = service.counts(pending[i][0])
-        return sum(counts.values()) if status is None else counts.get(status, 0)
+        # the interface's filter takes a TransactionStatus, nothing else
+        assert status is None or status in set(TransactionStatus), status
+        inside = service._in(pending[i][0])
+        if status is None:
+            return len(inside)
+        return sum(s == status and t not in cards_not_refunded_filter for t, s in inside)
 
     return count
 
 
 def reconcile(
-    stored: list[tuple[datetime, str]], remote: list[tuple[datetime, str]]
+    stored: list[tuple[datetime, str]],
+    remote: list[tuple[datetime, str]],
+    *,
+    cards_not_refunded_filter: frozenset[datetime] = frozenset(),
 ) -> list[Window]:
     """Every window the reconciliation reads, level after level, over [T0, T0 + 1000 h)."""
-    pending: plan.Level = [(Window(T0, at(1000)), (None, *plan.ALL_STATUSES))]
+    pending: plan.Level = [(Window(T0, at(1000)), plan.COUNTED)]
     read: list[Window] = []
     while pending:
         to_read, pending_next = plan.reconcile_level(
             pending,
-            remote_of(remote, pending),
+            remote_of(remote, pending, cards_not_refunded_filter=cards_not_refunded_filter),
             FakeStored(stored),
             leaf_records=4,
             slice_records=50,
@@ -90,26 +105,75 @@ def test_nothing_changed_reads_nothing() -> None:
 
 
 def test_a_status_change_is_read_filtered_by_the_status_it_reached() -> None:
-    stored = [(at(i), "COMPLETED") for i in range(200)] + [(at(500.5), "SETTLED")]
-    remote = [(at(i), "COMPLETED") for i in range(200)] + [(at(500.5), "REFUNDED")]
+    stored = [(at(i), "COMPLETED") for i in range(200)] + [(at(500.5), "PROCESSING")]
+    remote = [(at(i), "COMPLETED") for i in range(200)] + [(at(500.5), "FAILED")]
     read = reconcile(stored, remote)
-    assert read == [Window(T0, at(1000), "REFUNDED")]  # one record to page, not 201
+    assert read == [Window(T0, at(1000), "FAILED")]  # one record to page, not 201
 
 
 def test_many_moves_into_a_status_are_narrowed_by_bisection() -> None:
-    stored = [(at(i), "SETTLED") for i in range(200)]
-    remote = [(at(i), "REFUNDED" if 100 <= i < 110 else "SETTLED") for i in range(200)]
+    stored = [(at(i), "PROCESSING") for i in range(200)]
+    remote = [(at(i), "COMPLETED" if 100 <= i < 110 else "PROCESSING") for i in range(200)]
     read = reconcile(stored, remote)
-    assert {w.status for w in read} == {"REFUNDED"}
-    covered = [t for t, s in remote if s == "REFUNDED" and any(w.start <= t < w.end for w in read)]
+    assert {w.status for w in read} == {"COMPLETED"}
+    covered = [t for t, s in remote if s == "COMPLETED" and any(w.start <= t < w.end for w in read)]
     assert len(covered) == 10
     assert all(w.start >= at(64) and w.end <= at(150) for w in read)
+
+
+def test_only_the_interfaces_statuses_are_asked_and_refunded_is_not() -> None:
+    # REFUNDED is also a card status: what its filter selects, the interface leaves open
+    assert set(plan.LISTED_STATUSES) == set(TransactionStatus) - {"REFUNDED"}
+    assert not set(plan.LISTED_STATUSES) & {"AUTHORIZED", "PARTIALLY_SETTLED", "SETTLED"}
+    assert set(plan.OPEN_STATUSES) <= set(plan.LISTED_STATUSES)
+
+
+def test_a_new_record_no_filter_lists_is_found_by_reading_whole_windows() -> None:
+    # a card transaction arriving late: the remainder (total minus listed statuses) gained
+    remote = [(at(i), "COMPLETED") for i in range(100)] + [(at(70.5), "SETTLED")]
+    read = reconcile(remote[:100], remote)
+    assert read and all(w.status is None for w in read)
+    assert any(w.start <= at(70.5) < w.end for w in read)
+    assert sum(1 for t, _ in remote if any(w.start <= t < w.end for w in read)) <= 8
+
+
+def test_a_transfer_refunded_is_found_although_refunded_is_not_filtered() -> None:
+    stored = [(at(i), "COMPLETED") for i in range(100)] + [(at(40.5), "PROCESSING")]
+    remote = [*stored[:100], (at(40.5), "REFUNDED")]
+    read = reconcile(stored, remote)
+    assert any(w.start <= at(40.5) < w.end and w.status is None for w in read)
+
+
+def test_a_card_hold_settling_is_not_seen_by_counts() -> None:
+    # no filter lists card statuses: the watch of young holds and the re-verification find
+    # these (see test_sync_run)
+    stored = [(at(i), "SETTLED") for i in range(50)] + [(at(60), "AUTHORIZED")]
+    remote = [*stored[:50], (at(60), "SETTLED")]
+    assert reconcile(stored, remote) == []
+
+
+@pytest.mark.parametrize("refunded_lists_cards", [True, False])
+def test_a_card_return_is_seen_when_the_refunded_filter_selects_cards(
+    refunded_lists_cards: bool,
+) -> None:
+    # stored REFUNDED records are compared with the service's REFUNDED count: a service whose
+    # filter selects card transactions shows the return; one whose filter does not never
+    # counts more than is stored, and nothing is read for it
+    stored = [(at(i), "SETTLED") for i in range(50)] + [(at(70), "REFUNDED")]  # a transfer
+    remote = [(at(i), "REFUNDED" if i == 7 else "SETTLED") for i in range(50)] + [stored[50]]
+    cards = frozenset() if refunded_lists_cards else frozenset(at(i) for i in range(50))
+    read = reconcile(stored, remote, cards_not_refunded_filter=cards)
+    if refunded_lists_cards:
+        assert read and {w.status for w in read} == {"REFUNDED"}
+        assert any(w.start <= at(7) < w.end for w in read)
+    else:
+        assert read == []
 
 
 def test_counts_that_do_not_add_up_are_not_trusted() -> None:
     # a service that says 0 for everything: the stored records are read again, not dropped
     stored = [(at(i), "COMPLETED") for i in range(20)]
-    pending: plan.Level = [(Window(T0, at(1000)), (None, *plan.ALL_STATUSES))]
+    pending: plan.Level = [(Window(T0, at(1000)), plan.COUNTED)]
     to_read, deeper = plan.reconcile_level(
         pending, lambda i, s: 0, FakeStored(stored), leaf_records=100, slice_records=50
     )

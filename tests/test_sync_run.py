@@ -15,6 +15,7 @@ import pytest
 
 from paylens import Sandbox
 from paylens.client import RawPage, TextPage
+from paylens.models import TransactionStatus
 from paylens.warehouse import _store
 from paylens.warehouse.sync import SyncOptions, TransactionSync
 from paylens.warehouse.sync.fetch import Landing, parse_time
@@ -35,6 +36,10 @@ class FakeService:
         self.asked: list[Window] = []
 
     def _select(self, window: Window) -> list[dict[str, Any]]:
+        # the interface's filter takes a TransactionStatus (a real service answers 400 to a
+        # card status); REFUNDED, shared with cards, selects both kinds here
+        assert window.status is None or window.status in set(TransactionStatus), window.status
+
         def inside(r: dict[str, Any]) -> bool:
             created = parse_time(r["createdAt"])
             assert created is not None
@@ -129,27 +134,50 @@ def test_a_first_run_reads_everything_and_a_second_only_its_share(
     assert stored(con, "raw") == {i: orjson.dumps(r).decode() for i, r in service.records.items()}
     again = run(con, service, verify_syncs=4)
     assert again.mode == "incremental"  # type: ignore[attr-defined]
-    assert [w.purpose for w in service.asked] == ["recent"] + ["watch"] * 6 + ["verify"]
+    asked = [(w.purpose, w.status) for w in service.asked]
+    listings = [("watch", s) for s in ("CREATED", "PENDING", "PENDING_AUTHORIZATION", "PROCESSING")]
+    assert asked[:6] == [("recent", None), *listings, ("verify", None)]
+    # then the young open card holds, read by themselves (no filter lists them)
+    assert asked[6:] and set(asked[6:]) == {("watch", None)}
     older_count = len(older(service))
     assert older_count / 4 <= again.reverified <= len(service.records) / 4 + 1
 
 
-def test_counts_that_cancel_out_still_show_both_changes(
+def test_a_young_card_hold_that_settles_is_read_by_itself(
     con: duckdb.DuckDBPyConnection, service: FakeService
 ) -> None:
-    # a card hold settles while a settled card is refunded: the SETTLED count stays the same
+    # no filter lists card statuses: a hold that settled (while another card was refunded, so
+    # no count moved) is re-read by itself while younger than the hold window
     held, settled = older(service, type="CARD")[:2]
     held["status"], settled["status"] = "AUTHORIZED", "SETTLED"
     run(con, service)
     held["status"], settled["status"] = "SETTLED", "REFUNDED"
-    run(con, service, verify_syncs=10**6)
+    run(con, service, verify_syncs=10**6, hold_window=timedelta(days=365))
     statuses = stored(con, "status")
-    assert (statuses[held["id"]], statuses[settled["id"]]) == ("SETTLED", "REFUNDED")
+    assert statuses[held["id"]] == "SETTLED"
     created = parse_time(held["createdAt"])
-    assert any(  # the one that left AUTHORIZED was read by itself
+    assert any(
         w.purpose == "watch" and w.status is None and w.start <= created < w.end  # type: ignore[operator]
         for w in service.asked
     )
+
+
+def test_older_holds_are_left_to_the_re_verification_and_returns_seen_by_count(
+    con: duckdb.DuckDBPyConnection, service: FakeService
+) -> None:
+    held, settled = older(service, type="CARD")[:2]
+    held["status"], settled["status"] = "AUTHORIZED", "SETTLED"
+    run(con, service)
+    held["status"], settled["status"] = "SETTLED", "REFUNDED"
+    run(con, service, verify_syncs=10**6, hold_window=timedelta(0))
+    assert not any(w.purpose == "watch" and w.status is None for w in service.asked)
+    statuses = stored(con, "status")
+    # this service's REFUNDED filter selects card transactions: the return shows in its count
+    assert (statuses[held["id"]], statuses[settled["id"]]) == ("AUTHORIZED", "REFUNDED")
+    assert any(w.status == "REFUNDED" for w in service.asked)
+    for _ in range(3):  # a round of the re-verification reads the old hold again
+        run(con, service, verify_syncs=3, hold_window=timedelta(0))
+    assert stored(con, "status")[held["id"]] == "SETTLED"
 
 
 def test_a_refund_under_way_on_a_failed_transfer_is_followed(

@@ -126,9 +126,17 @@ def test_watched_records_are_those_no_listing_can_show_changed(
         if r["type"] == "OUTGOING" and r["id"] != settled["id"]
     )
     listed = next(r for r in records if r["status"] == "PROCESSING")
+    cards = [r for r in records if r["type"] == "CARD"]
+    young, old, closed = (
+        {**cards[0], "status": "AUTHORIZED", "createdAt": "2025-10-10T00:00:00Z"},
+        {**cards[1], "status": "PARTIALLY_SETTLED", "createdAt": "2025-09-01T00:00:00Z"},
+        {**cards[2], "status": "SETTLED", "createdAt": "2025-10-11T00:00:00Z"},
+    )
     save.commit(
         con,
-        save.typed_batch([landing([pending, settled, refunding, listed])], 1, AT),
+        save.typed_batch(
+            [landing([pending, settled, refunding, listed, young, old, closed])], 1, AT
+        ),
         run_id=1,
         at=AT,
     )
@@ -138,10 +146,19 @@ def test_watched_records_are_those_no_listing_can_show_changed(
     batch.rejects = [save.reject_row(with_huge_amount(broken), "bad amount", 2, AT)]
     save.commit(con, batch, run_id=2, at=AT)
     stored = save.StoredTransactions(con)
-    times = stored.watched(Window(None, None), run_id=2)
-    expected = {pending["createdAt"], refunding["createdAt"], broken["createdAt"]}
-    assert len({pending["id"], settled["id"], refunding["id"], listed["id"], broken["id"]}) == 5
+    # open card holds from `holds_since` on (no filter lists them); older ones are left out
+    times = stored.watched(
+        Window(None, None), run_id=2, holds_since=datetime(2025, 10, 1, tzinfo=UTC)
+    )
+    expected = {
+        pending["createdAt"],
+        refunding["createdAt"],
+        broken["createdAt"],
+        young["createdAt"],
+    }
+    ids = {r["id"] for r in (pending, settled, refunding, listed, broken, young, old, closed)}
+    assert len(ids) == 8
     assert times == sorted(datetime.fromisoformat(t.replace("Z", "+00:00")) for t in expected)
     # quarantined records are known to the counts but not stored
-    assert sum(stored.counts(Window(None, None)).values()) == 5
-    assert stored.stored(Window(None, None)) == 4
+    assert sum(stored.counts(Window(None, None)).values()) == 8
+    assert stored.stored(Window(None, None)) == 7

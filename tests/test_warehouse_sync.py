@@ -173,6 +173,9 @@ def test_bad_records_are_set_aside_not_fatal(
     assert len(wh.transactions()) == len(truth) - 3
     again = wh.sync(client, progress=False, resources=TX_ONLY)  # known rejects are not "missing"
     assert again.resources["transactions"]["unchanged"] - again.reverified < len(truth) / 10
+    runs = wh.sync_runs().set_index("run_id")
+    assert again.reverified > 0  # the re-verification's cost is kept with the run
+    assert runs.loc[again.run_id, "reverified_records"] == again.reverified
     sandbox.faults.corrupt_ids = set()
     wh.sync(client, progress=False, resources=TX_ONLY, full=True)
     assert_exact(wh, sandbox)

@@ -29,8 +29,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-TRANSACTION_TYPES = ("INCOMING", "OUTGOING", "CARD")
-TRANSACTION_STATUSES = frozenset(m.TransactionStatus) | frozenset(m.CardTransactionStatus)
+#: What the list filters take (card transactions are listed, but no filter selects them).
+TRANSACTION_TYPES = ("INCOMING", "OUTGOING")
+TRANSACTION_STATUSES = frozenset(m.TransactionStatus)
 SORT_ORDERS = ("asc", "desc")
 _TRANSACTION_ID_TYPES = ("Transaction", "CardTransaction")
 

@@ -39,12 +39,11 @@ from ._world_wallets import SignedRequest, is_p256_point
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 20
 _UNKNOWN = -2  # an id that matches nothing (NO_ROW would match "no account")
-#: The transaction list's filters take the interface's values (`status`: TransactionStatus;
-#: `type`: INCOMING, OUTGOING) and, beyond them, the card statuses and CARD, because paylens'
-#: warehouse sync re-reads open card transactions with `status=AUTHORIZED|PARTIALLY_SETTLED` and
-#: its client filters `type=CARD`: a known leniency until those stop relying on it (the real
-#: service may refuse them with 400).
-_TX_STATUSES = tuple(s for s in STATUSES if s not in CARD_STATUSES) + tuple(sorted(CARD_STATUSES))
+#: The transaction list's filters take the interface's values only: `status` a TransactionStatus
+#: (REFUNDED, the one name card transactions share, matches both kinds: the filter compares the
+#: status), `type` INCOMING or OUTGOING (card transactions are listed, but no filter selects them).
+_TX_STATUSES = tuple(s for s in STATUSES if s not in CARD_STATUSES or s == "REFUNDED")
+_TX_KINDS = ("INCOMING", "OUTGOING")
 
 
 # --- pagination -----------------------------------------------------------------------------------
@@ -131,7 +130,7 @@ def list_transactions(r: Request) -> tuple[int, Any]:
         return None if value is None else e.account_index.get(value, _UNKNOWN)
 
     status = q.choice("status", _TX_STATUSES)
-    kind = q.choice("type", KINDS)
+    kind = q.choice("type", _TX_KINDS)
     start, end = q.time("startDate"), q.time("endDate")
 
     def select() -> RowSet:

@@ -335,7 +335,8 @@ class Warehouse:
             self._con.execute(
                 """UPDATE sync_runs SET finished_at = ?, status = ?, mode = ?, new_records = ?,
                        changed_records = ?, unchanged_records = ?, rejected_records = ?,
-                       requests = ?, duration_seconds = ?, error = ? WHERE run_id = ?""",
+                       reverified_records = ?, requests = ?, duration_seconds = ?, error = ?
+                   WHERE run_id = ?""",
                 [
                     utcnow(),
                     status,
@@ -344,6 +345,7 @@ class Warehouse:
                     report.changed,
                     report.unchanged,
                     report.rejected,
+                    report.reverified,
                     report.requests,
                     report.duration_seconds,
                     error,

@@ -52,6 +52,7 @@ _BOOKKEEPING = [
     # the apply run that claimed the item (a run still alive in this process, or a dead one
     # whose in-doubt requests are resolved by reading the record)
     """ALTER TABLE ops_journal ADD COLUMN IF NOT EXISTS claim VARCHAR""",
+    """ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS reverified_records BIGINT""",
     """CREATE TABLE IF NOT EXISTS status_history (
         id VARCHAR, type VARCHAR, previous_status VARCHAR, status VARCHAR,
         record_updated_at TIMESTAMPTZ, observed_at TIMESTAMPTZ, run_id BIGINT)""",

@@ -17,18 +17,24 @@ from typing import Any, Protocol
 
 from paylens import models
 
-#: Statuses a record can still leave; records in them are re-read on every sync.
-NON_TERMINAL_STATUSES = (
-    "CREATED",
-    "PENDING",
-    "PENDING_AUTHORIZATION",
-    "PROCESSING",
-    "AUTHORIZED",
-    "PARTIALLY_SETTLED",
-)
+#: The statuses the list endpoint's `status` filter selects exactly: the interface's
+#: TransactionStatus values but REFUNDED, the one name card transactions share (whether the
+#: filter then selects card transactions too, the interface does not say). Card statuses and
+#: REFUNDED are counted together, as the remainder of a window's total.
+LISTED_STATUSES = tuple(sorted(set(models.TransactionStatus) - {"REFUNDED"}))
+#: Counted beside the listed statuses, against every stored record in it: a service whose
+#: REFUNDED filter selects card transactions too then shows card returns by its count; one
+#: whose filter does not never counts more than is stored, and costs nothing.
+SHARED_STATUS = "REFUNDED"
+#: What each window of the reconciliation is counted by (None: its total).
+COUNTED = (None, *LISTED_STATUSES, SHARED_STATUS)
+#: Listed statuses a transfer can still leave; records in them are listed on every sync.
+OPEN_STATUSES = ("CREATED", "PENDING", "PENDING_AUTHORIZATION", "PROCESSING")
+#: Card statuses a card transaction can still leave. No filter lists them: open holds are
+#: re-read by themselves while young (`SyncOptions.hold_window`), later by the re-verification.
+OPEN_CARD_STATUSES = ("AUTHORIZED", "PARTIALLY_SETTLED")
 #: Refund statuses after which a FAILED transfer no longer changes.
 TERMINAL_REFUND_STATUSES = ("COMPLETED", "FAILED")
-ALL_STATUSES = tuple(sorted(set(models.TransactionStatus) | set(models.CardTransactionStatus)))
 TICK = timedelta(microseconds=1)
 #: A window's remaining range is not split below this.
 MIN_SPLIT = timedelta(seconds=1)
@@ -135,15 +141,19 @@ def split_point(
 
 
 def explained(remote: dict[str | None, int | None], local: dict[str | None, int]) -> bool:
-    """Whether per-status counts account for every record on both sides (so moves between
-    statuses can be found from the statuses that gained)."""
+    """Whether per-status counts account for every change on both sides, so moves between
+    statuses can be found from the listed statuses that gained. What no listed status holds
+    (card transactions, REFUNDED, statuses paylens does not know) is one remainder on each
+    side: it may lose records (they reappear in a listed status that gained, or are gone), but
+    where the service's remainder holds more than the stored one, no filter can say which
+    records came: the window must be read whole."""
     if any(count is None for count in remote.values()):
         return False
-    known_remote = sum(remote[s] or 0 for s in ALL_STATUSES)
-    known_local = sum(local.get(s, 0) for s in ALL_STATUSES)
-    stored = sum(local.values())
     total = remote[None] or 0
-    return total == known_remote and stored == known_local and total >= stored
+    stored = sum(local.values())
+    remote_rest = total - sum(remote[s] or 0 for s in LISTED_STATUSES)
+    local_rest = stored - sum(local.get(s, 0) for s in LISTED_STATUSES)
+    return 0 <= remote_rest <= local_rest and total >= stored
 
 
 def halves(window: Window, stored: Stored) -> list[Window]:
@@ -188,9 +198,9 @@ def reconcile_level(
     every record that moved into it (and new ones), and so also fixes the status it left. Such
     a read is narrowed by bisecting on that status's count until it is small. Where per-status
     counts cannot explain the totals (records in statuses paylens does not know, fewer records
-    than stored, counts that do not add up), the whole window is bisected and re-read: a
-    count is never trusted over the data."""
-    everything = (None, *ALL_STATUSES)
+    than stored, counts that do not add up, a remainder that gained), the whole window is
+    bisected and re-read: a count is never trusted over the data. REFUNDED, the status card
+    transactions share, is compared with every stored record in it (see `SHARED_STATUS`)."""
     to_read: list[Window] = []
     next_level: Level = []
     for i, (w, statuses) in enumerate(pending):
@@ -201,7 +211,7 @@ def reconcile_level(
         if whole:  # the statuses cannot tell what moved, or the window is mostly missing
             size = max(sum(local.values()), counts[None] or 0)
             parts = halves(w, stored) if size > leaf_records else []
-            next_level += [(part, everything) for part in parts]
+            next_level += [(part, COUNTED) for part in parts]
             to_read += [] if parts else sized(w, size, slice_records)
             continue
         for status in statuses:

@@ -25,7 +25,7 @@ from paylens.client import Client
 
 from . import fetch, plan, save
 from .fetch import Landing, Service
-from .plan import NON_TERMINAL_STATUSES, Verification, Window
+from .plan import OPEN_STATUSES, Verification, Window
 from .save import Batch, StoredTransactions
 
 logger = logging.getLogger("paylens.warehouse")
@@ -37,7 +37,10 @@ class SyncOptions:
     second; `recent` is how far before the newest stored record the recent window opens;
     `since` limits the sync to records created from then on; `full` re-reads everything;
     `verify_syncs`: every record of the older range is re-read at least once every this many
-    syncs (the rolling re-verification: about 1/`verify_syncs` of it each sync)."""
+    syncs (the rolling re-verification: about 1/`verify_syncs` of it each sync); `hold_window`:
+    open card holds are re-read on every sync while they are younger than this at the start
+    of the sync (against the newest stored record: the service's time, not the wall clock);
+    no filter lists card statuses, so older holds are left to the re-verification."""
 
     concurrency: int = 16
     rate_limit: float | None = None
@@ -46,6 +49,7 @@ class SyncOptions:
     full: bool = False
     progress: bool = True
     verify_syncs: int = 7
+    hold_window: timedelta = timedelta(days=7)
     slice_records: int = 5_000
     leaf_records: int = 2_000
     land_records: int = 1_000
@@ -330,6 +334,10 @@ class TransactionSync:
         return since, recent_start
 
     def _incremental(self) -> None:
+        # holds still young at the last sync (its newest record): a hold that changed while no
+        # sync looked is read again even when the service moved on far since
+        last = self.stored.newest()
+        holds_since = last - self.options.hold_window if last else None
         since, recent_start = self._older_start_end()
         older = Window(since, recent_start)
         verify, cursor = self._verify_windows(older)
@@ -338,11 +346,11 @@ class TransactionSync:
         self._read_all(
             [
                 Window(recent_start, None, purpose="recent"),
-                *(Window(since, recent_start, status, "watch") for status in NON_TERMINAL_STATUSES),
+                *(Window(since, recent_start, status, "watch") for status in OPEN_STATUSES),
                 *verify,
             ]
         )
-        instants = self.stored.watched(older, self.run_id)
+        instants = self.stored.watched(older, self.run_id, holds_since)
         if instants:
             start = older.start or self.stored.oldest(older)
             span = plan.page_span(start, older.end, self.stored.stored(older))
@@ -392,7 +400,7 @@ class TransactionSync:
     def _reconcile_range(self, window: Window) -> None:
         """Bisect where the service's per-status counts differ from the stored ones and re-read
         what they show moved (see `plan.reconcile_level`)."""
-        pending: plan.Level = [(window, (None, *plan.ALL_STATUSES))]
+        pending: plan.Level = [(window, plan.COUNTED)]
         self.on_phase("reconciling")
         while pending:
             futures = {

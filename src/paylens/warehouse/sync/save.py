@@ -25,7 +25,13 @@ from paylens.frames import parse_records, transaction_tables
 
 from .. import _store
 from .fetch import Landing, parse_time_or_none
-from .plan import NON_TERMINAL_STATUSES, TERMINAL_REFUND_STATUSES, Verification, Window
+from .plan import (
+    OPEN_CARD_STATUSES,
+    OPEN_STATUSES,
+    TERMINAL_REFUND_STATUSES,
+    Verification,
+    Window,
+)
 
 logger = logging.getLogger("paylens.warehouse")
 
@@ -333,24 +339,28 @@ class StoredTransactions:
         )
         return instant(rows[0][0]) if rows else None
 
-    def watched(self, older: Window, run_id: int) -> list[datetime]:
+    def watched(self, older: Window, run_id: int, holds_since: datetime | None) -> list[datetime]:
         """Creation times (sorted, distinct) of the records no listing of this run can show
         have changed, so they are re-read by themselves:
 
-        - records of the older range stored in a non-terminal status that this run's listings
-          of those statuses did not bring back: they left it (a card hold that settled may be
-          balanced, in the per-status counts, by a settled one refunded);
+        - transfers of the older range stored in an open status that this run's listings of
+          those statuses did not bring back: they left it (a transfer that completed may be
+          balanced, in the per-status counts, by another that failed);
+        - open card holds created from `holds_since` on (no filter lists card statuses; older
+          holds are left to the re-verification);
         - FAILED transfers whose refund is still under way: the refund progresses while the
           status stays FAILED;
         - quarantined records not stored since (never stored, or stored before they were
           served broken): the service may serve them fixed."""
         where, params = _where(older)
-        statuses = ", ".join(f"'{s}'" for s in NON_TERMINAL_STATUSES)
+        statuses = ", ".join(f"'{s}'" for s in OPEN_STATUSES)
+        holds = ", ".join(f"'{s}'" for s in OPEN_CARD_STATUSES)
         refunds = ", ".join(f"'{s}'" for s in TERMINAL_REFUND_STATUSES)
         rows = self._rows(
             f"""SELECT DISTINCT epoch_us(created_at) AS instant_us FROM transactions
                 WHERE {where} AND sync_run_id <> ?
                   AND (status IN ({statuses})
+                       OR (status IN ({holds}) AND created_at >= ?)
                        OR (status = 'FAILED' AND refund_status IS NOT NULL
                            AND refund_status NOT IN ({refunds})))
                 UNION
@@ -360,7 +370,7 @@ class StoredTransactions:
                   AND r.created_at IS NOT NULL
                   AND (t.id IS NULL OR r.run_id >= t.sync_run_id)
                 ORDER BY instant_us""",
-            [*params, run_id],
+            [*params, run_id, holds_since],
         )
         return [t for (us,) in rows if (t := instant(us)) is not None]
 
