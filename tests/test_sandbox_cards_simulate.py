@@ -154,7 +154,7 @@ def test_card_simulation_over_loopback() -> None:
         token = answer.json()["issuerTransactionToken"]
         listed = httpx.get(
             server.base_url + "/transactions",
-            params={"type": "CARD", "sortOrder": "desc", "limit": 1},
+            params={"sortOrder": "desc", "limit": 1},
             auth=auth,
         ).json()["data"][0]
         assert (listed["issuerTransactionToken"], listed["status"]) == (token, "AUTHORIZED")

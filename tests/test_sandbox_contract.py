@@ -93,7 +93,8 @@ def test_every_kind_of_transaction_conforms(world: World) -> None:
 def test_transaction_lists_and_reads_conform(world: World) -> None:
     for params in (
         {},
-        {"type": "CARD", "limit": 100},
+        {"type": "INCOMING", "limit": 100},
+        {"status": "REFUNDED", "limit": 100},
         {"status": "PENDING", "sortOrder": "asc"},
         {"startDate": "2025-09-01T00:00:00Z", "limit": 3},
     ):
