@@ -100,7 +100,7 @@ def test_lost_answers_never_send_a_second_request(tmp_path: Path, how: str) -> N
 
 def test_lost_answers_to_approve_and_confirm_are_resolved_by_reading(tmp_path: Path) -> None:
     from paylens.sandbox import IN_PROCESS_BASE_URL
-    from paylens.sandbox._transport import SandboxTransport
+    from paylens.sandbox.wire.transport import SandboxTransport
 
     sandbox = Sandbox(seed=22, transactions=1_500, scenarios=20)
     path = tmp_path / "lost2.duckdb"

@@ -15,8 +15,9 @@ import pytest
 from paylens import Client, Sandbox
 from paylens.errors import ConfigurationError, InvalidArgumentError
 from paylens.sandbox import advance_served
-from paylens.sandbox._generate import OUTGOING, ST
-from paylens.sandbox._world import DEFAULT_END, World, from_us
+from paylens.sandbox.clock import from_us
+from paylens.sandbox.generate.transactions import OUTGOING, ST
+from paylens.sandbox.world.world import DEFAULT_END, World
 
 
 class FakeWall:

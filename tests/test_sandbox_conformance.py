@@ -28,8 +28,8 @@ import pytest
 
 from paylens import Sandbox
 from paylens.sandbox import SandboxServer
-from paylens.sandbox._currencies import CODES
-from paylens.sandbox._routes import ROUTES
+from paylens.sandbox.currencies import CODES
+from paylens.sandbox.routes.table import ROUTES
 
 from .test_sandbox_world import call
 

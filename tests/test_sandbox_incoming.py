@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from paylens import Sandbox
-from paylens.sandbox._currencies import CUR
-from paylens.sandbox._world import World
+from paylens.sandbox.currencies import CUR
+from paylens.sandbox.world.world import World
 
 from .test_sandbox_world import call
 

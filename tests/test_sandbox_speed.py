@@ -14,9 +14,9 @@ import orjson
 import pytest
 
 from paylens.sandbox import Sandbox
-from paylens.sandbox._world import DEFAULT_END, World
-from paylens.sandbox._world_entities import iso
-from paylens.sandbox._world_render import TxViews, WireRows, _iso_texts
+from paylens.sandbox.world.entities import iso
+from paylens.sandbox.world.render import TxViews, WireRows, _iso_texts
+from paylens.sandbox.world.world import DEFAULT_END, World
 
 
 def request(sandbox: Sandbox, method: str, path: str, body: Any = None) -> Any:

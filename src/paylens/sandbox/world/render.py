@@ -30,9 +30,9 @@ from typing import Any, SupportsIndex, cast
 import numpy as np
 import orjson
 
-from ._currencies import CHANNELS, CODES, N_RAILS, QUOTE_TTL_S, REGIONS, currency_wire
-from ._gen_entities import NO_ROW, Entities
-from ._generate import (
+from ..currencies import CHANNELS, CODES, N_RAILS, QUOTE_TTL_S, REGIONS, currency_wire
+from ..generate.entities import NO_ROW, Entities
+from ..generate.transactions import (
     CARD,
     CARD_EXCEPTION,
     CARD_TIP,
@@ -57,8 +57,8 @@ from ._generate import (
     STATUSES,
     multipliers,
 )
-from ._world_entities import SANDBOX_DOMAIN, EntityViews, handle, iso
-from ._world_store import TxStore
+from .entities import SANDBOX_DOMAIN, EntityViews, handle, iso
+from .store import TxStore
 
 _REFERENCE_MASK = 0x5EED_CAFE_F00D_D00D
 _QUOTE_MASK_HI = 0x3C5A_96E1_7D2B_0F48 & 0xFFFF_FFFF_FFFF_0FFF  # keeps the version nibble

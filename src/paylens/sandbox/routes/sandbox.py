@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from ._currencies import CODES, CUR
-from ._gen_entities import NO_ROW
-from ._generate import CARD
-from ._request import INT64_MAX, Handler, Request, is_int
-from ._world import ServiceError, invalid
-from ._world_cards import CardEventRefused, authorize, clear, refund
-from ._world_funding import FundingRefused, send_funds
-from ._world_incoming import receive_uma_payment
+from ..currencies import CODES, CUR
+from ..errors import ServiceError, invalid
+from ..generate.entities import NO_ROW
+from ..generate.transactions import CARD
+from ..wire.request import INT64_MAX, Handler, Request, is_int
+from ..world.cards import CardEventRefused, authorize, clear, refund
+from ..world.funding import FundingRefused, send_funds
+from ..world.incoming import receive_uma_payment
 
 #: The interface's maximum of one sandbox funding (minor units).
 MAX_FUNDING = 100_000_000_000

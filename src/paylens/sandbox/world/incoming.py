@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._currencies import CH, SERVICE_FEE_USD, to_minor
-from ._gen_entities import NO_ROW, new_uuids
-from ._generate import (
+from ..currencies import CH, SERVICE_FEE_USD, to_minor
+from ..generate.entities import NO_ROW, new_uuids
+from ..generate.transactions import (
     AWAITING_APPROVAL,
     IF,
     INCOMING,
@@ -37,7 +37,7 @@ from ._generate import (
 )
 
 if TYPE_CHECKING:
-    from ._world import World
+    from .world import World
 
 #: How long an incoming payment waits for the platform's approve or reject (the interface: 5 s).
 INCOMING_DECISION_US = 5_000_000

@@ -95,3 +95,22 @@ def advance_served(
         )
     result: dict[str, Any] = answer.json()
     return result
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def to_us(moment: datetime) -> int:
+    """Microseconds since the epoch of a tz-aware moment (the world's time unit)."""
+    if moment.tzinfo is None:
+        raise ValueError(f"{moment!r} has no time zone")
+    return (moment - EPOCH) // timedelta(microseconds=1)
+
+
+def from_us(us: int) -> datetime:
+    return EPOCH + timedelta(microseconds=us)
+
+
+def whole_ms(us: int) -> int:
+    """`us` cut to whole milliseconds (the interface's timestamps)."""
+    return us // 1000 * 1000

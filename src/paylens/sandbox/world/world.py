@@ -57,7 +57,8 @@ from typing import Any
 
 import numpy as np
 
-from ._currencies import (
+from ..clock import from_us, to_us, whole_ms
+from ..currencies import (
     AUTO_CHANNEL,
     CANCEL_WINDOW_S,
     CANCELLABLE_CHANNELS,
@@ -82,7 +83,8 @@ from ._currencies import (
     mid_rate,
     to_minor,
 )
-from ._gen_entities import (
+from ..errors import ServiceError, invalid
+from ..generate.entities import (
     CARD_STATES,
     US_PER_DAY,
     customer_count,
@@ -92,7 +94,7 @@ from ._gen_entities import (
     pick_weighted,
     uuid_text,
 )
-from ._generate import (
+from ..generate.transactions import (
     ACH_PULL,
     AWAITING_APPROVAL,
     CARD,
@@ -118,59 +120,20 @@ from ._generate import (
     settle_durations,
     status_at,
 )
-from ._idempotency import IdempotencyKeys
-from ._world_entities import SANDBOX_DOMAIN, EntityViews, iso1
-from ._world_incoming import approve_incoming, reject_incoming
-from ._world_lifecycle import Lifecycle
-from ._world_render import TxViews, WireRows, hi_of_reference, quote_uuid, shows_reference
-from ._world_store import RowSet, TxStore
-from ._world_wallets import WalletAuth
+from ..wire.idempotency import IdempotencyKeys
+from .entities import SANDBOX_DOMAIN, EntityViews, iso1
+from .incoming import approve_incoming, reject_incoming
+from .lifecycle import Lifecycle
+from .render import TxViews, WireRows, hi_of_reference, quote_uuid, shows_reference
+from .store import RowSet, TxStore
+from .wallets import WalletAuth
 
 DEFAULT_END = datetime(2025, 10, 13, tzinfo=UTC)
 DEFAULT_PERIOD = timedelta(days=180)
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: Shares of generated transactions by type: INCOMING, OUTGOING, CARD.
 DEFAULT_MIX = (0.30, 0.50, 0.20)
 _STREAM_ENTITIES, _STREAM_ARRIVALS, _STREAM_ROWS, _STREAM_ADVANCE, _STREAM_CALLS = range(5)
 _ACTIVE = CARD_STATES.index("ACTIVE")
-
-
-class ServiceError(Exception):
-    """An error answer of the simulated service; the wire layer renders it as the spec's error body."""
-
-    def __init__(
-        self,
-        status: int,
-        code: str,
-        message: str,
-        details: dict[str, Any] | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(f"{status} {code}: {message}")
-        self.status = status
-        self.code = code
-        self.message = message
-        self.details = details
-        self.headers = headers
-
-
-def invalid(errors: list[dict[str, str]], message: str = "invalid parameters") -> ServiceError:
-    """400 INVALID_INPUT with one FieldError per bad field."""
-    return ServiceError(400, "INVALID_INPUT", message, {"errors": errors})
-
-
-def to_us(moment: datetime) -> int:
-    if moment.tzinfo is None:
-        raise ValueError(f"{moment!r} has no time zone")
-    return (moment - EPOCH) // timedelta(microseconds=1)
-
-
-def from_us(us: int) -> datetime:
-    return EPOCH + timedelta(microseconds=us)
-
-
-def _ms(us: int) -> int:
-    return us // 1000 * 1000
 
 
 class World:
@@ -199,7 +162,7 @@ class World:
             raise ValueError("transactions must be >= 0")
         end = end or DEFAULT_END
         start = start or end - DEFAULT_PERIOD
-        start_us, end_us = _ms(to_us(start)), _ms(to_us(end))
+        start_us, end_us = whole_ms(to_us(start)), whole_ms(to_us(end))
         if start_us >= end_us:
             raise ValueError("start must be before end")
         self.seed = seed
@@ -451,7 +414,7 @@ class World:
 
     def _touch(self) -> int:
         """The time of a change made now, at whole milliseconds."""
-        return _ms(self._now)
+        return whole_ms(self._now)
 
     # --- for the world's other modules (incoming approvals, sandbox simulations) --------------
 
@@ -574,7 +537,7 @@ class World:
                 ]
             )
         t = self._touch()
-        self._update(row, receipt=t if at is None else _ms(at), touched=t)
+        self._update(row, receipt=t if at is None else whole_ms(at), touched=t)
         return self.get_transaction_wire(transaction_id)
 
     # --- quotes -----------------------------------------------------------------------------
@@ -672,7 +635,7 @@ class World:
                 f"{sent} minor units of {CODES[send_cur]} do not cover the fees of {fees}",
             )
         created = max(
-            _ms(self._now), int(self.store.col("created")[-1]) + 1000 if self.store.n else 0
+            whole_ms(self._now), int(self.store.col("created")[-1]) + 1000 if self.store.n else 0
         )
         self._now = max(self._now, created)
         cols = empty_columns(1)

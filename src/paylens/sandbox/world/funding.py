@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._currencies import CODES
-from ._generate import OF, SRC_FUNDING, ST
+from ..currencies import CODES
+from ..generate.transactions import OF, SRC_FUNDING, ST
 
 if TYPE_CHECKING:
-    from ._world import World
+    from .world import World
 
 
 class FundingRefused(Exception):

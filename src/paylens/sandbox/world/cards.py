@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._gen_entities import CARD_STATES, new_uuids
-from ._generate import (
+from ..generate.entities import CARD_STATES, new_uuids
+from ..generate.transactions import (
     CARD,
     CARD_EXCEPTION,
     CARD_PARTIAL_FINAL,
@@ -38,11 +38,11 @@ from ._generate import (
     empty_columns,
     status_at,
 )
-from ._world_incoming import next_created
-from ._world_render import merchant_code
+from .incoming import next_created
+from .render import merchant_code
 
 if TYPE_CHECKING:
-    from ._world import World
+    from .world import World
 
 _ACTIVE = CARD_STATES.index("ACTIVE")
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._currencies import (
+from ..currencies import (
     CUR,
     HOME_OPTION,
     OPTION_POPULARITY,

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ._currencies import CODES, RECEIVE_OPTIONS, REGIONS, ReceiveOption, currency_wire
-from ._gen_entities import (
+from ..currencies import CODES, RECEIVE_OPTIONS, REGIONS, ReceiveOption, currency_wire
+from ..generate.entities import (
     BUSINESS_KINDS,
     BUSINESS_TYPES,
     BUSINESS_WORDS,

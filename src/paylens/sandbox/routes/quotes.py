@@ -9,11 +9,12 @@ from typing import Any
 
 import orjson
 
-from ._currencies import CODES, CUR, FUNDABLE, RECEIVE_OPTIONS
-from ._gen_entities import NO_ROW
-from ._idempotency import MAX_KEY_LENGTH, KeyReused
-from ._request import Handler, Query, Request, is_int, optional_text
-from ._world import QuoteRequest, ServiceError, World, invalid
+from ..currencies import CODES, CUR, FUNDABLE, RECEIVE_OPTIONS
+from ..errors import ServiceError, invalid
+from ..generate.entities import NO_ROW
+from ..wire.idempotency import MAX_KEY_LENGTH, KeyReused
+from ..wire.request import Handler, Query, Request, is_int, optional_text
+from ..world.world import QuoteRequest, World
 
 MAX_LOCKED_AMOUNT = 9_000_000_000_000_000  # the interface's maximum of lockedCurrencyAmount
 MAX_RATE_AMOUNT = 10**15  # the largest sendingAmount the exchange-rate list converts

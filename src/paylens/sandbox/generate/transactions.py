@@ -75,7 +75,7 @@ from typing import Any
 
 import numpy as np
 
-from ._currencies import (
+from ..currencies import (
     BTC_USD,
     CANCEL_WINDOW_S,
     CH,
@@ -105,7 +105,7 @@ from ._currencies import (
     pow10,
     to_minor,
 )
-from ._gen_entities import NO_ROW, US_PER_DAY, Entities, new_uuids, pick_weighted
+from .entities import NO_ROW, US_PER_DAY, Entities, new_uuids, pick_weighted
 
 NEVER = np.iinfo(np.int64).max
 NONE8 = 255  # "absent" in small code columns

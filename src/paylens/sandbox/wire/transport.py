@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import httpx
 
-from ._app import Reply, SandboxApp
+from .app import Reply, SandboxApp
 
 
 def _target(request: httpx.Request) -> str:

@@ -17,10 +17,11 @@ from urllib.parse import parse_qs, unquote
 
 import orjson
 
-from ._clock import Clock
-from ._faults import Faults, corrupt
-from ._routes import dispatch
-from ._world import ServiceError, World
+from ..clock import Clock
+from ..errors import ServiceError
+from ..routes.table import dispatch
+from ..world.world import World
+from .faults import Faults, corrupt
 
 logger = logging.getLogger("paylens.sandbox")
 

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._generate import AWAITING_APPROVAL, CARD, ST
+from ..generate.transactions import AWAITING_APPROVAL, CARD, ST
 
 if TYPE_CHECKING:
-    from ._world import World
-    from ._world_store import RowSet
+    from .store import RowSet
+    from .world import World
 
 _STREAM_LIFECYCLE = 5  # after the world's own five random streams
 
@@ -121,7 +121,7 @@ class Lifecycle:
         """`rows` without the records that have not arrived yet."""
         if not self._hidden or not len(rows):
             return rows
-        from ._world_store import RowSet
+        from .store import RowSet
 
         every = rows.rows if rows.rows is not None else np.arange(rows.lo, rows.hi)
         return RowSet.of(every[~np.isin(every, np.fromiter(self._hidden, np.int64))])

@@ -26,15 +26,16 @@ from typing import Any
 import numpy as np
 import orjson
 
-from ._currencies import CUR, REGIONS
-from ._gen_entities import CARD_STATES, CUSTOMER_TYPES, INTERNAL_TYPES, NO_ROW
-from ._generate import CARD_STATUSES, KINDS, ST, STATUSES
-from ._request import Handler, Query, Request, is_int, optional_text, parse_time
-from ._routes_quotes import create_quote, execute_quote, get_quote, idempotent, list_exchange_rates
-from ._routes_sandbox import SANDBOX_ROUTES
-from ._world import ServiceError, World, invalid
-from ._world_store import RowSet
-from ._world_wallets import SignedRequest, is_p256_point
+from ..currencies import CUR, REGIONS
+from ..errors import ServiceError, invalid
+from ..generate.entities import CARD_STATES, CUSTOMER_TYPES, INTERNAL_TYPES, NO_ROW
+from ..generate.transactions import CARD_STATUSES, KINDS, ST, STATUSES
+from ..wire.request import Handler, Query, Request, is_int, optional_text, parse_time
+from ..world.store import RowSet
+from ..world.wallets import SignedRequest, is_p256_point
+from ..world.world import World
+from .quotes import create_quote, execute_quote, get_quote, idempotent, list_exchange_rates
+from .sandbox import SANDBOX_ROUTES
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 20

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import TYPE_CHECKING
 
-from ._currencies import CODES, mid_rate
+from .currencies import CODES, mid_rate
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ._world import invalid, to_us
+from ..clock import to_us
+from ..errors import invalid
 
 if TYPE_CHECKING:
-    from ._world import World
+    from ..world.world import World
 
 #: Integers of the interface are int64: larger ones are refused, never stored or computed with.
 INT64_MAX = 2**63 - 1

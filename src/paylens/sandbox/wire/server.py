@@ -13,7 +13,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-from ._app import SandboxApp
+from .app import SandboxApp
 
 logger = logging.getLogger("paylens.sandbox")
 

@@ -79,9 +79,9 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
 
-from . import _world
-from ._gen_entities import NO_ROW, Entities, uuid_text
-from ._world_entities import SANDBOX_DOMAIN, EntityViews, iso1
+from ..errors import ServiceError, invalid
+from ..generate.entities import NO_ROW, Entities, uuid_text
+from .entities import SANDBOX_DOMAIN, EntityViews, iso1
 
 SESSION_LIFETIME_US = 12 * 3600 * 1_000_000
 CHALLENGE_TTL_US = 5 * 60 * 1_000_000
@@ -211,12 +211,11 @@ def _error(
     details: dict[str, Any] | None = None,
     headers: dict[str, str] | None = None,
 ) -> Exception:
-    # through the module: `_world` imports this one while it is being defined
-    return _world.ServiceError(status, code, message, details, headers)
+    return ServiceError(status, code, message, details, headers)
 
 
 def _invalid(errors: list[dict[str, str]], message: str = "invalid parameters") -> Exception:
-    return _world.invalid(errors, message)
+    return invalid(errors, message)
 
 
 def _unauthorized(code: str, message: str, reason: str | None = None) -> Exception:
