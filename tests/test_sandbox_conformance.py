@@ -29,7 +29,7 @@ import pytest
 from paylens import Sandbox
 from paylens.sandbox import SandboxServer
 from paylens.sandbox.currencies import CODES
-from paylens.sandbox.routes.table import ROUTES
+from paylens.sandbox.routes import ROUTES
 
 from .test_sandbox_world import call
 

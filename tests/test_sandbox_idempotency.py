@@ -11,7 +11,7 @@ import pytest
 
 from paylens import Sandbox
 from paylens.sandbox.errors import ServiceError
-from paylens.sandbox.routes.table import dispatch
+from paylens.sandbox.routes import dispatch
 from paylens.sandbox.world.world import World
 
 from .test_sandbox_conformance import _quote_body

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from paylens.sandbox.errors import ServiceError
-from paylens.sandbox.routes.table import dispatch
+from paylens.sandbox.routes import dispatch
 from paylens.sandbox.world.world import World
 
 # --- helpers ----------------------------------------------------------------------------------

@@ -4,31 +4,34 @@ on the operations that declare it (semantics in `_idempotency`)."""
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
-
-import orjson
 
 from ..currencies import CODES, CUR, FUNDABLE, RECEIVE_OPTIONS
 from ..errors import ServiceError, invalid
 from ..generate.entities import NO_ROW
-from ..wire.idempotency import MAX_KEY_LENGTH, KeyReused
-from ..wire.request import Handler, Query, Request, is_int, optional_text
+from ..wire.idempotency import idempotent
+from ..wire.request import Query, Request, is_int, optional_text
 from ..world.world import QuoteRequest, World
+from .registry import route
 
 MAX_LOCKED_AMOUNT = 9_000_000_000_000_000  # the interface's maximum of lockedCurrencyAmount
 MAX_RATE_AMOUNT = 10**15  # the largest sendingAmount the exchange-rate list converts
 _OTHER_KINDS = {"source": "REALTIME_FUNDING", "destination": "UMA_ADDRESS"}
 
 
+@route("GET", "/quotes/{id}")
 def get_quote(r: Request) -> tuple[int, Any]:
     return 200, r.world.get_quote(r.args[0])
 
 
+@route("POST", "/quotes/{id}/execute")
+@idempotent("executeQuote")
 def execute_quote(r: Request) -> tuple[int, Any]:
     return 200, r.world.execute_quote(r.args[0])
 
 
+@route("POST", "/quotes")
+@idempotent("createQuote")
 def create_quote(r: Request) -> tuple[int, Any]:
     w = r.world
     body = r.body if isinstance(r.body, dict) else {}
@@ -211,6 +214,7 @@ def _fee_override(
     return bps, int(fixed["amount"])
 
 
+@route("GET", "/exchange-rates")
 def list_exchange_rates(r: Request) -> tuple[int, Any]:
     q = Query(r.params)
     source = q.text("sourceCurrency")
@@ -219,38 +223,3 @@ def list_exchange_rates(r: Request) -> tuple[int, Any]:
     amount = q.integer("sendingAmount", 10_000, 0, MAX_RATE_AMOUNT)
     q.check()
     return 200, {"data": r.world.exchange_rates(source, destinations, amount)}
-
-
-def idempotent(operation: str, handler: Handler) -> Handler:
-    """`handler` with the Idempotency-Key header honoured."""
-
-    def handle(r: Request) -> tuple[int, Any]:
-        key = r.headers.get("idempotency-key")
-        if key is None:
-            return handler(r)
-        if not key or len(key) > MAX_KEY_LENGTH:
-            raise invalid(
-                [
-                    {
-                        "field": "Idempotency-Key",
-                        "message": f"must be 1 to {MAX_KEY_LENGTH} characters",
-                    }
-                ]
-            )
-        fingerprint = hashlib.sha256(
-            orjson.dumps([r.args, r.body], option=orjson.OPT_SORT_KEYS)
-        ).hexdigest()
-        try:
-            return r.world.idempotency.run(operation, key, fingerprint, lambda: handler(r))
-        except KeyReused:
-            raise invalid(
-                [
-                    {
-                        "field": "Idempotency-Key",
-                        "message": "was already used with another request; use a new key",
-                    }
-                ],
-                "the idempotency key was used with a different request",
-            ) from None
-
-    return handle

@@ -23,10 +23,11 @@ from ..currencies import CODES, CUR
 from ..errors import ServiceError, invalid
 from ..generate.entities import NO_ROW
 from ..generate.transactions import CARD
-from ..wire.request import INT64_MAX, Handler, Request, is_int
+from ..wire.request import INT64_MAX, Request, is_int
 from ..world.cards import CardEventRefused, authorize, clear, refund
 from ..world.funding import FundingRefused, send_funds
 from ..world.incoming import receive_uma_payment
+from .registry import route
 
 #: The interface's maximum of one sandbox funding (minor units).
 MAX_FUNDING = 100_000_000_000
@@ -38,6 +39,7 @@ def _object(r: Request) -> dict[str, Any]:
     return r.body
 
 
+@route("POST", "/sandbox/uma/receive")
 def receive_uma(r: Request) -> tuple[int, Any]:
     w, body = r.world, _object(r)
     errors: list[dict[str, str]] = []
@@ -91,6 +93,7 @@ def _internal_account_in(r: Request, customer: int, code: str) -> int:
     )
 
 
+@route("POST", "/sandbox/internal-accounts/{id}/fund")
 def fund_internal_account(r: Request) -> tuple[int, Any]:
     w = r.world
     row = w.account_row(r.args[0])
@@ -138,6 +141,7 @@ def _simulated(event: Any) -> tuple[int, Any]:
         raise invalid([{"field": refused.field, "message": refused.message}]) from None
 
 
+@route("POST", "/sandbox/cards/{id}/simulate/authorization")
 def simulate_authorization(r: Request) -> tuple[int, Any]:
     w = r.world
     card = w.card_row(r.args[0])
@@ -169,18 +173,21 @@ def simulate_authorization(r: Request) -> tuple[int, Any]:
     return _simulated(lambda: authorize(w, card, amount, merchant))
 
 
+@route("POST", "/sandbox/cards/{id}/simulate/clearing")
 def simulate_clearing(r: Request) -> tuple[int, Any]:
     body = _object(r)
     _, row = _card_event(r, body, [], low=0)
     return _simulated(lambda: clear(r.world, row, body["amount"]))
 
 
+@route("POST", "/sandbox/cards/{id}/simulate/return")
 def simulate_return(r: Request) -> tuple[int, Any]:
     body = _object(r)
     _, row = _card_event(r, body, [], low=1)
     return _simulated(lambda: refund(r.world, row, body["amount"]))
 
 
+@route("POST", "/sandbox/send")
 def sandbox_send(r: Request) -> tuple[int, Any]:
     body, errors = _object(r), []
     quote_id, code = body.get("quoteId"), body.get("currencyCode")
@@ -199,13 +206,3 @@ def sandbox_send(r: Request) -> tuple[int, Any]:
         return 200, send_funds(r.world, row, code, amount)
     except FundingRefused as refused:
         raise invalid([{"field": refused.field, "message": refused.message}]) from None
-
-
-SANDBOX_ROUTES: dict[str, dict[str, Handler]] = {
-    "/sandbox/send": {"POST": sandbox_send},
-    "/sandbox/cards/{id}/simulate/authorization": {"POST": simulate_authorization},
-    "/sandbox/cards/{id}/simulate/clearing": {"POST": simulate_clearing},
-    "/sandbox/cards/{id}/simulate/return": {"POST": simulate_return},
-    "/sandbox/uma/receive": {"POST": receive_uma},
-    "/sandbox/internal-accounts/{id}/fund": {"POST": fund_internal_account},
-}

@@ -19,7 +19,7 @@ import orjson
 
 from ..clock import Clock
 from ..errors import ServiceError
-from ..routes.table import dispatch
+from ..routes import dispatch
 from ..world.world import World
 from .faults import Faults, corrupt
 

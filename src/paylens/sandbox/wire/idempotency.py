@@ -13,11 +13,16 @@ the same response as the first request".
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import orjson
+
+from ..errors import invalid
+from .request import Handler, Request
 
 #: The longest key accepted (keys are opaque; a UUID is the usual choice).
 MAX_KEY_LENGTH = 255
@@ -48,3 +53,42 @@ class IdempotencyKeys:
 
 class KeyReused(Exception):
     """An idempotency key replayed with another request than the one it was first used with."""
+
+
+def idempotent(operation: str) -> Callable[[Handler], Handler]:
+    """The decorated handler with the Idempotency-Key header honoured (as `operation`)."""
+
+    def decorate(handler: Handler) -> Handler:
+        return functools.partial(_idempotent, operation, handler)
+
+    return decorate
+
+
+def _idempotent(operation: str, handler: Handler, r: Request) -> tuple[int, Any]:
+    key = r.headers.get("idempotency-key")
+    if key is None:
+        return handler(r)
+    if not key or len(key) > MAX_KEY_LENGTH:
+        raise invalid(
+            [
+                {
+                    "field": "Idempotency-Key",
+                    "message": f"must be 1 to {MAX_KEY_LENGTH} characters",
+                }
+            ]
+        )
+    fingerprint = hashlib.sha256(
+        orjson.dumps([r.args, r.body], option=orjson.OPT_SORT_KEYS)
+    ).hexdigest()
+    try:
+        return r.world.idempotency.run(operation, key, fingerprint, lambda: handler(r))
+    except KeyReused:
+        raise invalid(
+            [
+                {
+                    "field": "Idempotency-Key",
+                    "message": "was already used with another request; use a new key",
+                }
+            ],
+            "the idempotency key was used with a different request",
+        ) from None
