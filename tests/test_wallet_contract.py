@@ -14,9 +14,9 @@ import pytest
 from paylens import Sandbox, SessionKey
 from paylens.client._signing import encrypt_otp_attempt
 from paylens.models import WalletOperationProcessing
+from paylens.sandbox.crypto import oidc_token
 from paylens.sandbox.errors import ServiceError
 from paylens.sandbox.routes import dispatch
-from paylens.sandbox.world.wallets import oidc_token
 from paylens.sandbox.world.world import World
 
 from .test_sandbox_contract import _FOUND, conforms

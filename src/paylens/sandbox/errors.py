@@ -29,3 +29,13 @@ class ServiceError(Exception):
 def invalid(errors: list[dict[str, str]], message: str = "invalid parameters") -> ServiceError:
     """400 INVALID_INPUT with one FieldError per bad field."""
     return ServiceError(400, "INVALID_INPUT", message, {"errors": errors})
+
+
+def unauthorized(code: str, message: str, reason: str | None = None) -> ServiceError:
+    """401 `code`, with `details.reason` when given (the wallets' signed writes)."""
+    return ServiceError(401, code, message, {"reason": reason} if reason else None)
+
+
+def signature_refused(reason: str, message: str) -> ServiceError:
+    """401 INVALID_SIGNATURE for `reason`: a signed write or a credential proof refused."""
+    return unauthorized("INVALID_SIGNATURE", message, reason)

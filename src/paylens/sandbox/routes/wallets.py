@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..crypto import is_p256_point
 from ..errors import invalid
 from ..wire.request import Query, Request
-from ..world.wallets import SignedRequest, is_p256_point
+from ..world.wallets import SignedRequest
 from .checks import body_object, raise_if_invalid, require_texts
 from .registry import route
 
