@@ -11,7 +11,8 @@ from ..errors import ServiceError, invalid
 from ..generate.entities import NO_ROW
 from ..wire.idempotency import idempotent
 from ..wire.request import Query, Request, is_int, optional_text
-from ..world.world import QuoteRequest, World
+from ..world.quotes import QuoteRequest
+from ..world.world import World
 from .registry import route
 
 MAX_LOCKED_AMOUNT = 9_000_000_000_000_000  # the interface's maximum of lockedCurrencyAmount

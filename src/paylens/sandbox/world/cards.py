@@ -27,7 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..generate.entities import CARD_STATES, new_uuids
+from ..errors import ServiceError, invalid
+from ..generate.entities import (
+    CARD_STATES,
+    new_uuids,
+)
 from ..generate.transactions import (
     CARD,
     CARD_EXCEPTION,
@@ -38,6 +42,7 @@ from ..generate.transactions import (
     empty_columns,
     status_at,
 )
+from .base import WorldBase
 from .incoming import next_created
 from .render import merchant_code
 
@@ -131,3 +136,75 @@ def refund(world: World, row: int, amount: int) -> dict[str, Any]:
     at = now // 1000 * 1000
     world.update_row(row, t3=at, refund_amount=amount, touched=at)
     return {"issuerTransactionToken": _token(world, row)}
+
+
+class CardOps(WorldBase):
+    """The card operations of `World` (lookup and PATCH); card events are the functions above."""
+
+    def card_row(self, card_id: str) -> int:
+        row = self.entities.card_index.get(card_id)
+        if row is None:
+            raise ServiceError(404, "REFERENCE_NOT_FOUND", f"no card {card_id}")
+        return row
+
+    def update_card(
+        self,
+        card_id: str,
+        state: str | None,
+        funding: list[str] | None,
+        max_spend: Any,
+        has_max_spend: bool,
+    ) -> dict[str, Any]:
+        """PATCH /cards/{id} after the route checked the body's shape (spec §3's table)."""
+        row = self.card_row(card_id)
+        cards = self.entities.cards
+        current = CARD_STATES[cards.state[row]]
+        if current == "CLOSED":
+            if state == "CLOSED":
+                raise ServiceError(409, "CARD_ALREADY_CLOSED", f"{card_id} is already CLOSED")
+            raise ServiceError(
+                409, "CARD_NOT_MUTABLE", f"{card_id} is CLOSED and can no longer change"
+            )
+        allowed = {
+            ("ACTIVE", "FROZEN"),
+            ("FROZEN", "ACTIVE"),
+            ("ACTIVE", "CLOSED"),
+            ("FROZEN", "CLOSED"),
+        }
+        if state is not None and (current, state) not in allowed:
+            raise ServiceError(
+                409, "INVALID_STATE_TRANSITION", f"a {current} card cannot become {state}"
+            )
+        sources: list[int] | None = None
+        if funding is not None:
+            sources = []
+            errors = []
+            for k, account_id in enumerate(funding):
+                a = self.entities.account_index.get(account_id)
+                acc = self.entities.accounts
+                if (
+                    a is None
+                    or acc.external[a]
+                    or acc.owner[a] != cards.holder[row]
+                    or acc.currency[a] != cards.currency[row]
+                ):
+                    errors.append(
+                        {
+                            "field": f"fundingSources[{k}]",
+                            "message": "must be an internal account of the cardholder in the card's currency",
+                        }
+                    )
+                else:
+                    sources.append(a)
+            if errors:
+                raise invalid(errors, "funding sources are ineligible")
+        if state is not None:
+            cards.state[row] = CARD_STATES.index(state)
+            if state == "CLOSED":
+                cards.funding[row] = []
+        if sources is not None:
+            cards.funding[row] = sources
+        if has_max_spend:
+            cards.max_spend[row] = max_spend
+        cards.updated[row] = self._touch()
+        return self.views.card(row)

@@ -37,13 +37,13 @@ from ..generate.transactions import (
 )
 
 if TYPE_CHECKING:
-    from .world import World
+    from .base import WorldBase
 
 #: How long an incoming payment waits for the platform's approve or reject (the interface: 5 s).
 INCOMING_DECISION_US = 5_000_000
 
 
-def next_created(world: World) -> int:
+def next_created(world: WorldBase) -> int:
     """The creation time of a new row: now, after every existing row (whole milliseconds)."""
     store = world.store
     now_ms = world.now_us // 1000 * 1000
@@ -51,7 +51,7 @@ def next_created(world: World) -> int:
     return created
 
 
-def receive_uma_payment(world: World, account: int, amount: int) -> int:
+def receive_uma_payment(world: WorldBase, account: int, amount: int) -> int:
     """A new incoming UMA payment of `amount` minor units into internal `account`, waiting
     for the platform's decision; returns its row."""
     acc = world.entities.accounts
@@ -77,7 +77,7 @@ def receive_uma_payment(world: World, account: int, amount: int) -> int:
     return int(world.store.append(cols, world.now_us)[0])
 
 
-def approve_incoming(world: World, row: int, at: int) -> None:
+def approve_incoming(world: WorldBase, row: int, at: int) -> None:
     """The platform approved: the payment settles on its rail from `at`."""
     channel = np.array([world.store.col("channel")[row]])
     duration = int(settle_durations(world.call_rng, channel)[0]) // 1000 * 1000
@@ -87,7 +87,7 @@ def approve_incoming(world: World, row: int, at: int) -> None:
     )  # fmt: skip
 
 
-def reject_incoming(world: World, row: int, at: int) -> None:
+def reject_incoming(world: WorldBase, row: int, at: int) -> None:
     """The platform rejected: REJECTED at `at`."""
     world.update_row(
         row, t2=at, final=ST["REJECTED"], failure=NONE8, touched=at,
