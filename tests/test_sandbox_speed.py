@@ -15,7 +15,8 @@ import pytest
 
 from paylens.sandbox import Sandbox
 from paylens.sandbox.world.entities import iso
-from paylens.sandbox.world.render import TxViews, WireRows, _iso_texts
+from paylens.sandbox.world.render import TxViews, WireRows
+from paylens.sandbox.world.render.text import iso_texts
 from paylens.sandbox.world.world import DEFAULT_END, World
 
 
@@ -167,4 +168,4 @@ def test_timestamps_are_written_as_numpy_writes_them() -> None:
             np.array([0, -1, 999, 1000, 86_399_999_999, 86_400_000_000]),
         ]
     )
-    assert _iso_texts(us) == [t.encode() for t in iso(us)]
+    assert iso_texts(us) == [t.encode() for t in iso(us)]
