@@ -16,7 +16,7 @@ from paylens import Client, Sandbox
 from paylens.errors import ConfigurationError, InvalidArgumentError
 from paylens.sandbox import advance_served
 from paylens.sandbox.clock import from_us
-from paylens.sandbox.generate.transactions import OUTGOING, ST
+from paylens.sandbox.generate.schema import OUTGOING, ST
 from paylens.sandbox.world.world import DEFAULT_END, World
 
 

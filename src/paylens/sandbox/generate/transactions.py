@@ -1,72 +1,5 @@
 """Generation of the sandbox's transactions: columnar, vectorised, deterministic from the seed.
-
-Money of an OUTGOING transaction
-================================
-Every outgoing transaction (generated or quoted) carries its money through this one formula.
-S is the sending currency with dS decimals, R the receiving currency with dR decimals.
-
-    A    = sentAmount.amount            minor units of S: the total debited, fees included
-    x    = exchangeRate                 S major units per one R major unit (float64);
-                                        x = 1.0 when S == R
-    F    = rateDetails.gridApiFixedFee            minor units of S
-    v    = rateDetails.gridApiVariableFeeRate     a fraction (0.003 means 0.3 %)
-    V    = rateDetails.gridApiVariableFeeAmount   = round_half_up(A * v)
-    P    = platformFees                 minor units of S (0 when no platform fee applies)
-    C    = rateDetails.counterpartyFixedFee       minor units of R
-    C_s  = round_half_up(C * x * 10^(dS - dR))    C in minor units of S
-
-    fees                  = F + V + P + C_s
-    receivedAmount.amount = round_half_up((A - fees) * 10^(dR - dS) / x)
-
-round_half_up(y) = floor(y + 0.5), every step in IEEE float64 in exactly the order written
-(integers are converted to float64 first; `10^k` is the float64 nearest to 10**k, as
-`10.0 ** k` in Python or `power(10, k)` in SQL give), so a warehouse reproduces each field to
-the minor unit: `fees - (F + V + P + C_s)` and the recomputed received amount differ by exactly 0.
-
-The platform fee comes from the platform's fee configuration (`GET /config` `feeConfigs`: one
-CROSS_CURRENCY_TRANSACTION config for USD): for a cross-currency transaction sent in USD,
-`P = (A * variableFeeBps + 5000) // 10000 + fixedFee.amount` in integers (half-up), else 0;
-a quote's `platformFeeOverride` replaces the configuration for that quote.
-
-The rate multipliers are derived from a reference BTC price per currency,
-`btc(S) = BTC_USD / usd(S)` major units of S per BTC (see `_currencies`):
-
-    m_S                              = 1e11 / (btc(S) * 10^dS)      msats per minor unit of S
-    rateDetails.gridApiMultiplier     = (1 - v) * m_S
-    rateDetails.counterpartyMultiplier = 10^(dR - dS) / (x * m_S)   minor units of R per msat
-
-so gridApiMultiplier * counterpartyMultiplier = (1 - v) * 10^(dR - dS) / x (up to float64
-rounding): what one minor unit of S buys in minor units of R after the variable fee.
-
-`x` is the reference mid rate of the corridor (`_currencies.mid_rate`, served on
-`GET /exchange-rates`) times (1 + a spread drawn per transaction, 0.1 % to 1 % by corridor), so
-the FX spread is `x / mid - 1`.
-
-Incoming transactions use the same shape without rateDetails: `fees` (minor units of S) are a
-fixed service fee for UMA payments and 0 for deposits and pulls, and
-`receivedAmount = round_half_up((sentAmount - fees) * 10^(dR - dS) / x)`.
-
-Lifecycles
-==========
-Each row has a plan fixed at creation: up to three event times `t1 <= t2` (and `t3`) and a
-final status. Its status at any clock time follows from the plan (`status_at`):
-
-- OUTGOING: PENDING (PENDING_AUTHORIZATION for customers in a Strong Customer Authentication
-  region, until authorized) until t1, PROCESSING until t2, then the final COMPLETED, FAILED or
-  EXPIRED (an expired quote goes from PENDING straight to EXPIRED). `settledAt` = t2 when
-  COMPLETED. A refund (after some failures) is initiated at t2 and settles at t3.
-- INCOMING: CREATED until t1, PENDING until t2, then COMPLETED or FAILED.
-- CARD: AUTHORIZED until the first clearing at t1 (never, for stale holds), PARTIALLY_SETTLED
-  while a second clearing (t2) is due (or for good, when only part of the hold ever clears),
-  SETTLED after it, REFUNDED from a merchant return at t3; EXCEPTION when the funding pull of
-  the clearing failed. The authorization's pull counts as pending (`pullSummary.pendingCount`)
-  for its first 30 seconds; a clearing above the hold (tips) adds a second, post-hoc pull.
-
-`World.advance` moves the clock: whatever is due changes state exactly as planned, and new
-transactions arrive at the generated rate (more on weekdays and in business hours). Settlement
-durations are drawn per channel (instant rails seconds, ACH about a day, wires
-hours, SWIFT days) with a tail of late ones that settle after `expectedSettlementAt`.
-"""
+The money of each row follows `money`; its columns and lifecycle are in `schema`."""
 
 from __future__ import annotations
 
@@ -76,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from ..currencies import (
-    BTC_USD,
     CANCEL_WINDOW_S,
     CH,
     CODES,
@@ -101,40 +33,51 @@ from ..currencies import (
     SPREAD_BY_GROUP,
     TIMELINE_S,
     UMA_SENDING,
-    USD_PRICE,
     pow10,
     to_minor,
 )
 from .entities import NO_ROW, US_PER_DAY, Entities, new_uuids, pick_weighted
-
-NEVER = np.iinfo(np.int64).max
-NONE8 = 255  # "absent" in small code columns
-US = 1_000_000
-MINUTE_MS = 60_000
-
-KINDS = ("INCOMING", "OUTGOING", "CARD")
-INCOMING, OUTGOING, CARD = 0, 1, 2
-STATUSES = (
-    "CREATED", "PENDING", "PENDING_AUTHORIZATION", "PROCESSING", "COMPLETED", "REJECTED",
-    "FAILED", "REFUNDED", "EXPIRED", "AUTHORIZED", "PARTIALLY_SETTLED", "SETTLED", "EXCEPTION",
-)  # fmt: skip
-ST = {name: i for i, name in enumerate(STATUSES)}
-CARD_STATUSES = frozenset({"AUTHORIZED", "PARTIALLY_SETTLED", "SETTLED", "REFUNDED", "EXCEPTION"})
-TERMINAL = np.array(
-    [s in ("COMPLETED", "FAILED", "EXPIRED", "REJECTED", "REFUNDED") for s in STATUSES]
+from .merchants import MEMOS, MERCHANT_MEDIAN, MERCHANT_POPULARITY, MERCHANT_TIPS
+from .money import outgoing_money, platform_fee
+from .schema import (
+    ACH_PULL,
+    APPROVAL_WINDOW_US,
+    AWAITING_APPROVAL,
+    CARD,
+    CARD_EXCEPTION,
+    CARD_PARTIAL_FINAL,
+    CARD_TIP,
+    COUNTERPARTY_INFO,
+    DEST_ACCOUNT,
+    DEST_UMA,
+    IF,
+    IN_FAILURES,
+    INCOMING,
+    MINUTE_MS,
+    NEVER,
+    NONE8,
+    OF,
+    OUT_FAILURES,
+    OUTGOING,
+    PENDING_REASONS,
+    SCA,
+    SRC_ACCOUNT,
+    SRC_FUNDING,
+    SRC_UMA,
+    ST,
+    US,
+    empty_columns,
+    status_at,
 )
-OUT_FAILURES = (
-    "QUOTE_EXPIRED", "QUOTE_RATE_UNAVAILABLE", "QUOTE_EXECUTION_FAILED", "FUNDING_AMOUNT_MISMATCH",
-    "SCA_NOT_COMPLETED", "PAYOUT_RETURNED", "LIMIT_EXCEEDED", "ACCOUNT_CANNOT_RECEIVE",
-    "ACCOUNT_INVALID", "COMPLIANCE_REJECTED", "LIGHTNING_PAYMENT_FAILED", "COUNTERPARTY_POST_TX_FAILED",
-)  # fmt: skip
-OF = {name: i for i, name in enumerate(OUT_FAILURES)}
+
 #: Granular payout reasons dominate; the coarse COUNTERPARTY_POST_TX_FAILED is a rare fallback.
 _OUT_FAILURE_WEIGHTS = {
     "PAYOUT_RETURNED": 18, "ACCOUNT_INVALID": 14, "ACCOUNT_CANNOT_RECEIVE": 10, "LIMIT_EXCEEDED": 8,
     "COMPLIANCE_REJECTED": 10, "QUOTE_EXECUTION_FAILED": 14, "QUOTE_RATE_UNAVAILABLE": 5,
     "QUOTE_EXPIRED": 3, "COUNTERPARTY_POST_TX_FAILED": 6,
 }  # fmt: skip
+
+
 #: Failures that happen before any money moves (no PROCESSING phase, no refund).
 _EARLY_FAILURES = np.array(
     [
@@ -144,195 +87,18 @@ _EARLY_FAILURES = np.array(
         OF["SCA_NOT_COMPLETED"],
     ]
 )
-IN_FAILURES = (
-    "LNURLP_FAILED", "PAY_REQUEST_FAILED", "PAYMENT_APPROVAL_WEBHOOK_ERROR", "PAYMENT_APPROVAL_TIMED_OUT",
-    "OFFRAMP_FAILED", "MISSING_MANDATORY_PAYEE_DATA", "QUOTE_EXPIRED", "QUOTE_EXECUTION_FAILED",
-    "COMPLIANCE_REJECTED", "COLLECTION_FAILED",
-)  # fmt: skip
-IF = {name: i for i, name in enumerate(IN_FAILURES)}
-PENDING_REASONS = (
-    "COMPLIANCE_REVIEW",
-    "COUNTERPARTY_INFORMATION_REQUIRED",
-    "COUNTERPARTY_DECLARATION_REQUIRED",
-    "WALLET_VERIFICATION_REQUIRED",
-)
-REFUND_STATUSES = ("PENDING", "COMPLETED", "FAILED")
-REFUND_REASONS = ("TRANSACTION_FAILED", "USER_CANCELLATION", "TIMEOUT")
-SRC_ACCOUNT, SRC_UMA, SRC_FUNDING = 0, 1, 2  # sourceType ACCOUNT, UMA_ADDRESS, REALTIME_FUNDING
-DEST_ACCOUNT, DEST_UMA = 0, 1
-RAIL_MODES = (None, "AUTO", "MANUAL")
 
-# flags
-AWAITING_APPROVAL = 1  # agent-initiated, waiting for the platform's approve or reject
-SCA = 2  # waits in PENDING_AUTHORIZATION before t1
-COUNTERPARTY_INFO = 4
-ACH_PULL = 8  # incoming pull from the customer's own bank account over ACH
-CARD_TIP = 16  # clearing above the authorization: a second (post-hoc) pull
-CARD_EXCEPTION = 32
-CARD_PARTIAL_FINAL = 64  # only part of the authorization ever clears
-
-#: How long an agent-initiated transaction waits for the platform's decision before expiring.
-APPROVAL_WINDOW_US = 3 * US_PER_DAY
-
-MEMOS = (
-    "Invoice {n}", "Payroll batch {n}", "Supplier payment {n}", "Family support", "Rent",
-    "Consulting fees", "Order {n}", "Marketplace payout {n}", "Tuition", "Savings transfer",
-    "Contractor payout {n}", "Loan repayment", "Gift", "Subscription {n}",
-)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Merchant:
-    descriptor: str
-    mcc: str
-    country: str
-    median_usd: float
-    tips: bool
-    popularity: float
-
-
-MERCHANTS: tuple[Merchant, ...] = (
-    Merchant("HARBOR COFFEE SF", "5814", "US", 8, True, 10),
-    Merchant("QUICKEATS DELIVERY", "5812", "US", 32, True, 8),
-    Merchant("GREENLEAF MARKET", "5411", "US", 85, False, 9),
-    Merchant("RIVERSIDE FUEL 0412", "5541", "US", 55, False, 6),
-    Merchant("CLOUDSHELF BOOKS", "5942", "US", 28, False, 3),
-    Merchant("STREAMLY SUBSCRIPTION", "4899", "US", 15.5, False, 5),
-    Merchant("SKYLINE AIRWAYS", "4511", "US", 420, False, 1.5),
-    Merchant("GRAND MERIDIAN HOTEL", "7011", "US", 260, False, 1.5),
-    Merchant("CITYRIDE TRIP", "4121", "US", 24, True, 6),
-    Merchant("NORTHGATE GROCERS", "5411", "GB", 45, False, 4),
-    Merchant("THE DAILY CRUST", "5814", "GB", 9, False, 4),
-    Merchant("MARCHE CENTRAL", "5411", "FR", 60, False, 3),
-    Merchant("MODA ATELIER", "5651", "ES", 70, False, 2),
-    Merchant("APPHUB DIGITAL", "5735", "US", 12, False, 4),
-    Merchant("TUNEWAVE MUSIC", "5815", "SE", 11, False, 3),
-    Merchant("HOMEWORKS SUPPLY", "5200", "US", 120, False, 2),
-    Merchant("NORDHAUS FURNITURE", "5712", "DE", 150, False, 1),
-    Merchant("DEVCLOUD HOSTING", "4816", "US", 40, False, 2),
-    Merchant("BISTRO LUMIERE", "5812", "FR", 75, True, 3),
-    Merchant("PHARMA PLUS", "5912", "US", 22, False, 3),
-)
-_MERCHANT_POPULARITY = np.array([m.popularity for m in MERCHANTS])
-_MERCHANT_MEDIAN = np.array([m.median_usd for m in MERCHANTS])
-_MERCHANT_TIPS = np.array([m.tips for m in MERCHANTS])
 
 # planted scenarios: pending bank transfers inside/past their cancellation window, and
 # agent-initiated payouts waiting for the platform's approval
 ACH_OPEN, ACH_CLOSED, WIRE_OPEN, WIRE_CLOSED, PULL_OPEN, PULL_CLOSED, AWAITING = range(1, 8)
+
+
 #: When before the generation's end each scenario's transactions are created (minutes).
 _SCENARIO_AGE_MIN = {
     ACH_OPEN: (2, 40), ACH_CLOSED: (9 * 60, 20 * 60), WIRE_OPEN: (1, 4), WIRE_CLOSED: (50, 120),
     PULL_OPEN: (2, 40), PULL_CLOSED: (9 * 60, 20 * 60), AWAITING: (10, 2 * 24 * 60),
 }  # fmt: skip
-
-#: Columns of the transaction store: name -> (dtype, value of a new row before generation).
-COLUMNS: dict[str, tuple[Any, Any]] = {
-    "hi": (np.uint64, 0), "lo": (np.uint64, 0), "kind": (np.uint8, 0),
-    "created": (np.int64, 0), "status": (np.uint8, 0), "final": (np.uint8, 0),
-    "t1": (np.int64, NEVER), "t2": (np.int64, NEVER), "t3": (np.int64, NEVER),
-    "touched": (np.int64, 0),  # last change made through the interface (0: none)
-    "customer": (np.int32, 0), "sender": (np.int32, NO_ROW), "receiver": (np.int32, NO_ROW),
-    "send_cur": (np.uint8, 0), "recv_cur": (np.uint8, 0),
-    "sent": (np.int64, 0), "received": (np.int64, 0), "fees": (np.int64, 0),
-    "fixed_fee": (np.int64, 0), "var_fee": (np.int64, 0), "platform_fee": (np.int64, 0),
-    "cpty_fee": (np.int64, 0), "var_rate": (np.float64, 0.0), "fx": (np.float64, 1.0),
-    "channel": (np.uint8, CH["INTERNAL"]), "rail_mode": (np.uint8, 0),
-    "source_kind": (np.uint8, SRC_ACCOUNT), "dest_kind": (np.uint8, DEST_ACCOUNT),
-    "person": (np.int32, NO_ROW), "card": (np.int32, NO_ROW), "merchant": (np.uint8, 0),
-    "failure": (np.uint8, NONE8), "pending_reason": (np.uint8, NONE8),
-    "refund_final": (np.uint8, NONE8), "refund_reason": (np.uint8, 0),
-    "expected": (np.int64, NEVER), "timeline": (np.int32, -1), "cancel_by": (np.int64, 0),
-    "receipt": (np.int64, 0), "agent": (np.int16, NO_ROW), "memo": (np.uint8, 0),
-    "flags": (np.uint16, 0),
-    "clear1": (np.int64, 0), "clear2": (np.int64, 0), "refund_amount": (np.int64, 0),
-}  # fmt: skip
-
-
-def empty_columns(n: int) -> dict[str, np.ndarray]:
-    return {name: np.full(n, fill, dtype=dtype) for name, (dtype, fill) in COLUMNS.items()}
-
-
-# --- money ----------------------------------------------------------------------------------------
-
-
-def round_half_up(y: np.ndarray) -> np.ndarray:
-    return np.floor(y + 0.5).astype(np.int64)
-
-
-def outgoing_money(
-    sent: np.ndarray,
-    send_cur: np.ndarray,
-    recv_cur: np.ndarray,
-    fx: np.ndarray,
-    var_rate: np.ndarray,
-    fixed_fee: np.ndarray,
-    platform_fee: np.ndarray,
-    cpty_fee: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(V, fees, received) of the module's formula, elementwise over arrays."""
-    d_s, d_r = DECIMALS[send_cur], DECIMALS[recv_cur]
-    var_fee = round_half_up(sent.astype(np.float64) * var_rate)
-    cpty_in_sending = round_half_up(cpty_fee.astype(np.float64) * fx * pow10(d_s - d_r))
-    fees = fixed_fee + var_fee + platform_fee + cpty_in_sending
-    received = round_half_up((sent - fees).astype(np.float64) * pow10(d_r - d_s) / fx)
-    return var_fee, fees, received
-
-
-def platform_fee(sent: np.ndarray, cross_currency: np.ndarray, bps: int, fixed: int) -> np.ndarray:
-    """P of the module's formula for transactions whose sending currency has the fee config."""
-    return np.where(cross_currency, (sent * bps + 5_000) // 10_000 + fixed, 0)
-
-
-def multipliers(
-    send_cur: np.ndarray, recv_cur: np.ndarray, fx: np.ndarray, var_rate: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(gridApiMultiplier, counterpartyMultiplier) of the module's formula, elementwise."""
-    d_s, d_r = DECIMALS[send_cur], DECIMALS[recv_cur]
-    msats_per_minor = 1e11 / (BTC_USD / USD_PRICE[send_cur] * pow10(d_s))
-    return (1.0 - var_rate) * msats_per_minor, pow10(d_r - d_s) / (fx * msats_per_minor)
-
-
-# --- lifecycle ------------------------------------------------------------------------------------
-
-
-def status_at(cols: dict[str, np.ndarray], now: int) -> np.ndarray:
-    """Status codes of the rows in `cols` (arrays of equal length) at clock time `now`."""
-    kind, t1, t2, t3, flags = cols["kind"], cols["t1"], cols["t2"], cols["t3"], cols["flags"]
-    first = np.where(
-        kind == INCOMING,
-        ST["CREATED"],
-        np.where(flags & SCA, ST["PENDING_AUTHORIZATION"], ST["PENDING"]),
-    )
-    second = np.where(kind == INCOMING, ST["PENDING"], ST["PROCESSING"])
-    payments = np.where(t2 <= now, cols["final"], np.where(t1 <= now, second, first))
-    cleared = np.where(
-        flags & CARD_EXCEPTION,
-        ST["EXCEPTION"],
-        np.where(
-            t3 <= now,
-            ST["REFUNDED"],
-            np.where(
-                ((t2 != NEVER) & (t2 > now)) | (flags & CARD_PARTIAL_FINAL != 0),
-                ST["PARTIALLY_SETTLED"],
-                ST["SETTLED"],
-            ),
-        ),
-    )
-    cards = np.where(t1 > now, ST["AUTHORIZED"], cleared)
-    return np.where(kind == CARD, cards, payments).astype(np.uint8)
-
-
-def next_event(cols: dict[str, np.ndarray], now: int) -> np.ndarray:
-    """The first planned event after `now` of each row (NEVER when none is left)."""
-    nxt = np.full(len(cols["t1"]), NEVER, dtype=np.int64)
-    for name in ("t1", "t2", "t3"):
-        t = cols[name]
-        nxt = np.where((t > now) & (t < nxt), t, nxt)
-    return nxt
-
-
-# --- arrivals -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -375,9 +141,6 @@ class Arrivals:
         b = pick_weighted(rng, w, count)
         ms = lo[b] + (rng.random(count) * (hi[b] - lo[b])).astype(np.int64)
         return np.sort(ms) * 1000, total
-
-
-# --- generation -----------------------------------------------------------------------------------
 
 
 @dataclass
@@ -737,8 +500,8 @@ def _card(b: Batch, rows: np.ndarray) -> None:
     stopped = (cards.state[card] != 2) & (created >= cards.updated[card])
     card = np.where(stopped, b.active_cards[rng.integers(0, len(b.active_cards), m)], card)
     cur = cards.currency[card]
-    merchant = pick_weighted(rng, _MERCHANT_POPULARITY, m)
-    auth = _money_amount(rng, _MERCHANT_MEDIAN[merchant], np.full(m, 0.8), cur)
+    merchant = pick_weighted(rng, MERCHANT_POPULARITY, m)
+    auth = _money_amount(rng, MERCHANT_MEDIAN[merchant], np.full(m, 0.8), cur)
 
     u = rng.random(m)
     stale, exception, split, partial, refund = (
@@ -748,7 +511,7 @@ def _card(b: Batch, rows: np.ndarray) -> None:
         (u >= 0.08) & (u < 0.11),
         (u >= 0.11) & (u < 0.18),
     )
-    tip = ~(stale | exception | split | partial) & _MERCHANT_TIPS[merchant] & (rng.random(m) < 0.5)
+    tip = ~(stale | exception | split | partial) & MERCHANT_TIPS[merchant] & (rng.random(m) < 0.5)
     t1 = created + _us(np.clip(rng.lognormal(np.log(1.2 * 86400), 0.5, m), 7200, 6 * 86400))
     t1 = np.where(stale, NEVER, t1)
     t2 = np.where(split, t1 + _us(rng.uniform(86400, 5 * 86400, m)), NEVER)

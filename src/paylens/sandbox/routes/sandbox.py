@@ -22,7 +22,7 @@ import numpy as np
 from ..currencies import CODES, CUR
 from ..errors import ServiceError, invalid
 from ..generate.entities import NO_ROW
-from ..generate.transactions import CARD
+from ..generate.schema import CARD
 from ..wire.request import INT64_MAX, Request, is_int
 from ..world.cards import CardEventRefused, authorize, clear, refund
 from ..world.funding import FundingRefused, send_funds

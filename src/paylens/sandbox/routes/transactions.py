@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import invalid
 from ..generate.entities import NO_ROW
-from ..generate.transactions import CARD_STATUSES, KINDS, ST, STATUSES
+from ..generate.schema import CARD_STATUSES, KINDS, ST, STATUSES
 from ..wire.request import Query, Request, optional_text, parse_time
 from ..world.store import RowSet
 from .checks import body_object

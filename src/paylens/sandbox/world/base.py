@@ -12,12 +12,8 @@ from ..clock import whole_ms
 from ..generate.entities import (
     Entities,
 )
-from ..generate.transactions import (
-    AWAITING_APPROVAL,
-    ST,
-    Arrivals,
-    settle_durations,
-)
+from ..generate.schema import AWAITING_APPROVAL, ST
+from ..generate.transactions import Arrivals, settle_durations
 from ..wire.idempotency import IdempotencyKeys
 from .entities import EntityViews
 from .lifecycle import Lifecycle

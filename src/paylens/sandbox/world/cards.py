@@ -32,7 +32,7 @@ from ..generate.entities import (
     CARD_STATES,
     new_uuids,
 )
-from ..generate.transactions import (
+from ..generate.schema import (
     CARD,
     CARD_EXCEPTION,
     CARD_PARTIAL_FINAL,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..currencies import CODES
-from ..generate.transactions import OF, SRC_FUNDING, ST
+from ..generate.schema import OF, SRC_FUNDING, ST
 
 if TYPE_CHECKING:
     from .world import World

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..currencies import CH, SERVICE_FEE_USD, to_minor
 from ..generate.entities import NO_ROW, new_uuids
-from ..generate.transactions import (
+from ..generate.schema import (
     AWAITING_APPROVAL,
     IF,
     INCOMING,
@@ -32,9 +32,9 @@ from ..generate.transactions import (
     SRC_UMA,
     ST,
     empty_columns,
-    settle_durations,
     status_at,
 )
+from ..generate.transactions import settle_durations
 
 if TYPE_CHECKING:
     from .base import WorldBase

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..generate.transactions import AWAITING_APPROVAL, CARD, ST
+from ..generate.schema import AWAITING_APPROVAL, CARD, ST
 
 if TYPE_CHECKING:
     from .store import RowSet

@@ -35,7 +35,8 @@ from ..generate.entities import (
     new_uuids,
     parse_uuid,
 )
-from ..generate.transactions import (
+from ..generate.money import outgoing_money, platform_fee
+from ..generate.schema import (
     AWAITING_APPROVAL,
     DEST_ACCOUNT,
     DEST_UMA,
@@ -46,8 +47,6 @@ from ..generate.transactions import (
     ST,
     STATUSES,
     empty_columns,
-    outgoing_money,
-    platform_fee,
     status_at,
 )
 from .base import WorldBase

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..generate.transactions import COLUMNS, NEVER, STATUSES, next_event, status_at
+from ..generate.schema import COLUMNS, NEVER, STATUSES, next_event, status_at
 
 
 class Postings:

@@ -20,7 +20,7 @@ from ..errors import ServiceError, invalid
 from ..generate.entities import (
     parse_uuid,
 )
-from ..generate.transactions import (
+from ..generate.schema import (
     ACH_PULL,
     AWAITING_APPROVAL,
     CARD,

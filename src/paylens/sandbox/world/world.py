@@ -69,13 +69,8 @@ from ..generate.entities import (
     pick_weighted,
     uuid_text,
 )
-from ..generate.transactions import (
-    STATUSES,
-    Arrivals,
-    generate,
-    plant_scenarios,
-    scenario_count,
-)
+from ..generate.schema import STATUSES
+from ..generate.transactions import Arrivals, generate, plant_scenarios, scenario_count
 from ..wire.idempotency import IdempotencyKeys
 from .cards import CardOps
 from .entities import EntityViews

@@ -9,12 +9,8 @@ from typing import Any, cast
 import numpy as np
 
 from ...generate.entities import Entities
-from ...generate.transactions import (
-    CARD,
-    NEVER,
-    SRC_UMA,
-    multipliers,
-)
+from ...generate.money import multipliers
+from ...generate.schema import CARD, NEVER, SRC_UMA
 from ..entities import SANDBOX_DOMAIN, EntityViews, handle
 from .rows import ON_CHAIN
 from .tables import (

@@ -10,12 +10,7 @@ import numpy as np
 import orjson
 
 from ...currencies import CHANNELS
-from ...generate.transactions import (
-    CARD,
-    INCOMING,
-    OUTGOING,
-    ST,
-)
+from ...generate.schema import CARD, INCOMING, OUTGOING, ST
 
 REFERENCE_MASK = 0x5EED_CAFE_F00D_D00D
 

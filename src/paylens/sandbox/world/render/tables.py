@@ -9,10 +9,9 @@ from typing import Any
 import numpy as np
 
 from ...currencies import CHANNELS, CODES, N_RAILS, REGIONS, currency_wire
-from ...generate.transactions import (
+from ...generate.merchants import MEMOS, MERCHANTS
+from ...generate.schema import (
     IN_FAILURES,
-    MEMOS,
-    MERCHANTS,
     OUT_FAILURES,
     PENDING_REASONS,
     RAIL_MODES,

@@ -12,7 +12,7 @@ import orjson
 
 from ...currencies import N_RAILS, QUOTE_TTL_S
 from ...generate.entities import NO_ROW, Entities
-from ...generate.transactions import (
+from ...generate.schema import (
     CARD,
     CARD_EXCEPTION,
     CARD_TIP,
