@@ -15,7 +15,7 @@ import pytest
 
 from paylens.sandbox import Sandbox
 from paylens.sandbox.world.entities import iso
-from paylens.sandbox.world.render import TxViews, WireRows
+from paylens.sandbox.world.render import TransactionViews, WireRows
 from paylens.sandbox.world.render.text import iso_texts
 from paylens.sandbox.world.world import DEFAULT_END, World
 
@@ -37,7 +37,7 @@ def newest(sandbox: Sandbox, limit: int = 100) -> list[dict[str, Any]]:
 def assert_kept_texts_are_fresh(world: World) -> None:
     """Every kept text equals what a renderer without kept texts makes now."""
     rows = np.arange(world.store.n)
-    fresh = TxViews(world.store, world.entities, world.views)
+    fresh = TransactionViews(world.store, world.entities, world.views)
     fresh.descriptions = world.tx.descriptions
     assert world.tx.texts(rows, world.now_us) == fresh.texts(rows, world.now_us)
 

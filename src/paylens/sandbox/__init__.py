@@ -58,7 +58,7 @@ class Sandbox:
     `seed` and the generation options (`transactions`, `start`, `end`, ... passed on to the
     world) fix the data. Credentials are `client_id` and a random `client_secret` (or yours).
     `clock="fixed"` (the default: reproducible) ends the history at `end` and moves time only
-    with `advance`; `clock="wall"` ends it now and follows the wall clock (see `_clock`).
+    with `advance`; `clock="wall"` ends it now and follows the wall clock (see `clock`).
     """
 
     def __init__(

@@ -56,14 +56,14 @@ CURRENCIES: tuple[Currency, ...] = (
     Currency("BTC", "Bitcoin", "₿", 8, 60_000.0, "crypto"),
     Currency("USDC", "USD Coin", "", 6, 1.0, "crypto"),
 )
-CODES: tuple[str, ...] = tuple(c.code for c in CURRENCIES)
-CUR: dict[str, int] = {code: i for i, code in enumerate(CODES)}
+CURRENCY_CODES: tuple[str, ...] = tuple(c.code for c in CURRENCIES)
+CURRENCY_INDEX: dict[str, int] = {code: i for i, code in enumerate(CURRENCY_CODES)}
 DECIMALS = np.array([c.decimals for c in CURRENCIES], dtype=np.int64)
 USD_PRICE = np.array([c.usd for c in CURRENCIES], dtype=np.float64)
-BTC_USD = CURRENCIES[CUR["BTC"]].usd
+BTC_USD = CURRENCIES[CURRENCY_INDEX["BTC"]].usd
 #: MID[s, r]: reference mid rate, sending major units per receiving major unit.
-MID = USD_PRICE[None, :] / USD_PRICE[:, None]
-CRYPTO = frozenset({"BTC", "USDC"})
+MID_RATES = USD_PRICE[None, :] / USD_PRICE[:, None]
+CRYPTO_CODES = frozenset({"BTC", "USDC"})
 
 #: 10.0 ** k for k in -16..16 (Python's correctly rounded pow), indexed by k + 16.
 _POW10 = np.array([10.0**k for k in range(-16, 17)], dtype=np.float64)
@@ -76,7 +76,7 @@ def pow10(k: np.ndarray | int) -> Any:
 
 def mid_rate(sending: str, receiving: str) -> float:
     """Reference mid rate: `sending` major units per one `receiving` major unit."""
-    return float(MID[CUR[sending], CUR[receiving]])
+    return float(MID_RATES[CURRENCY_INDEX[sending], CURRENCY_INDEX[receiving]])
 
 
 def currency_wire(index: int) -> dict[str, Any]:
@@ -101,7 +101,7 @@ PAYMENT_RAILS: tuple[str, ...] = (
 #: Channels without a PaymentRail: crypto networks, UMA counterparties, moves inside the service.
 RAILLESS: tuple[str, ...] = ("LIGHTNING", "SPARK", "SOLANA", "BASE", "UMA", "INTERNAL")
 CHANNELS: tuple[str, ...] = PAYMENT_RAILS + RAILLESS
-CH: dict[str, int] = {name: i for i, name in enumerate(CHANNELS)}
+CHANNEL_INDEX: dict[str, int] = {name: i for i, name in enumerate(CHANNELS)}
 N_RAILS = len(PAYMENT_RAILS)
 
 
@@ -158,12 +158,12 @@ SERVICE_FEE_USD = np.array([t.service_fee_usd for t in TERMS], dtype=np.float64)
 COUNTERPARTY_FEE_USD = np.array([t.counterparty_fee_usd for t in TERMS], dtype=np.float64)
 
 #: Cancellable bank transfers (spec §4.1): ACH pushes and pulls, and wires.
-CANCELLABLE_CHANNELS = frozenset({CH["ACH"], CH["WIRE"]})
+CANCELLABLE_CHANNELS = frozenset({CHANNEL_INDEX["ACH"], CHANNEL_INDEX["WIRE"]})
 #: How long after creation a transfer can still be recalled from the banking partner, in
 #: seconds (uniform range): until the ACH batch file is sent, or the wire is released.
 CANCEL_WINDOW_S: dict[int, tuple[int, int]] = {
-    CH["ACH"]: (1 * _HOUR, 8 * _HOUR),
-    CH["WIRE"]: (5 * 60, 45 * 60),
+    CHANNEL_INDEX["ACH"]: (1 * _HOUR, 8 * _HOUR),
+    CHANNEL_INDEX["WIRE"]: (5 * 60, 45 * 60),
 }
 
 #: Variable fee rate `gridApiVariableFeeRate` by pricing group: (individual, business).
@@ -180,7 +180,9 @@ SPREADS: dict[str, tuple[float, float]] = {
     "frontier": (0.005, 0.010),
     "crypto": (0.002, 0.006),
 }
-GROUP = np.array([("major", "emerging", "frontier", "crypto").index(c.group) for c in CURRENCIES])
+CURRENCY_GROUP = np.array(
+    [("major", "emerging", "frontier", "crypto").index(c.group) for c in CURRENCIES]
+)
 RATE_BY_GROUP = np.array(
     [VARIABLE_FEE_RATES[g] for g in ("major", "emerging", "frontier", "crypto")]
 )
@@ -233,7 +235,7 @@ RECEIVE_OPTIONS: tuple[ReceiveOption, ...] = (
     ReceiveOption("SOLANA_WALLET", "USDC", (("SOLANA", 1.0),), 2, "US"),
     ReceiveOption("BASE_WALLET", "USDC", (("BASE", 1.0),), 1, "US"),
 )  # fmt: skip
-OPTION_CURRENCY = np.array([CUR[o.currency] for o in RECEIVE_OPTIONS], dtype=np.int64)
+OPTION_CURRENCY = np.array([CURRENCY_INDEX[o.currency] for o in RECEIVE_OPTIONS], dtype=np.int64)
 OPTION_POPULARITY = np.array([o.popularity for o in RECEIVE_OPTIONS], dtype=np.float64)
 #: The option of each currency's domestic bank account (an own account in the home currency).
 HOME_OPTION: dict[str, int] = {
@@ -242,7 +244,7 @@ HOME_OPTION: dict[str, int] = {
     if o.account_type != "SWIFT_ACCOUNT"
 }
 #: Channel a new quote picks when the platform names no rail (the first, cheapest, listed rail).
-AUTO_CHANNEL = np.array([CH[o.rails[0][0]] for o in RECEIVE_OPTIONS], dtype=np.int64)
+AUTO_CHANNEL = np.array([CHANNEL_INDEX[o.rails[0][0]] for o in RECEIVE_OPTIONS], dtype=np.int64)
 
 #: Home regions of customers: (country, home currency, share, needs Strong Customer Auth).
 REGIONS: tuple[tuple[str, str, float, bool], ...] = (

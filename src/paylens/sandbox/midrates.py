@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import TYPE_CHECKING
 
-from .currencies import CODES, mid_rate
+from .currencies import CURRENCY_CODES, mid_rate
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -24,7 +24,7 @@ def mid_rate_series(start: date | datetime | str, end: date | datetime | str) ->
     import pandas as pd  # only when asked: the sandbox itself never needs pandas
 
     days = pd.date_range(pd.Timestamp(start).normalize(), pd.Timestamp(end).normalize(), freq="D")
-    pairs = [(s, r, mid_rate(s, r)) for s in CODES for r in CODES if s != r]
+    pairs = [(s, r, mid_rate(s, r)) for s in CURRENCY_CODES for r in CURRENCY_CODES if s != r]
     frame = pd.DataFrame(
         [(day.date(), s, r, mid) for day in days for s, r, mid in pairs],
         columns=["date", "sent_currency", "received_currency", "mid_rate"],

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..currencies import (
-    CUR,
+    CURRENCY_INDEX,
     HOME_OPTION,
     OPTION_POPULARITY,
     RECEIVE_OPTIONS,
@@ -135,14 +135,14 @@ def _order(created: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class Csr:
+class ItemsByOwner:
     """Per-owner lists: items of owner k are `items[start[k]:start[k+1]]`."""
 
     items: np.ndarray
     start: np.ndarray
 
     @classmethod
-    def build(cls, owners: np.ndarray, items: np.ndarray, n_owners: int) -> Csr:
+    def build(cls, owners: np.ndarray, items: np.ndarray, n_owners: int) -> ItemsByOwner:
         order = np.argsort(owners, kind="stable")
         counts = np.bincount(owners, minlength=n_owners)
         return cls(items[order], np.concatenate(([0], np.cumsum(counts))))
@@ -253,8 +253,8 @@ class Entities:
     people: People
     agent_ids: list[str]
     agent_of: np.ndarray  # per customer: index into agent_ids or NO_ROW
-    internal_of: Csr  # per customer: internal accounts
-    beneficiaries_of: Csr  # per customer: third-party external accounts
+    internal_of: ItemsByOwner  # per customer: internal accounts
+    beneficiaries_of: ItemsByOwner  # per customer: third-party external accounts
     own_external: np.ndarray  # per customer: the first-party external account in the home currency
     home_internal: np.ndarray  # per customer: the internal fiat account in the home currency
     usd_internal: np.ndarray  # per customer: USD internal fiat account or NO_ROW
@@ -323,7 +323,7 @@ def _customers(rng: np.random.Generator, n: int, start_us: int) -> Customers:
     region = pick_weighted(rng, np.array([r[2] for r in REGIONS]), n)
     region[0] = 0  # the oldest customer is in the US: scenarios need a USD bank customer
     kind = (rng.random(n) < 0.2).astype(np.int64)
-    home = np.array([CUR[REGIONS[r][1]] for r in region], dtype=np.int64)
+    home = np.array([CURRENCY_INDEX[REGIONS[r][1]] for r in region], dtype=np.int64)
     # activity: heavy-tailed, businesses more active
     weight = (rng.pareto(1.6, n) + 1.0) * np.where(kind == 1, 3.0, 1.0)
     kyc = pick_weighted(rng, np.array([93.0, 3, 1.5, 1, 1.5]), n)
@@ -346,9 +346,9 @@ def _customers(rng: np.random.Generator, n: int, start_us: int) -> Customers:
 
 def _accounts(
     rng: np.random.Generator, customers: Customers, people: People, start_us: int
-) -> tuple[Accounts, Csr, Csr, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[Accounts, ItemsByOwner, ItemsByOwner, np.ndarray, np.ndarray, np.ndarray]:
     n = len(customers)
-    usd, usdc, btc = CUR["USD"], CUR["USDC"], CUR["BTC"]
+    usd, usdc, btc = CURRENCY_INDEX["USD"], CURRENCY_INDEX["USDC"], CURRENCY_INDEX["BTC"]
     owner: list[np.ndarray] = []
     currency: list[np.ndarray] = []
     kind: list[np.ndarray] = []
@@ -379,19 +379,21 @@ def _accounts(
     bene_option = pick_weighted(rng, OPTION_POPULARITY, len(bene_owner))
     add(
         bene_owner,
-        np.array([CUR[RECEIVE_OPTIONS[o].currency] for o in bene_option], dtype=np.int64),
+        np.array(
+            [CURRENCY_INDEX[RECEIVE_OPTIONS[o].currency] for o in bene_option], dtype=np.int64
+        ),
         bene_option,
         True,
         True,
     )
     # the platform's own accounts: an internal account per home currency and crypto, two banks
     platform_currencies = np.array(
-        sorted({CUR[r[1]] for r in REGIONS} | {usdc, btc}), dtype=np.int64
+        sorted({CURRENCY_INDEX[r[1]] for r in REGIONS} | {usdc, btc}), dtype=np.int64
     )
     pk = np.where(platform_currencies == usdc, 2, np.where(platform_currencies == btc, 1, 0))
     add(np.full(len(platform_currencies), NO_ROW), platform_currencies, pk, False, False)
     banks = np.array([HOME_OPTION["USD"], HOME_OPTION["EUR"]])
-    add(np.full(2, NO_ROW), np.array([usd, CUR["EUR"]]), banks, True, False)
+    add(np.full(2, NO_ROW), np.array([usd, CURRENCY_INDEX["EUR"]]), banks, True, False)
 
     owner_a = np.concatenate(owner)
     m = len(owner_a)
@@ -437,9 +439,9 @@ def _accounts(
     rows = np.arange(m)
     mine = owner_a >= 0
     internal = mine & ~ext
-    internal_of = Csr.build(owner_a[internal], rows[internal], n)
+    internal_of = ItemsByOwner.build(owner_a[internal], rows[internal], n)
     bene = mine & ext & third_a
-    bene_of = Csr.build(owner_a[bene], rows[bene], n)
+    bene_of = ItemsByOwner.build(owner_a[bene], rows[bene], n)
     own_external = np.full(n, NO_ROW, dtype=np.int64)
     own = mine & ext & ~third_a
     own_external[owner_a[own]] = rows[own]
@@ -462,7 +464,9 @@ def _cards(
     accounts: Accounts,
     start_us: int,
 ) -> Cards:
-    card_currencies = np.array([CUR["USD"], CUR["EUR"], CUR["GBP"]])
+    card_currencies = np.array(
+        [CURRENCY_INDEX["USD"], CURRENCY_INDEX["EUR"], CURRENCY_INDEX["GBP"]]
+    )
     eligible = np.flatnonzero(
         ~accounts.external
         & (accounts.owner >= 0)

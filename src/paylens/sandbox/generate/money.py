@@ -29,7 +29,7 @@ CROSS_CURRENCY_TRANSACTION config for USD): for a cross-currency transaction sen
 a quote's `platformFeeOverride` replaces the configuration for that quote.
 
 The rate multipliers are derived from a reference BTC price per currency,
-`btc(S) = BTC_USD / usd(S)` major units of S per BTC (see `_currencies`):
+`btc(S) = BTC_USD / usd(S)` major units of S per BTC (see `currencies`):
 
     m_S                              = 1e11 / (btc(S) * 10^dS)      msats per minor unit of S
     rateDetails.gridApiMultiplier     = (1 - v) * m_S
@@ -38,7 +38,7 @@ The rate multipliers are derived from a reference BTC price per currency,
 so gridApiMultiplier * counterpartyMultiplier = (1 - v) * 10^(dR - dS) / x (up to float64
 rounding): what one minor unit of S buys in minor units of R after the variable fee.
 
-`x` is the reference mid rate of the corridor (`_currencies.mid_rate`, served on
+`x` is the reference mid rate of the corridor (`currencies.mid_rate`, served on
 `GET /exchange-rates`) times (1 + a spread drawn per transaction, 0.1 % to 1 % by corridor), so
 the FX spread is `x / mid - 1`.
 

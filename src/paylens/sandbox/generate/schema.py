@@ -29,17 +29,17 @@ from typing import Any
 import numpy as np
 
 from ..currencies import (
-    CH,
+    CHANNEL_INDEX,
 )
 from .entities import NO_ROW, US_PER_DAY
 
 NEVER = np.iinfo(np.int64).max
 
 
-NONE8 = 255  # "absent" in small code columns
+NO_CODE = 255  # "absent" in small code columns
 
 
-US = 1_000_000
+US_PER_SECOND = 1_000_000
 
 
 MINUTE_MS = 60_000
@@ -57,7 +57,7 @@ STATUSES = (
 )  # fmt: skip
 
 
-ST = {name: i for i, name in enumerate(STATUSES)}
+STATUS_CODE = {name: i for i, name in enumerate(STATUSES)}
 
 
 CARD_STATUSES = frozenset({"AUTHORIZED", "PARTIALLY_SETTLED", "SETTLED", "REFUNDED", "EXCEPTION"})
@@ -75,7 +75,7 @@ OUT_FAILURES = (
 )  # fmt: skip
 
 
-OF = {name: i for i, name in enumerate(OUT_FAILURES)}
+OUT_FAILURE_CODE = {name: i for i, name in enumerate(OUT_FAILURES)}
 
 
 IN_FAILURES = (
@@ -85,7 +85,7 @@ IN_FAILURES = (
 )  # fmt: skip
 
 
-IF = {name: i for i, name in enumerate(IN_FAILURES)}
+IN_FAILURE_CODE = {name: i for i, name in enumerate(IN_FAILURES)}
 
 
 PENDING_REASONS = (
@@ -148,11 +148,11 @@ COLUMNS: dict[str, tuple[Any, Any]] = {
     "sent": (np.int64, 0), "received": (np.int64, 0), "fees": (np.int64, 0),
     "fixed_fee": (np.int64, 0), "var_fee": (np.int64, 0), "platform_fee": (np.int64, 0),
     "cpty_fee": (np.int64, 0), "var_rate": (np.float64, 0.0), "fx": (np.float64, 1.0),
-    "channel": (np.uint8, CH["INTERNAL"]), "rail_mode": (np.uint8, 0),
+    "channel": (np.uint8, CHANNEL_INDEX["INTERNAL"]), "rail_mode": (np.uint8, 0),
     "source_kind": (np.uint8, SRC_ACCOUNT), "dest_kind": (np.uint8, DEST_ACCOUNT),
     "person": (np.int32, NO_ROW), "card": (np.int32, NO_ROW), "merchant": (np.uint8, 0),
-    "failure": (np.uint8, NONE8), "pending_reason": (np.uint8, NONE8),
-    "refund_final": (np.uint8, NONE8), "refund_reason": (np.uint8, 0),
+    "failure": (np.uint8, NO_CODE), "pending_reason": (np.uint8, NO_CODE),
+    "refund_final": (np.uint8, NO_CODE), "refund_reason": (np.uint8, 0),
     "expected": (np.int64, NEVER), "timeline": (np.int32, -1), "cancel_by": (np.int64, 0),
     "receipt": (np.int64, 0), "agent": (np.int16, NO_ROW), "memo": (np.uint8, 0),
     "flags": (np.uint16, 0),
@@ -169,25 +169,25 @@ def status_at(cols: dict[str, np.ndarray], now: int) -> np.ndarray:
     kind, t1, t2, t3, flags = cols["kind"], cols["t1"], cols["t2"], cols["t3"], cols["flags"]
     first = np.where(
         kind == INCOMING,
-        ST["CREATED"],
-        np.where(flags & SCA, ST["PENDING_AUTHORIZATION"], ST["PENDING"]),
+        STATUS_CODE["CREATED"],
+        np.where(flags & SCA, STATUS_CODE["PENDING_AUTHORIZATION"], STATUS_CODE["PENDING"]),
     )
-    second = np.where(kind == INCOMING, ST["PENDING"], ST["PROCESSING"])
+    second = np.where(kind == INCOMING, STATUS_CODE["PENDING"], STATUS_CODE["PROCESSING"])
     payments = np.where(t2 <= now, cols["final"], np.where(t1 <= now, second, first))
     cleared = np.where(
         flags & CARD_EXCEPTION,
-        ST["EXCEPTION"],
+        STATUS_CODE["EXCEPTION"],
         np.where(
             t3 <= now,
-            ST["REFUNDED"],
+            STATUS_CODE["REFUNDED"],
             np.where(
                 ((t2 != NEVER) & (t2 > now)) | (flags & CARD_PARTIAL_FINAL != 0),
-                ST["PARTIALLY_SETTLED"],
-                ST["SETTLED"],
+                STATUS_CODE["PARTIALLY_SETTLED"],
+                STATUS_CODE["SETTLED"],
             ),
         ),
     )
-    cards = np.where(t1 > now, ST["AUTHORIZED"], cleared)
+    cards = np.where(t1 > now, STATUS_CODE["AUTHORIZED"], cleared)
     return np.where(kind == CARD, cards, payments).astype(np.uint8)
 
 

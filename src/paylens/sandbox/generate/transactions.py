@@ -10,18 +10,18 @@ import numpy as np
 
 from ..currencies import (
     CANCEL_WINDOW_S,
-    CH,
-    CODES,
+    CHANNEL_INDEX,
     COUNTERPARTY_FEE_USD,
-    CRYPTO,
-    CUR,
+    CRYPTO_CODES,
+    CURRENCY_CODES,
+    CURRENCY_GROUP,
+    CURRENCY_INDEX,
     DECIMALS,
     DEFAULT_DEPOSIT_RAILS,
     DEPOSIT_RAILS,
     FUNDABLE,
-    GROUP,
     INSTANT,
-    MID,
+    MID_RATES,
     N_RAILS,
     OPTION_CURRENCY,
     OPTION_POPULARITY,
@@ -50,13 +50,13 @@ from .schema import (
     COUNTERPARTY_INFO,
     DEST_ACCOUNT,
     DEST_UMA,
-    IF,
+    IN_FAILURE_CODE,
     IN_FAILURES,
     INCOMING,
     MINUTE_MS,
     NEVER,
-    NONE8,
-    OF,
+    NO_CODE,
+    OUT_FAILURE_CODE,
     OUT_FAILURES,
     OUTGOING,
     PENDING_REASONS,
@@ -64,8 +64,8 @@ from .schema import (
     SRC_ACCOUNT,
     SRC_FUNDING,
     SRC_UMA,
-    ST,
-    US,
+    STATUS_CODE,
+    US_PER_SECOND,
     empty_columns,
     status_at,
 )
@@ -81,10 +81,10 @@ _OUT_FAILURE_WEIGHTS = {
 #: Failures that happen before any money moves (no PROCESSING phase, no refund).
 _EARLY_FAILURES = np.array(
     [
-        OF["QUOTE_RATE_UNAVAILABLE"],
-        OF["QUOTE_EXPIRED"],
-        OF["FUNDING_AMOUNT_MISMATCH"],
-        OF["SCA_NOT_COMPLETED"],
+        OUT_FAILURE_CODE["QUOTE_RATE_UNAVAILABLE"],
+        OUT_FAILURE_CODE["QUOTE_EXPIRED"],
+        OUT_FAILURE_CODE["FUNDING_AMOUNT_MISMATCH"],
+        OUT_FAILURE_CODE["SCA_NOT_COMPLETED"],
     ]
 )
 
@@ -170,7 +170,7 @@ def plant_scenarios(
     scen = np.repeat(np.arange(1, 8), per_scenario)
     lo = np.array([_SCENARIO_AGE_MIN[int(s)][0] for s in scen], dtype=np.float64)
     hi = np.array([_SCENARIO_AGE_MIN[int(s)][1] for s in scen], dtype=np.float64)
-    created = now - (rng.uniform(lo, hi) * 60 * US).astype(np.int64) // 1000 * 1000
+    created = now - (rng.uniform(lo, hi) * 60 * US_PER_SECOND).astype(np.int64) // 1000 * 1000
     kind = np.where((scen == PULL_OPEN) | (scen == PULL_CLOSED), INCOMING, OUTGOING)
     return created, kind, scen
 
@@ -211,7 +211,7 @@ def generate(
 
 
 def _us(seconds: np.ndarray | float) -> np.ndarray:
-    return (np.asarray(seconds) * US).astype(np.int64)
+    return (np.asarray(seconds) * US_PER_SECOND).astype(np.int64)
 
 
 def _home_internal(b: Batch, cust: np.ndarray) -> np.ndarray:
@@ -227,7 +227,7 @@ def _pick_channels(rng: np.random.Generator, options: np.ndarray, rails_of: Any)
         rows = np.flatnonzero(options == opt)
         rails = rails_of(opt)
         choice = pick_weighted(rng, np.array([w for _, w in rails]), len(rows))
-        out[rows] = np.array([CH[r] for r, _ in rails])[choice]
+        out[rows] = np.array([CHANNEL_INDEX[r] for r, _ in rails])[choice]
     return out
 
 
@@ -240,7 +240,9 @@ def _begin(b: Batch, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     active = e.customers.weight > 0
     own = e.own_external
     usd_bank = (
-        (e.usd_internal >= 0) & (own >= 0) & (e.accounts.currency[np.maximum(own, 0)] == CUR["USD"])
+        (e.usd_internal >= 0)
+        & (own >= 0)
+        & (e.accounts.currency[np.maximum(own, 0)] == CURRENCY_INDEX["USD"])
     )
     for need, pool in (
         ((scen > 0) & (scen != AWAITING), usd_bank),
@@ -271,7 +273,11 @@ def _money_amount(
     usd = rng.lognormal(np.log(median_usd), sigma).clip(1.0, 250_000.0)
     amount = to_minor(usd, cur)
     unit = pow10(DECIMALS[cur]).astype(np.int64)
-    nice = (rng.random(len(cur)) < 0.4) & (unit > 1) & ~np.isin(cur, [CUR[c] for c in CRYPTO])
+    nice = (
+        (rng.random(len(cur)) < 0.4)
+        & (unit > 1)
+        & ~np.isin(cur, [CURRENCY_INDEX[c] for c in CRYPTO_CODES])
+    )
     return np.maximum(
         np.where(nice, np.maximum(np.rint(amount / unit), 1).astype(np.int64) * unit, amount), 1
     )
@@ -288,30 +294,34 @@ def _outgoing(b: Batch, rows: np.ndarray) -> None:
     src = _home_internal(b, cust)
     funding = (rng.random(m) < 0.12) & ~bank_scen
     home_code = customers.home[cust]
-    fundable = np.isin(home_code, [CUR[x] for x in FUNDABLE])
-    send_cur = np.where(funding, np.where(fundable, home_code, CUR["USD"]), acc.currency[src])
+    fundable = np.isin(home_code, [CURRENCY_INDEX[x] for x in FUNDABLE])
+    send_cur = np.where(
+        funding, np.where(fundable, home_code, CURRENCY_INDEX["USD"]), acc.currency[src]
+    )
     src = np.where(bank_scen, e.usd_internal[cust], np.where(funding, NO_ROW, src))
-    send_cur = np.where(bank_scen, CUR["USD"], send_cur)
+    send_cur = np.where(bank_scen, CURRENCY_INDEX["USD"], send_cur)
 
     own, bene = e.own_external[cust], e.beneficiaries_of.pick(rng, cust)
     dst = np.where((rng.random(m) < 0.3) | (bene < 0) | bank_scen, own, bene)
     uma = (rng.random(m) < 0.08) & ~bank_scen & (scen != AWAITING)
-    uma_option = pick_weighted(rng, OPTION_POPULARITY * (CUR["BTC"] != OPTION_CURRENCY), m)
+    uma_option = pick_weighted(
+        rng, OPTION_POPULARITY * (CURRENCY_INDEX["BTC"] != OPTION_CURRENCY), m
+    )
     option = np.where(uma, uma_option, acc.kind[dst])
     recv_cur = np.where(uma, OPTION_CURRENCY[uma_option], acc.currency[dst])
     channel = _pick_channels(rng, option, lambda o: RECEIVE_OPTIONS[o].rails)
-    channel = np.where(uma, CH["UMA"], channel)
-    channel = np.where((scen == ACH_OPEN) | (scen == ACH_CLOSED), CH["ACH"], channel)
-    channel = np.where((scen == WIRE_OPEN) | (scen == WIRE_CLOSED), CH["WIRE"], channel)
+    channel = np.where(uma, CHANNEL_INDEX["UMA"], channel)
+    channel = np.where((scen == ACH_OPEN) | (scen == ACH_CLOSED), CHANNEL_INDEX["ACH"], channel)
+    channel = np.where((scen == WIRE_OPEN) | (scen == WIRE_CLOSED), CHANNEL_INDEX["WIRE"], channel)
     has_rail = channel < N_RAILS
     rail_mode = np.where(has_rail, np.where(rng.random(m) < 0.3, 2, 1), 0)
 
     biz = customers.kind[cust] == 1
     sent = _money_amount(rng, np.where(biz, 2_500.0, 180.0), np.where(biz, 1.2, 1.1), send_cur)
     same = send_cur == recv_cur
-    group = GROUP[recv_cur]
+    group = CURRENCY_GROUP[recv_cur]
     spread = rng.uniform(SPREAD_BY_GROUP[group, 0], SPREAD_BY_GROUP[group, 1])
-    fx = np.where(same, 1.0, MID[send_cur, recv_cur] * (1.0 + spread))
+    fx = np.where(same, 1.0, MID_RATES[send_cur, recv_cur] * (1.0 + spread))
     var_rate = np.where(same, 0.0, RATE_BY_GROUP[group, biz.astype(np.int64)])
     fixed_fee = to_minor(SERVICE_FEE_USD[channel], send_cur)
     cpty_fee = np.where(
@@ -336,10 +346,10 @@ def _outgoing(b: Batch, rows: np.ndarray) -> None:
     confirm = np.where(funding, created + _us(rng.uniform(600, 8 * 3600, m)), confirm)
     confirm = np.where(sca, created + _us(rng.uniform(30, 600, m)), confirm)
     pending_reason = np.where(
-        (rng.random(m) < 0.04) & (scen == 0), rng.integers(0, len(PENDING_REASONS), m), NONE8
+        (rng.random(m) < 0.04) & (scen == 0), rng.integers(0, len(PENDING_REASONS), m), NO_CODE
     )
     confirm = np.where(
-        pending_reason != NONE8, confirm + _us(rng.uniform(3600, 3 * 86400, m)), confirm
+        pending_reason != NO_CODE, confirm + _us(rng.uniform(3600, 3 * 86400, m)), confirm
     )
     agent = e.agent_of[cust]
     by_agent = ((agent >= 0) & (rng.random(m) < 0.35) & (scen == 0)) | (scen == AWAITING)
@@ -348,37 +358,43 @@ def _outgoing(b: Batch, rows: np.ndarray) -> None:
     settle = confirm + settle_durations(rng, channel)
 
     u = rng.random(m)
-    final = np.where(u < 0.90, ST["COMPLETED"], np.where(u < 0.96, ST["FAILED"], ST["EXPIRED"]))
-    final = np.where(scen > 0, ST["COMPLETED"], final)
+    final = np.where(
+        u < 0.90,
+        STATUS_CODE["COMPLETED"],
+        np.where(u < 0.96, STATUS_CODE["FAILED"], STATUS_CODE["EXPIRED"]),
+    )
+    final = np.where(scen > 0, STATUS_CODE["COMPLETED"], final)
     weights = np.array([_OUT_FAILURE_WEIGHTS.get(r, 0) for r in OUT_FAILURES], dtype=np.float64)
     failure = pick_weighted(rng, weights, m)
     failure = np.where(
-        (channel == CH["LIGHTNING"]) & (rng.random(m) < 0.5),
-        OF["LIGHTNING_PAYMENT_FAILED"],
+        (channel == CHANNEL_INDEX["LIGHTNING"]) & (rng.random(m) < 0.5),
+        OUT_FAILURE_CODE["LIGHTNING_PAYMENT_FAILED"],
         failure,
     )
-    failure = np.where(funding & (rng.random(m) < 0.3), OF["FUNDING_AMOUNT_MISMATCH"], failure)
+    failure = np.where(
+        funding & (rng.random(m) < 0.3), OUT_FAILURE_CODE["FUNDING_AMOUNT_MISMATCH"], failure
+    )
     sca_failed = sca & (rng.random(m) < 0.05)
-    final = np.where(sca_failed, ST["FAILED"], final)
-    failure = np.where(sca_failed, OF["SCA_NOT_COMPLETED"], failure)
+    final = np.where(sca_failed, STATUS_CODE["FAILED"], final)
+    failure = np.where(sca_failed, OUT_FAILURE_CODE["SCA_NOT_COMPLETED"], failure)
     rejected = by_agent & (rng.random(m) < 0.05) & (scen == 0)
-    final = np.where(rejected, ST["FAILED"], final)
-    failed = final == ST["FAILED"]
+    final = np.where(rejected, STATUS_CODE["FAILED"], final)
+    failed = final == STATUS_CODE["FAILED"]
     early = failed & (np.isin(failure, _EARLY_FAILURES) | rejected)
-    expired = final == ST["EXPIRED"]
+    expired = final == STATUS_CODE["EXPIRED"]
     t1 = np.where(expired, created + _us(QUOTE_TTL_S[channel]), confirm)
     t1 = np.where(sca_failed, created + _us(900.0), np.where(rejected, decision, t1))
     fail_at = confirm + ((settle - confirm) * rng.uniform(0.2, 1.0, m)).astype(np.int64)
     t2 = np.where(expired | early, t1, np.where(failed, fail_at, settle))
-    failure = np.where(failed & ~rejected, failure, NONE8)
+    failure = np.where(failed & ~rejected, failure, NO_CODE)
 
     # waiting for the platform: decisions not taken by `now` stay open until the approval window ends
     awaiting = by_agent & ~rejected & ((decision > b.now) | (scen == AWAITING))
     t1 = np.where(awaiting, created + APPROVAL_WINDOW_US, t1)
     t2 = np.where(awaiting, t1, t2)
-    final = np.where(awaiting, ST["EXPIRED"], final)
-    failure = np.where(awaiting, NONE8, failure)
-    pending_reason = np.where(awaiting, NONE8, pending_reason)
+    final = np.where(awaiting, STATUS_CODE["EXPIRED"], final)
+    failure = np.where(awaiting, NO_CODE, failure)
+    pending_reason = np.where(awaiting, NO_CODE, pending_reason)
 
     # scenarios still pending at `now`
     closed = (scen == ACH_CLOSED) | (scen == WIRE_CLOSED)
@@ -386,7 +402,7 @@ def _outgoing(b: Batch, rows: np.ndarray) -> None:
 
     refund = failed & ~early & (src != NO_ROW) & (rng.random(m) < 0.7)
     c["t3"][rows] = np.where(refund, t2 + _us(rng.uniform(600, 2 * 86400, m)), NEVER)
-    c["refund_final"][rows] = np.where(refund, np.where(rng.random(m) < 0.95, 1, 2), NONE8)
+    c["refund_final"][rows] = np.where(refund, np.where(rng.random(m) < 0.95, 1, 2), NO_CODE)
 
     window = np.zeros(m, dtype=np.int64)
     for ch, (w_lo, w_hi) in CANCEL_WINDOW_S.items():
@@ -396,9 +412,17 @@ def _outgoing(b: Batch, rows: np.ndarray) -> None:
     timeline = np.where(funding, -1, TIMELINE_S[channel])
     expected = np.where(funding | INSTANT[channel], NEVER, created + _us(TIMELINE_S[channel]))
     flags = np.where(awaiting, AWAITING_APPROVAL, 0) | np.where(sca & ~awaiting, SCA, 0)
-    info = (np.isin(channel, [CH["SWIFT"], CH["BANK_TRANSFER"], CH["MOBILE_MONEY"], CH["UMA"]])) & (
-        rng.random(m) < 0.4
-    )
+    info = (
+        np.isin(
+            channel,
+            [
+                CHANNEL_INDEX["SWIFT"],
+                CHANNEL_INDEX["BANK_TRANSFER"],
+                CHANNEL_INDEX["MOBILE_MONEY"],
+                CHANNEL_INDEX["UMA"],
+            ],
+        )
+    ) & (rng.random(m) < 0.4)
     flags |= np.where(info, COUNTERPARTY_INFO, 0)
     _put(c, rows, customer=cust, sender=src, receiver=np.where(uma, NO_ROW, dst), send_cur=send_cur,
          recv_cur=recv_cur, sent=sent, received=received, fees=fees, fixed_fee=fixed_fee,
@@ -426,55 +450,65 @@ def _incoming(b: Batch, rows: np.ndarray) -> None:
     recv_cur = acc.currency[dst]
     own = e.own_external[cust]
     can_pull = (
-        (recv_cur == CUR["USD"]) & (own >= 0) & (acc.currency[np.maximum(own, 0)] == CUR["USD"])
+        (recv_cur == CURRENCY_INDEX["USD"])
+        & (own >= 0)
+        & (acc.currency[np.maximum(own, 0)] == CURRENCY_INDEX["USD"])
     )
-    crypto = np.isin(recv_cur, [CUR[x] for x in CRYPTO])
+    crypto = np.isin(recv_cur, [CURRENCY_INDEX[x] for x in CRYPTO_CODES])
     u = rng.random(m)
     pull = ((u < 0.2) & can_pull) | pull_scen
     uma = ~pull & (u < 0.5) & ~crypto
-    sending_pool = np.array([CUR[x] for x in UMA_SENDING])
+    sending_pool = np.array([CURRENCY_INDEX[x] for x in UMA_SENDING])
     uma_cur = sending_pool[rng.integers(0, len(sending_pool), m)]
     uma_cur = np.where(
-        uma_cur == recv_cur, np.where(recv_cur == CUR["USD"], CUR["EUR"], CUR["USD"]), uma_cur
+        uma_cur == recv_cur,
+        np.where(recv_cur == CURRENCY_INDEX["USD"], CURRENCY_INDEX["EUR"], CURRENCY_INDEX["USD"]),
+        uma_cur,
     )
     send_cur = np.where(uma, uma_cur, recv_cur)
     channel = _pick_channels(
-        rng, recv_cur, lambda cur: DEPOSIT_RAILS.get(CODES[cur], DEFAULT_DEPOSIT_RAILS)
+        rng, recv_cur, lambda cur: DEPOSIT_RAILS.get(CURRENCY_CODES[cur], DEFAULT_DEPOSIT_RAILS)
     )
-    channel = np.where(pull, CH["ACH"], np.where(uma, CH["UMA"], channel))
+    channel = np.where(pull, CHANNEL_INDEX["ACH"], np.where(uma, CHANNEL_INDEX["UMA"], channel))
 
     sent = _money_amount(rng, np.full(m, 400.0), np.full(m, 1.2), send_cur)
-    group = GROUP[recv_cur]
+    group = CURRENCY_GROUP[recv_cur]
     spread = rng.uniform(SPREAD_BY_GROUP[group, 0], SPREAD_BY_GROUP[group, 1])
-    fx = np.where(uma, MID[send_cur, recv_cur] * (1.0 + spread), 1.0)
-    fees = np.where(uma, to_minor(SERVICE_FEE_USD[CH["UMA"]], send_cur), 0)
+    fx = np.where(uma, MID_RATES[send_cur, recv_cur] * (1.0 + spread), 1.0)
+    fees = np.where(uma, to_minor(SERVICE_FEE_USD[CHANNEL_INDEX["UMA"]], send_cur), 0)
     zero = np.zeros(m, dtype=np.int64)
     _, _, received = outgoing_money(sent, send_cur, recv_cur, fx, np.zeros(m), fees, zero, zero)
 
     t1 = created + _us(rng.uniform(1, 60, m))
     duration = np.where(pull, _us(rng.uniform(86400, 2 * 86400, m)), settle_durations(rng, channel))
-    pending_reason = np.where((rng.random(m) < 0.03) & ~pull_scen, rng.integers(0, 2, m), NONE8)
+    pending_reason = np.where((rng.random(m) < 0.03) & ~pull_scen, rng.integers(0, 2, m), NO_CODE)
     duration = np.where(
-        pending_reason != NONE8, duration + _us(rng.uniform(7200, 2 * 86400, m)), duration
+        pending_reason != NO_CODE, duration + _us(rng.uniform(7200, 2 * 86400, m)), duration
     )
     t2 = t1 + duration
     t2 = np.where(scen == PULL_CLOSED, np.maximum(t2, b.now + _us(rng.uniform(3600, 86400, m))), t2)
     failed = (rng.random(m) < 0.05) & ~pull_scen
-    uma_reasons = np.array([IF[r] for r in IN_FAILURES if r != "COLLECTION_FAILED"])
+    uma_reasons = np.array([IN_FAILURE_CODE[r] for r in IN_FAILURES if r != "COLLECTION_FAILED"])
     reason = np.where(
         uma,
         uma_reasons[rng.integers(0, len(uma_reasons), m)],
-        np.where(pull | (rng.random(m) < 0.6), IF["COLLECTION_FAILED"], IF["COMPLIANCE_REJECTED"]),
+        np.where(
+            pull | (rng.random(m) < 0.6),
+            IN_FAILURE_CODE["COLLECTION_FAILED"],
+            IN_FAILURE_CODE["COMPLIANCE_REJECTED"],
+        ),
     )
     refund_odds = np.where(
-        reason == IF["COLLECTION_FAILED"], 0.8, np.where(reason == IF["OFFRAMP_FAILED"], 0.5, 0.0)
+        reason == IN_FAILURE_CODE["COLLECTION_FAILED"],
+        0.8,
+        np.where(reason == IN_FAILURE_CODE["OFFRAMP_FAILED"], 0.5, 0.0),
     )
     refund = failed & (rng.random(m) < refund_odds)
     c["t3"][rows] = np.where(refund, t2 + _us(rng.uniform(3600, 3 * 86400, m)), NEVER)
-    c["refund_final"][rows] = np.where(refund, 1, NONE8)
+    c["refund_final"][rows] = np.where(refund, 1, NO_CODE)
     receipt = t2 + _us(rng.uniform(60, 86400, m))
     receipt = np.where(~failed & (rng.random(m) < 0.2) & (receipt <= b.now), receipt, 0)
-    window = _us(rng.uniform(*CANCEL_WINDOW_S[CH["ACH"]], m))
+    window = _us(rng.uniform(*CANCEL_WINDOW_S[CHANNEL_INDEX["ACH"]], m))
     flags = np.where(pull, ACH_PULL, 0) | np.where(
         uma & (rng.random(m) < 0.6), COUNTERPARTY_INFO, 0
     )
@@ -482,8 +516,8 @@ def _incoming(b: Batch, rows: np.ndarray) -> None:
          recv_cur=recv_cur, sent=sent, received=received, fees=fees, fx=fx, channel=channel,
          source_kind=np.where(pull, SRC_ACCOUNT, np.where(uma, SRC_UMA, SRC_FUNDING)),
          person=np.where(uma, rng.integers(0, len(e.people), m), NO_ROW),
-         failure=np.where(failed, reason, NONE8), pending_reason=pending_reason,
-         final=np.where(failed, ST["FAILED"], ST["COMPLETED"]), t1=t1, t2=t2, flags=flags,
+         failure=np.where(failed, reason, NO_CODE), pending_reason=pending_reason,
+         final=np.where(failed, STATUS_CODE["FAILED"], STATUS_CODE["COMPLETED"]), t1=t1, t2=t2, flags=flags,
          cancel_by=np.where(pull, created + window, 0), receipt=receipt, touched=receipt)  # fmt: skip
 
 
@@ -544,4 +578,4 @@ def _card(b: Batch, rows: np.ndarray) -> None:
     )
     _put(c, rows, customer=cards.holder[card], sender=cards.account[card], card=card, merchant=merchant,
          send_cur=cur, recv_cur=cur, sent=auth, clear1=clear1, clear2=clear2,
-         refund_amount=refund_amount, t1=t1, t2=t2, t3=t3, flags=flags, final=ST["SETTLED"])  # fmt: skip
+         refund_amount=refund_amount, t1=t1, t2=t2, t3=t3, flags=flags, final=STATUS_CODE["SETTLED"])  # fmt: skip

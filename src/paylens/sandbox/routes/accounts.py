@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..currencies import CUR
+from ..currencies import CURRENCY_INDEX
 from ..generate.entities import INTERNAL_TYPES, NO_ROW
 from ..wire.request import Handler, Query, Request
 from ..world.store import RowSet
@@ -25,7 +25,7 @@ def _account_rows(r: Request, q: Query, *, external: bool, platform: bool) -> Ca
     def select() -> RowSet:
         mask = (a.external == external) & ((a.owner == NO_ROW) if platform else (a.owner != NO_ROW))
         if currency is not None:
-            mask &= a.currency == CUR.get(currency, UNKNOWN_ROW)
+            mask &= a.currency == CURRENCY_INDEX.get(currency, UNKNOWN_ROW)
         if customer is not None:
             mask &= a.owner == w.entities.customer_index.get(customer, UNKNOWN_ROW)
         if kind is not None:

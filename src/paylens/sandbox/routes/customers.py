@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..currencies import CUR, REGIONS
+from ..currencies import CURRENCY_INDEX, REGIONS
 from ..errors import invalid
 from ..generate.entities import CUSTOMER_TYPES
 from ..wire.request import Query, Request
@@ -50,7 +50,7 @@ def list_customers(r: Request) -> tuple[int, Any]:
         if region is not None:
             mask &= np.array([REGIONS[k][0] == region for k in c.region.tolist()], dtype=bool)
         if currency is not None:
-            code = CUR.get(currency, UNKNOWN_ROW)
+            code = CURRENCY_INDEX.get(currency, UNKNOWN_ROW)
             mask &= np.array([code in cs for cs in c.currencies], dtype=bool)
         if uma is not None:
             mask &= np.arange(len(c)) == w.views.customer_by_uma(uma)

@@ -1,12 +1,12 @@
 """Routes of quotes and exchange rates: the checks of a quote request (account, REALTIME_FUNDING
 and UMA_ADDRESS ends, amounts, fee override) before the world creates it, and `Idempotency-Key`
-on the operations that declare it (semantics in `_idempotency`)."""
+on the operations that declare it (semantics in `wire.idempotency`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..currencies import CODES, CUR, FUNDABLE, RECEIVE_OPTIONS
+from ..currencies import CURRENCY_CODES, CURRENCY_INDEX, FUNDABLE, RECEIVE_OPTIONS
 from ..errors import ServiceError, invalid
 from ..generate.entities import NO_ROW
 from ..wire.idempotency import idempotent
@@ -70,8 +70,8 @@ def create_quote(r: Request) -> tuple[int, Any]:
 
     def sending_currency() -> str | None:
         if funding is not None:
-            return CODES[funding[1]]
-        return None if src is None or src == NO_ROW else CODES[acc.currency[src]]
+            return CURRENCY_CODES[funding[1]]
+        return None if src is None or src == NO_ROW else CURRENCY_CODES[acc.currency[src]]
 
     destination = body.get("destination")
     uma = None
@@ -156,7 +156,7 @@ def _uma_destination(
     if not isinstance(address, str) or not address.startswith("$") or "@" not in address:
         errors.append({"field": "destination.umaAddress", "message": "must be a UMA address"})
         return None
-    if not isinstance(currency, str) or currency not in CUR:
+    if not isinstance(currency, str) or currency not in CURRENCY_INDEX:
         errors.append({"field": "destination.currency", "message": "must be a currency code"})
         return None
     person = w.tx.person_by_uma(address)
@@ -167,7 +167,7 @@ def _uma_destination(
             f"no receiver at {address}",
             {"errors": [{"field": "destination.umaAddress", "message": "no receiver there"}]},
         )
-    return person, CUR[currency]
+    return person, CURRENCY_INDEX[currency]
 
 
 def _funding_source(
@@ -190,7 +190,7 @@ def _funding_source(
         )
     if customer is None or currency not in FUNDABLE:
         return None
-    return customer, CUR[currency]
+    return customer, CURRENCY_INDEX[currency]
 
 
 def _fee_override(

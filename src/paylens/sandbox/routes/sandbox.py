@@ -1,16 +1,16 @@
 """The interface's own sandbox routes (`/sandbox/...` under the version root): what a simulator of
 the service lets a platform trigger that the real service only lets the outside world do.
 
-- `POST /sandbox/send`: the funds of a REALTIME_FUNDING quote arrive (see `_world_funding`);
+- `POST /sandbox/send`: the funds of a REALTIME_FUNDING quote arrive (see `world.funding`);
   answers the transaction.
 - `POST /sandbox/uma/receive`: an incoming UMA payment to a customer, waiting for the platform's
-  approve or reject (see `_world_incoming`); answers the IncomingTransaction.
+  approve or reject (see `world.incoming`); answers the IncomingTransaction.
 - `POST /sandbox/internal-accounts/{accountId}/fund`: adds to an internal account's balance;
   answers the InternalAccount.
 - `POST /sandbox/cards/{id}/simulate/authorization|clearing|return`: card events (see
-  `_world_cards`); answer 202 with the issuer transaction token.
+  `world.cards`); answer 202 with the issuer transaction token.
 
-These routes are the service's, not paylens' own control channel (`/_control/...`, see `_app`).
+These routes are the service's, not paylens' own control channel (`/_control/...`, see `wire.app`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..currencies import CODES, CUR
+from ..currencies import CURRENCY_CODES, CURRENCY_INDEX
 from ..errors import ServiceError, invalid
 from ..generate.entities import NO_ROW
 from ..generate.schema import CARD
@@ -80,7 +80,7 @@ def _internal_account_in(r: Request, customer: int, code: str) -> int:
     """The customer's first internal (non-wallet) account in currency `code`."""
     w = r.world
     e = w.entities
-    currency = CUR.get(code, NO_ROW)
+    currency = CURRENCY_INDEX.get(code, NO_ROW)
     owned = e.internal_of.items[e.internal_of.start[customer] : e.internal_of.start[customer + 1]]
     for row in sorted(owned.tolist()):
         if e.accounts.currency[row] == currency and not w.wallets.is_wallet(row):
@@ -150,7 +150,7 @@ def simulate_authorization(r: Request) -> tuple[int, Any]:
     if not is_int(amount, 1):
         errors.append({"field": "amount", "message": "must be a positive int64 amount"})
     currency = body.get("currency")
-    code = CODES[int(w.entities.cards.currency[card])]
+    code = CURRENCY_CODES[int(w.entities.cards.currency[card])]
     if not isinstance(currency, dict) or currency.get("code") != code:
         errors.append({"field": "currency.code", "message": f"must be {code}, the card's currency"})
     else:

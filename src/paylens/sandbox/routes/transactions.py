@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import invalid
 from ..generate.entities import NO_ROW
-from ..generate.schema import CARD_STATUSES, KINDS, ST, STATUSES
+from ..generate.schema import CARD_STATUSES, KINDS, STATUS_CODE, STATUSES
 from ..wire.request import Query, Request, optional_text, parse_time
 from ..world.store import RowSet
 from .checks import body_object
@@ -45,7 +45,7 @@ def list_transactions(r: Request) -> tuple[int, Any]:
             account=account("accountIdentifier"),
             sender=account("senderAccountIdentifier"),
             receiver=account("receiverAccountIdentifier"),
-            status=None if status is None else ST[status],
+            status=None if status is None else STATUS_CODE[status],
             kind=None if kind is None else KINDS.index(kind),
             reference=q.text("reference"),
             start=start,

@@ -12,13 +12,13 @@ from ..clock import whole_ms
 from ..generate.entities import (
     Entities,
 )
-from ..generate.schema import AWAITING_APPROVAL, ST
+from ..generate.schema import AWAITING_APPROVAL, STATUS_CODE
 from ..generate.transactions import Arrivals, settle_durations
 from ..wire.idempotency import IdempotencyKeys
 from .entities import EntityViews
 from .lifecycle import Lifecycle
-from .render import TxViews
-from .store import TxStore
+from .render import TransactionViews
+from .store import TransactionStore
 from .wallets import WalletAuth
 
 
@@ -34,8 +34,8 @@ class WorldBase:
     views: EntityViews
     _arrivals: Arrivals
     _per_weight: float
-    store: TxStore
-    tx: TxViews
+    store: TransactionStore
+    tx: TransactionViews
     _calls: np.random.Generator
     platform_id: str
     config_id: str
@@ -89,7 +89,7 @@ class WorldBase:
             row,
             t1=t,
             t2=t + duration,
-            final=ST["COMPLETED"],
+            final=STATUS_CODE["COMPLETED"],
             touched=t,
             flags=int(s.col("flags")[row]) & ~AWAITING_APPROVAL,
         )

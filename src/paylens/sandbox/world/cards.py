@@ -38,7 +38,7 @@ from ..generate.schema import (
     CARD_PARTIAL_FINAL,
     CARD_TIP,
     NEVER,
-    ST,
+    STATUS_CODE,
     empty_columns,
     status_at,
 )
@@ -84,7 +84,7 @@ def authorize(world: World, card: int, amount: int, merchant: dict[str, Any]) ->
         "hi": hi[0], "lo": lo[0], "kind": CARD, "created": created,
         "customer": int(cards.holder[card]), "sender": int(cards.account[card]), "card": card,
         "merchant": code, "send_cur": int(cards.currency[card]),
-        "recv_cur": int(cards.currency[card]), "sent": amount, "final": ST["SETTLED"],
+        "recv_cur": int(cards.currency[card]), "sent": amount, "final": STATUS_CODE["SETTLED"],
         "t1": created if exception else NEVER, "clear1": amount if exception else 0,
         "flags": CARD_EXCEPTION if exception else 0,
     }  # fmt: skip
@@ -101,14 +101,14 @@ def clear(world: World, row: int, amount: int) -> dict[str, Any]:
     status, flags = int(s.col("status")[row]), int(s.col("flags")[row])
     authorized = int(s.col("sent")[row])
     at = world.now_us // 1000 * 1000
-    if status == ST["AUTHORIZED"]:
+    if status == STATUS_CODE["AUTHORIZED"]:
         if amount == 0:  # the authorization expired with nothing cleared
             world.update_row(row, t1=at, clear1=0, touched=at)
         else:
             tip = CARD_TIP if amount > authorized else 0
             partial = CARD_PARTIAL_FINAL if amount < authorized else 0
             world.update_row(row, t1=at, clear1=amount, flags=flags | tip | partial, touched=at)
-    elif status == ST["PARTIALLY_SETTLED"] and s.col("t2")[row] == NEVER:
+    elif status == STATUS_CODE["PARTIALLY_SETTLED"] and s.col("t2")[row] == NEVER:
         if amount == 0:
             raise CardEventRefused("amount", "a second clearing must be positive")
         world.update_row(row, t2=at, clear2=amount, flags=flags & ~CARD_PARTIAL_FINAL, touched=at)
@@ -127,7 +127,7 @@ def refund(world: World, row: int, amount: int) -> dict[str, Any]:
     settled = sum(
         int(s.col(c)[row]) for c, t in (("clear1", "t1"), ("clear2", "t2")) if s.col(t)[row] <= now
     )
-    if s.col("t3")[row] <= now or settled <= 0 or s.col("status")[row] == ST["EXCEPTION"]:
+    if s.col("t3")[row] <= now or settled <= 0 or s.col("status")[row] == STATUS_CODE["EXCEPTION"]:
         raise CardEventRefused(
             "cardTransactionId", "must have a settled clearing and no return yet"
         )

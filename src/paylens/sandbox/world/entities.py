@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..currencies import CODES, RECEIVE_OPTIONS, REGIONS, ReceiveOption, currency_wire
+from ..currencies import CURRENCY_CODES, RECEIVE_OPTIONS, REGIONS, ReceiveOption, currency_wire
 from ..generate.entities import (
     BUSINESS_KINDS,
     BUSINESS_TYPES,
@@ -285,7 +285,7 @@ class EntityViews:
             "platformCustomerId": c.platform_ids[i],
             "customerType": CUSTOMER_TYPES[c.kind[i]],
             "region": country,
-            "currencies": [CODES[k] for k in c.currencies[i]],
+            "currencies": [CURRENCY_CODES[k] for k in c.currencies[i]],
             "email": f"{tag}@{SANDBOX_DOMAIN}",
             "umaAddress": f"${tag}@{SANDBOX_DOMAIN}",  # as customer_by_uma finds it
             "createdAt": created,
@@ -319,7 +319,7 @@ class EntityViews:
         self, currency: int, reference: str, seed: int, *, platform: bool
     ) -> dict[str, Any]:
         """PaymentInstructions for paying into an account in `currency`."""
-        code = CODES[currency]
+        code = CURRENCY_CODES[currency]
         option = _deposit_option(code)
         r = random.Random(seed)
         holder = "Paylens Sandbox Platform" if platform else "Paylens Sandbox FBO"
@@ -433,7 +433,7 @@ class EntityViews:
             "expYear": int(k.expires[i]) // 100,
             "fundingSources": [self.e.accounts.ids[a] for a in k.funding[i]],
             "maxSpendPerTransaction": k.max_spend[i],
-            "currency": CODES[k.currency[i]],
+            "currency": CURRENCY_CODES[k.currency[i]],
             "createdAt": created,
             "updatedAt": updated,
         }

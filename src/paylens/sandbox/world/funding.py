@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..currencies import CODES
-from ..generate.schema import OF, SRC_FUNDING, ST
+from ..currencies import CURRENCY_CODES
+from ..generate.schema import OUT_FAILURE_CODE, SRC_FUNDING, STATUS_CODE
 
 if TYPE_CHECKING:
     from .world import World
@@ -40,9 +40,9 @@ def send_funds(world: World, row: int, currency: str, amount: int | None) -> dic
     s = world.store
     if s.col("source_kind")[row] != SRC_FUNDING:
         raise FundingRefused("quoteId", "the quote's source is not REALTIME_FUNDING")
-    if s.col("status")[row] != ST["PENDING"] or s.col("t1")[row] <= world.now_us:
+    if s.col("status")[row] != STATUS_CODE["PENDING"] or s.col("t1")[row] <= world.now_us:
         raise FundingRefused("quoteId", "the quote no longer waits for funds")
-    expected = CODES[int(s.col("send_cur")[row])]
+    expected = CURRENCY_CODES[int(s.col("send_cur")[row])]
     if currency != expected:
         raise FundingRefused("currencyCode", f"must be {expected}, the quote's sending currency")
     at = world.now_us // 1000 * 1000
@@ -50,7 +50,7 @@ def send_funds(world: World, row: int, currency: str, amount: int | None) -> dic
         world.execute_row(row)
     else:
         world.update_row(
-            row, t1=at, t2=at, final=ST["FAILED"], failure=OF["FUNDING_AMOUNT_MISMATCH"],
+            row, t1=at, t2=at, final=STATUS_CODE["FAILED"], failure=OUT_FAILURE_CODE["FUNDING_AMOUNT_MISMATCH"],
             touched=at,
         )  # fmt: skip
     return world.tx.transactions(np.array([row]), world.now_us)[0]

@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..currencies import CH, SERVICE_FEE_USD, to_minor
+from ..currencies import CHANNEL_INDEX, SERVICE_FEE_USD, to_minor
 from ..generate.entities import NO_ROW, new_uuids
 from ..generate.schema import (
     AWAITING_APPROVAL,
-    IF,
+    IN_FAILURE_CODE,
     INCOMING,
-    NONE8,
+    NO_CODE,
     SRC_UMA,
-    ST,
+    STATUS_CODE,
     empty_columns,
     status_at,
 )
@@ -56,7 +56,7 @@ def receive_uma_payment(world: WorldBase, account: int, amount: int) -> int:
     for the platform's decision; returns its row."""
     acc = world.entities.accounts
     currency = int(acc.currency[account])
-    fee = int(to_minor(SERVICE_FEE_USD[CH["UMA"]], currency))
+    fee = int(to_minor(SERVICE_FEE_USD[CHANNEL_INDEX["UMA"]], currency))
     created = next_created(world)
     world.move_clock_to(created)
     hi, lo = new_uuids(world.call_rng, 1)
@@ -66,10 +66,10 @@ def receive_uma_payment(world: WorldBase, account: int, amount: int) -> int:
         "hi": hi[0], "lo": lo[0], "kind": INCOMING, "created": created,
         "customer": int(acc.owner[account]), "sender": NO_ROW, "receiver": account,
         "send_cur": currency, "recv_cur": currency, "sent": amount + fee, "received": amount,
-        "fees": fee, "fx": 1.0, "channel": CH["UMA"], "source_kind": SRC_UMA,
+        "fees": fee, "fx": 1.0, "channel": CHANNEL_INDEX["UMA"], "source_kind": SRC_UMA,
         "person": int(world.call_rng.integers(0, people)) if people else NO_ROW,
-        "t1": created, "t2": created + INCOMING_DECISION_US, "final": ST["FAILED"],
-        "failure": IF["PAYMENT_APPROVAL_TIMED_OUT"], "flags": AWAITING_APPROVAL,
+        "t1": created, "t2": created + INCOMING_DECISION_US, "final": STATUS_CODE["FAILED"],
+        "failure": IN_FAILURE_CODE["PAYMENT_APPROVAL_TIMED_OUT"], "flags": AWAITING_APPROVAL,
     }  # fmt: skip
     for name, value in values.items():
         cols[name][0] = value
@@ -82,7 +82,7 @@ def approve_incoming(world: WorldBase, row: int, at: int) -> None:
     channel = np.array([world.store.col("channel")[row]])
     duration = int(settle_durations(world.call_rng, channel)[0]) // 1000 * 1000
     world.update_row(
-        row, t2=at + max(duration, 1000), final=ST["COMPLETED"], failure=NONE8, touched=at,
+        row, t2=at + max(duration, 1000), final=STATUS_CODE["COMPLETED"], failure=NO_CODE, touched=at,
         flags=int(world.store.col("flags")[row]) & ~AWAITING_APPROVAL,
     )  # fmt: skip
 
@@ -90,6 +90,6 @@ def approve_incoming(world: WorldBase, row: int, at: int) -> None:
 def reject_incoming(world: WorldBase, row: int, at: int) -> None:
     """The platform rejected: REJECTED at `at`."""
     world.update_row(
-        row, t2=at, final=ST["REJECTED"], failure=NONE8, touched=at,
+        row, t2=at, final=STATUS_CODE["REJECTED"], failure=NO_CODE, touched=at,
         flags=int(world.store.col("flags")[row]) & ~AWAITING_APPROVAL,
     )  # fmt: skip

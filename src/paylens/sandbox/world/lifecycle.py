@@ -1,6 +1,6 @@
 """What other actors do to the sandbox's records while its clock moves, beside the planned events.
 
-The planned events (`_generate.status_at`) already settle and refund card transactions, fail,
+The planned events (`generate.schema.status_at`) already settle and refund card transactions, fail,
 refund and complete transfers. A real service also sees, between two reads of its data:
 
 - **approvals**: the platform's operators approve or reject agent-initiated payouts waiting for
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..generate.schema import AWAITING_APPROVAL, CARD, ST
+from ..generate.schema import AWAITING_APPROVAL, CARD, STATUS_CODE
 
 if TYPE_CHECKING:
     from .store import RowSet
@@ -89,7 +89,7 @@ class Lifecycle:
             return {}
         s = self.world.store
         waiting = np.flatnonzero(
-            (s.col("flags") & AWAITING_APPROVAL != 0) & (s.col("status") == ST["PENDING"])
+            (s.col("flags") & AWAITING_APPROVAL != 0) & (s.col("status") == STATUS_CODE["PENDING"])
         )
         chosen = waiting[rng.random(len(waiting)) < self.approvals]
         approve = rng.random(len(chosen)) < 0.5
@@ -105,7 +105,7 @@ class Lifecycle:
         old_enough = self.world.now_us - self.receipt_age // timedelta(microseconds=1)
         candidates = np.flatnonzero(
             (s.col("kind") != CARD)
-            & (s.col("status") == ST["COMPLETED"])
+            & (s.col("status") == STATUS_CODE["COMPLETED"])
             & (s.col("receipt") == 0)
             & (s.col("created") < old_enough)
         )

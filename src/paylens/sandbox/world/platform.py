@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..currencies import (
-    CODES,
+    CURRENCY_CODES,
     to_minor,
 )
 from ..errors import ServiceError
@@ -34,7 +34,7 @@ class PlatformOps(WorldBase):
                     "requiredCounterpartyFields": [],
                     "enabledTransactionTypes": ["INCOMING", "OUTGOING"],
                 }
-                for i, code in enumerate(CODES)
+                for i, code in enumerate(CURRENCY_CODES)
             ],
             "isRegulatedFinancialInstitution": False,
             "embeddedWalletConfig": {
@@ -48,9 +48,9 @@ class PlatformOps(WorldBase):
             "feeConfigs": [
                 {
                     "feeType": "CROSS_CURRENCY_TRANSACTION",
-                    "sourceCurrency": CODES[fee_cur],
+                    "sourceCurrency": CURRENCY_CODES[fee_cur],
                     "variableFeeBps": bps,
-                    "fixedFee": {"amount": fixed, "currency": CODES[fee_cur]},
+                    "fixedFee": {"amount": fixed, "currency": CURRENCY_CODES[fee_cur]},
                 }
             ],
             "createdAt": created,

@@ -11,15 +11,15 @@ from ..clock import whole_ms
 from ..currencies import (
     AUTO_CHANNEL,
     CANCEL_WINDOW_S,
-    CH,
-    CODES,
+    CHANNEL_INDEX,
     COUNTERPARTY_FEE_USD,
-    CRYPTO,
-    CUR,
+    CRYPTO_CODES,
+    CURRENCY_CODES,
+    CURRENCY_GROUP,
+    CURRENCY_INDEX,
     DECIMALS,
-    GROUP,
     INSTANT,
-    MID,
+    MID_RATES,
     N_RAILS,
     QUOTE_SPREAD,
     QUOTE_TTL_S,
@@ -44,7 +44,7 @@ from ..generate.schema import (
     OUTGOING,
     SRC_ACCOUNT,
     SRC_FUNDING,
-    ST,
+    STATUS_CODE,
     STATUSES,
     empty_columns,
     status_at,
@@ -113,7 +113,7 @@ class QuoteOps(WorldBase):
                 "the quote cannot be executed: send its funds as its paymentInstructions say",
             )
         if (
-            self._status(row) != ST["PENDING"]
+            self._status(row) != STATUS_CODE["PENDING"]
             or s.col("flags")[row] & AWAITING_APPROVAL
             or s.col("t1")[row] <= self._now
         ):
@@ -136,16 +136,20 @@ class QuoteOps(WorldBase):
         else:
             send_cur, owner = int(acc.currency[src]), int(acc.owner[src])
         if req.uma is not None:
-            channel, rail_mode = CH["UMA"], 0
+            channel, rail_mode = CHANNEL_INDEX["UMA"], 0
         elif acc.external[dst]:
             option = int(acc.kind[dst])
-            channel = CH[req.rail] if req.rail else int(AUTO_CHANNEL[option])
+            channel = CHANNEL_INDEX[req.rail] if req.rail else int(AUTO_CHANNEL[option])
             rail_mode = 2 if req.rail else (1 if channel < N_RAILS else 0)
         else:
-            channel, rail_mode = CH["INTERNAL"], 0
+            channel, rail_mode = CHANNEL_INDEX["INTERNAL"], 0
         same = send_cur == recv_cur
-        group = int(GROUP[recv_cur])
-        fx = 1.0 if same else float(f"{MID[send_cur, recv_cur] * (1.0 + QUOTE_SPREAD[group]):.8g}")
+        group = int(CURRENCY_GROUP[recv_cur])
+        fx = (
+            1.0
+            if same
+            else float(f"{MID_RATES[send_cur, recv_cur] * (1.0 + QUOTE_SPREAD[group]):.8g}")
+        )
         var_rate = 0.0 if same else float(RATE_BY_GROUP[group, int(e.customers.kind[owner])])
         fixed = int(to_minor(SERVICE_FEE_USD[channel], send_cur))
         cpty = 0 if same else int(to_minor(COUNTERPARTY_FEE_USD[channel], recv_cur))
@@ -176,7 +180,7 @@ class QuoteOps(WorldBase):
             raise ServiceError(
                 400,
                 "AMOUNT_OUT_OF_RANGE",
-                f"{sent} minor units of {CODES[send_cur]} do not cover the fees of {fees}",
+                f"{sent} minor units of {CURRENCY_CODES[send_cur]} do not cover the fees of {fees}",
             )
         created = max(
             whole_ms(self._now), int(self.store.col("created")[-1]) + 1000 if self.store.n else 0
@@ -194,7 +198,7 @@ class QuoteOps(WorldBase):
             "channel": channel, "rail_mode": rail_mode,
             "person": acc.person[dst] if req.uma is None else req.uma[0],
             "dest_kind": DEST_ACCOUNT if req.uma is None else DEST_UMA,
-            "t1": created + ttl, "t2": created + ttl, "final": ST["EXPIRED"],
+            "t1": created + ttl, "t2": created + ttl, "final": STATUS_CODE["EXPIRED"],
             "timeline": -1 if req.funding else TIMELINE_S[channel],
             "expected": NEVER if INSTANT[channel] or req.funding else created + int(TIMELINE_S[channel]) * 1_000_000,
             "source_kind": SRC_FUNDING if req.funding else SRC_ACCOUNT,
@@ -247,29 +251,29 @@ class QuoteOps(WorldBase):
         sources = sorted({c for cs in self.entities.customers.currencies for c in cs})
         out = []
         for s in sources:
-            if source is not None and CODES[s] != source:
+            if source is not None and CURRENCY_CODES[s] != source:
                 continue
             for option in RECEIVE_OPTIONS:
-                r = CUR[option.currency]
+                r = CURRENCY_INDEX[option.currency]
                 if (
                     r == s
-                    or option.currency in CRYPTO
+                    or option.currency in CRYPTO_CODES
                     or (destinations and option.currency not in destinations)
                 ):
                     continue
                 for rail, _ in option.rails:
-                    ch = CH[rail]
+                    ch = CHANNEL_INDEX[rail]
                     fixed = int(to_minor(SERVICE_FEE_USD[ch], s))
                     cpty = int(to_minor(COUNTERPARTY_FEE_USD[ch], r))
                     a = np.array([amount], dtype=np.int64)
                     plat = platform_fee(a, np.array([s == fee_cur]), bps, fixed_plat)
-                    rate = float(MID[s, r])
+                    rate = float(MID_RATES[s, r])
                     _, fees, received = outgoing_money(
                         a,
                         np.array([s]),
                         np.array([r]),
                         np.array([rate]),
-                        np.array([RATE_BY_GROUP[GROUP[r], 0]]),
+                        np.array([RATE_BY_GROUP[CURRENCY_GROUP[r], 0]]),
                         np.array([fixed]),
                         plat,
                         np.array([cpty]),

@@ -66,7 +66,7 @@ class Keyed:
     dynamic: bool  # changes after creation (status): rebuilt when statuses changed
 
 
-class TxStore:
+class TransactionStore:
     """Columns of every transaction, with the indices that answer list queries quickly."""
 
     def __init__(

@@ -24,12 +24,12 @@ from ..generate.schema import (
     ACH_PULL,
     AWAITING_APPROVAL,
     CARD,
-    IF,
+    IN_FAILURE_CODE,
     INCOMING,
-    NONE8,
-    OF,
+    NO_CODE,
+    OUT_FAILURE_CODE,
     OUTGOING,
-    ST,
+    STATUS_CODE,
     STATUSES,
 )
 from .base import WorldBase
@@ -38,7 +38,13 @@ from .render import WireRows, hi_of_reference, shows_reference
 from .store import RowSet
 
 _TERMINAL = frozenset(
-    {ST["COMPLETED"], ST["FAILED"], ST["EXPIRED"], ST["REJECTED"], ST["REFUNDED"]}
+    {
+        STATUS_CODE["COMPLETED"],
+        STATUS_CODE["FAILED"],
+        STATUS_CODE["EXPIRED"],
+        STATUS_CODE["REJECTED"],
+        STATUS_CODE["REFUNDED"],
+    }
 )
 
 
@@ -72,7 +78,7 @@ class TransactionOps(WorldBase):
         """Transactions waiting for the platform's approve or reject."""
         s = self.store
         rows = np.flatnonzero(
-            (s.col("flags") & AWAITING_APPROVAL != 0) & (s.col("status") == ST["PENDING"])
+            (s.col("flags") & AWAITING_APPROVAL != 0) & (s.col("status") == STATUS_CODE["PENDING"])
         )
         return [t["id"] for t in self.tx.transactions(rows, self._now)]
 
@@ -210,19 +216,22 @@ class TransactionOps(WorldBase):
             )
         t = self._touch()
         failure = (
-            OF["QUOTE_EXECUTION_FAILED"]
+            OUT_FAILURE_CODE["QUOTE_EXECUTION_FAILED"]
             if s.col("kind")[row] == OUTGOING
-            else IF["COLLECTION_FAILED"]
+            else IN_FAILURE_CODE["COLLECTION_FAILED"]
         )
-        self._update(row, t1=min(int(s.col("t1")[row]), t), t2=t, t3=t, final=ST["FAILED"], failure=failure,
-                     refund_final=1, refund_reason=1, pending_reason=NONE8, touched=t,
+        self._update(row, t1=min(int(s.col("t1")[row]), t), t2=t, t3=t, final=STATUS_CODE["FAILED"], failure=failure,
+                     refund_final=1, refund_reason=1, pending_reason=NO_CODE, touched=t,
                      flags=int(s.col("flags")[row]) & ~AWAITING_APPROVAL)  # fmt: skip
         return self.get_transaction_wire(transaction_id)
 
     def _pending_approval(self, transaction_id: str) -> int:
         row = self.transaction_row(transaction_id)
         s = self.store
-        if not (s.col("flags")[row] & AWAITING_APPROVAL) or self._status(row) != ST["PENDING"]:
+        if (
+            not (s.col("flags")[row] & AWAITING_APPROVAL)
+            or self._status(row) != STATUS_CODE["PENDING"]
+        ):
             raise ServiceError(
                 409,
                 "TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL",
@@ -248,8 +257,8 @@ class TransactionOps(WorldBase):
             row,
             t1=t,
             t2=t,
-            final=ST["FAILED"],
-            failure=NONE8,
+            final=STATUS_CODE["FAILED"],
+            failure=NO_CODE,
             touched=t,
             flags=int(self.store.col("flags")[row]) & ~AWAITING_APPROVAL,
         )

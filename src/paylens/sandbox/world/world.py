@@ -1,12 +1,12 @@
 """The simulated service's world: its data, its clock, and what each operation does to them.
 
 A `World` is generated from a seed (same seed and options, same data) and works on wire-level JSON
-values only; the wire layer (`_app`) adds HTTP, and `_routes.dispatch` maps requests to the methods
+values only; the wire layer (`wire.app`) adds HTTP, and `routes.dispatch` maps requests to the methods
 here. The clock starts at `end` (default 2025-10-13T00:00:00Z, a fixed date so data is
 reproducible) and moves only with `advance` (a wall-clock `Sandbox` calls it before each request,
-see `_clock`).
+see `clock`).
 
-Decisions where the specification is silent (see also `_generate` for money and lifecycles):
+Decisions where the specification is silent (see also `generate` for money and lifecycles):
 
 - Cancellation (spec §4.1) applies to OUTGOING transfers on the ACH or WIRE rails and to ACH
   pulls: INCOMING transactions whose source is the customer's own external bank account (the
@@ -26,14 +26,14 @@ Decisions where the specification is silent (see also `_generate` for money and 
   platform's decision for up to 3 days, then expire (EXPIRED). Approve moves one to PROCESSING
   (it then settles on its rail); reject makes it FAILED without a `failureReason`. Incoming UMA
   payments received through `POST /sandbox/uma/receive` wait for the decision for 5 seconds
-  (see `_world_incoming`) and answer the IncomingTransaction. Anything else answers 409
+  (see `world.incoming`) and answer the IncomingTransaction. Anything else answers 409
   TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL.
 - Receipt confirmation applies to INCOMING and OUTGOING transactions (a card transaction has no
   such field: 400).
 - Quotes: a quote is created as an OUTGOING transaction in PENDING that expires at the quote's
   `expiresAt` unless executed (`immediatelyExecute` or `POST /quotes/{id}/execute`), so every
   quote has its `transactionId`. Sources are internal accounts of a customer, or REALTIME_FUNDING
-  for a customer (executed when `POST /sandbox/send` delivers its funds, see `_world_funding`);
+  for a customer (executed when `POST /sandbox/send` delivers its funds, see `world.funding`);
   destinations are accounts or the UMA addresses of the sandbox's counterparties. A RECEIVING
   lock sends the smallest amount whose `receivedAmount` reaches the locked amount.
 - Every world of 70 or more transactions has, just before its `end`, some of each: pending ACH
@@ -57,8 +57,8 @@ import numpy as np
 
 from ..clock import from_us, to_us, whole_ms
 from ..currencies import (
-    CODES,
-    CUR,
+    CURRENCY_CODES,
+    CURRENCY_INDEX,
     mid_rate,
 )
 from ..generate.entities import (
@@ -77,8 +77,8 @@ from .entities import EntityViews
 from .lifecycle import Lifecycle
 from .platform import PlatformOps
 from .quotes import QuoteOps
-from .render import TxViews
-from .store import TxStore
+from .render import TransactionViews
+from .store import TransactionStore
 from .transactions import TransactionOps
 from .wallets import WalletAuth
 
@@ -123,7 +123,7 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
         self._now = end_us
         self._start = start_us
         self._mix = np.asarray(mix, dtype=np.float64)
-        self.fee_config = (CUR["USD"], int(platform_fee_bps), int(platform_fixed_fee))
+        self.fee_config = (CURRENCY_INDEX["USD"], int(platform_fee_bps), int(platform_fixed_fee))
         streams = [np.random.default_rng([seed % 2**64, s]) for s in range(5)]
         self.entities = generate_entities(
             streams[_STREAM_ENTITIES], customers or customer_count(transactions), start_us
@@ -153,10 +153,10 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
             self.fee_config,
             self._active_cards(),
         )
-        self.store = TxStore(
+        self.store = TransactionStore(
             cols, end_us, len(self.entities.customers), len(self.entities.accounts)
         )
-        self.tx = TxViews(self.store, self.entities, self.views)
+        self.tx = TransactionViews(self.store, self.entities, self.views)
         self.tx.render(np.arange(self.store.n), end_us)  # first reads are served, not rendered
         self._calls = streams[_STREAM_CALLS]
         ids_hi, ids_lo = new_uuids(self._calls, 2)
@@ -217,4 +217,4 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
 
     def reference_rates(self) -> dict[tuple[str, str], float]:
         """Reference mid rates: (sending, receiving) -> sending major units per receiving unit."""
-        return {(s, r): mid_rate(s, r) for s in CODES for r in CODES}
+        return {(s, r): mid_rate(s, r) for s in CURRENCY_CODES for r in CURRENCY_CODES}

@@ -21,10 +21,10 @@ transaction's UUID and map back to it, so both can be looked up without an index
 
 from .rows import WireRows, decode, hi_of_reference, quote_uuid, shows_reference
 from .tables import merchant_code
-from .transactions import TxViews
+from .transactions import TransactionViews
 
 __all__ = [
-    "TxViews",
+    "TransactionViews",
     "WireRows",
     "decode",
     "hi_of_reference",

@@ -10,7 +10,7 @@ import numpy as np
 import orjson
 
 from ...currencies import CHANNELS
-from ...generate.schema import CARD, INCOMING, OUTGOING, ST
+from ...generate.schema import CARD, INCOMING, OUTGOING, STATUS_CODE
 
 REFERENCE_MASK = 0x5EED_CAFE_F00D_D00D
 
@@ -33,9 +33,6 @@ _ON_CHAIN_CHANNELS = np.array(sorted(ON_CHAIN))
 
 
 ON_CHAIN_TABLE = np.isin(np.arange(256), _ON_CHAIN_CHANNELS)
-
-
-US_PER_SECOND = 1_000_000
 
 
 def hi_of_reference(reference: str) -> int | None:
@@ -61,7 +58,7 @@ def shows_reference(kind: np.ndarray, status: np.ndarray, channel: np.ndarray) -
     """Which rows show `reconciliationInstructions.reference` (what the reference filter sees)."""
     return (
         (kind != CARD)
-        & ~((kind == INCOMING) & (status == ST["CREATED"]))
+        & ~((kind == INCOMING) & (status == STATUS_CODE["CREATED"]))
         & ~((kind == OUTGOING) & np.isin(channel, _ON_CHAIN_CHANNELS))
     )
 

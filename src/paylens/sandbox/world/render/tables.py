@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...currencies import CHANNELS, CODES, N_RAILS, REGIONS, currency_wire
+from ...currencies import CHANNELS, CURRENCY_CODES, N_RAILS, REGIONS, currency_wire
 from ...generate.merchants import MEMOS, MERCHANTS
 from ...generate.schema import (
     IN_FAILURES,
@@ -17,18 +17,22 @@ from ...generate.schema import (
     RAIL_MODES,
     REFUND_REASONS,
     REFUND_STATUSES,
-    ST,
+    STATUS_CODE,
     STATUSES,
 )
 from .text import byte_table, json_bytes
 
-COMPLETED_CODE, FAILED_CODE, CREATED_CODE = ST["COMPLETED"], ST["FAILED"], ST["CREATED"]
+COMPLETED_CODE, FAILED_CODE, CREATED_CODE = (
+    STATUS_CODE["COMPLETED"],
+    STATUS_CODE["FAILED"],
+    STATUS_CODE["CREATED"],
+)
 
 
 STATUS_TEXT = byte_table([s.encode() for s in STATUSES])
 
 
-CODE_TEXT = [json_bytes(code) for code in CODES]
+CODE_TEXT = [json_bytes(code) for code in CURRENCY_CODES]
 
 
 CODE_TEXTS = np.array(CODE_TEXT, dtype=object)
@@ -65,7 +69,7 @@ FUNDING_RAIL_TEXT = byte_table(
 )
 
 
-CURRENCY_TEXT = byte_table([json_bytes(currency_wire(i)) for i in range(len(CODES))])
+CURRENCY_TEXT = byte_table([json_bytes(currency_wire(i)) for i in range(len(CURRENCY_CODES))])
 
 
 RAIL_TEXT = byte_table(
@@ -132,7 +136,14 @@ ON_CHAIN_TAIL = b',"onChainTransaction":{"transactionHash":"%s","network":"%s"}}
 WAITING_STATUS = np.zeros(256, dtype=bool)
 
 
-WAITING_STATUS[[ST["CREATED"], ST["PENDING"], ST["PENDING_AUTHORIZATION"], ST["PROCESSING"]]] = True
+WAITING_STATUS[
+    [
+        STATUS_CODE["CREATED"],
+        STATUS_CODE["PENDING"],
+        STATUS_CODE["PENDING_AUTHORIZATION"],
+        STATUS_CODE["PROCESSING"],
+    ]
+] = True
 
 
 REFUND_STATUS_TEXT = [json_bytes(s) for s in REFUND_STATUSES]

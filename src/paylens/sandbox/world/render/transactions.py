@@ -21,14 +21,15 @@ from ...generate.schema import (
     DEST_UMA,
     INCOMING,
     NEVER,
-    NONE8,
+    NO_CODE,
     OUTGOING,
     SRC_FUNDING,
+    US_PER_SECOND,
 )
 from ..entities import EntityViews, iso
-from ..store import TxStore
+from ..store import TransactionStore
 from .batch import Batch, SharedTexts, add_on_chain, optional_members, refund_texts
-from .rows import ON_CHAIN_TABLE, US_PER_SECOND, WireRows, decode, quote_uuid
+from .rows import ON_CHAIN_TABLE, WireRows, decode, quote_uuid
 from .tables import (
     CARD_TEMPLATE,
     COMPLETED_CODE,
@@ -56,10 +57,10 @@ from .tables import (
 from .text import DIGIT_TEXT, format_rows, number_texts, reference_hex, token_hex, uuid_bytes
 
 
-class TxViews:
+class TransactionViews:
     """Renders transaction rows and quotes of a store."""
 
-    def __init__(self, store: TxStore, ents: Entities, views: EntityViews) -> None:
+    def __init__(self, store: TransactionStore, ents: Entities, views: EntityViews) -> None:
         self.store = store
         self.e = ents
         self.views = views
@@ -217,10 +218,10 @@ class TxViews:
             slots.append(self._payment_instructions(p, funding, refs))
         reasons = IN_FAILURE_TEXT if incoming else OUT_FAILURE_TEXT
         slots += [
-            reasons[np.where(failed, c["failure"], NONE8)].tolist(),
-            refund_texts(p, failed & (c["refund_final"] != NONE8), refs),
+            reasons[np.where(failed, c["failure"], NO_CODE)].tolist(),
+            refund_texts(p, failed & (c["refund_final"] != NO_CODE), refs),
             PENDING_REASON_TEXT[
-                np.where(WAITING_STATUS[status], c["pending_reason"], NONE8)
+                np.where(WAITING_STATUS[status], c["pending_reason"], NO_CODE)
             ].tolist(),
             sh.agents[c["agent"]].tolist(),
             optional_members(
