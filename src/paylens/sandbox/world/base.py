@@ -9,11 +9,12 @@ from typing import Any
 import numpy as np
 
 from ..clock import whole_ms
+from ..generate.arrivals import Arrivals
 from ..generate.entities import (
     Entities,
 )
 from ..generate.schema import AWAITING_APPROVAL, STATUS_CODE
-from ..generate.transactions import Arrivals, settle_durations
+from ..generate.transactions import settle_durations
 from ..wire.idempotency import IdempotencyKeys
 from .entities import EntityViews
 from .lifecycle import Lifecycle

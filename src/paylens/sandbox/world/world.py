@@ -61,6 +61,7 @@ from ..currencies import (
     CURRENCY_INDEX,
     mid_rate,
 )
+from ..generate.arrivals import Arrivals
 from ..generate.entities import (
     CARD_STATES,
     customer_count,
@@ -70,7 +71,7 @@ from ..generate.entities import (
     uuid_text,
 )
 from ..generate.schema import STATUSES
-from ..generate.transactions import Arrivals, generate, plant_scenarios, scenario_count
+from ..generate.transactions import generate, plant_scenarios, scenario_count
 from ..wire.idempotency import IdempotencyKeys
 from .cards import CardOps
 from .entities import EntityViews
