@@ -48,9 +48,5 @@ MERCHANTS: tuple[Merchant, ...] = (
 
 
 MERCHANT_POPULARITY = np.array([m.popularity for m in MERCHANTS])
-
-
 MERCHANT_MEDIAN = np.array([m.median_usd for m in MERCHANTS])
-
-
 MERCHANT_TIPS = np.array([m.tips for m in MERCHANTS])

@@ -34,23 +34,11 @@ from ..currencies import (
 from .entities import NO_ROW, US_PER_DAY
 
 NEVER = np.iinfo(np.int64).max
-
-
 NO_CODE = 255  # "absent" in small code columns
-
-
 US_PER_SECOND = 1_000_000
-
-
 MINUTE_MS = 60_000
-
-
 KINDS = ("INCOMING", "OUTGOING", "CARD")
-
-
 INCOMING, OUTGOING, CARD = 0, 1, 2
-
-
 STATUSES = (
     "CREATED", "PENDING", "PENDING_AUTHORIZATION", "PROCESSING", "COMPLETED", "REJECTED",
     "FAILED", "REFUNDED", "EXPIRED", "AUTHORIZED", "PARTIALLY_SETTLED", "SETTLED", "EXCEPTION",
@@ -58,11 +46,7 @@ STATUSES = (
 
 
 STATUS_CODE = {name: i for i, name in enumerate(STATUSES)}
-
-
 CARD_STATUSES = frozenset({"AUTHORIZED", "PARTIALLY_SETTLED", "SETTLED", "REFUNDED", "EXCEPTION"})
-
-
 TERMINAL = np.array(
     [s in ("COMPLETED", "FAILED", "EXPIRED", "REJECTED", "REFUNDED") for s in STATUSES]
 )
@@ -76,8 +60,6 @@ OUT_FAILURES = (
 
 
 OUT_FAILURE_CODE = {name: i for i, name in enumerate(OUT_FAILURES)}
-
-
 IN_FAILURES = (
     "LNURLP_FAILED", "PAY_REQUEST_FAILED", "PAYMENT_APPROVAL_WEBHOOK_ERROR", "PAYMENT_APPROVAL_TIMED_OUT",
     "OFFRAMP_FAILED", "MISSING_MANDATORY_PAYEE_DATA", "QUOTE_EXPIRED", "QUOTE_EXECUTION_FAILED",
@@ -86,8 +68,6 @@ IN_FAILURES = (
 
 
 IN_FAILURE_CODE = {name: i for i, name in enumerate(IN_FAILURES)}
-
-
 PENDING_REASONS = (
     "COMPLIANCE_REVIEW",
     "COUNTERPARTY_INFORMATION_REQUIRED",
@@ -97,46 +77,22 @@ PENDING_REASONS = (
 
 
 REFUND_STATUSES = ("PENDING", "COMPLETED", "FAILED")
-
-
 REFUND_REASONS = ("TRANSACTION_FAILED", "USER_CANCELLATION", "TIMEOUT")
-
-
 SRC_ACCOUNT, SRC_UMA, SRC_FUNDING = 0, 1, 2  # sourceType ACCOUNT, UMA_ADDRESS, REALTIME_FUNDING
-
-
 DEST_ACCOUNT, DEST_UMA = 0, 1
-
-
 RAIL_MODES = (None, "AUTO", "MANUAL")
 
 
 # flags
 AWAITING_APPROVAL = 1  # agent-initiated, waiting for the platform's approve or reject
-
-
 SCA = 2  # waits in PENDING_AUTHORIZATION before t1
-
-
 COUNTERPARTY_INFO = 4
-
-
 ACH_PULL = 8  # incoming pull from the customer's own bank account over ACH
-
-
 CARD_TIP = 16  # clearing above the authorization: a second (post-hoc) pull
-
-
 CARD_EXCEPTION = 32
-
-
 CARD_PARTIAL_FINAL = 64  # only part of the authorization ever clears
-
-
 #: How long an agent-initiated transaction waits for the platform's decision before expiring.
 APPROVAL_WINDOW_US = 3 * US_PER_DAY
-
-
 #: Columns of the transaction store: name -> (dtype, value of a new row before generation).
 COLUMNS: dict[str, tuple[Any, Any]] = {
     "hi": (np.uint64, 0), "lo": (np.uint64, 0), "kind": (np.uint8, 0),

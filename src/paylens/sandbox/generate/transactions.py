@@ -91,8 +91,6 @@ _EARLY_FAILURES = np.array(
 # planted scenarios: pending bank transfers inside/past their cancellation window, and
 # agent-initiated payouts waiting for the platform's approval
 ACH_OPEN, ACH_CLOSED, WIRE_OPEN, WIRE_CLOSED, PULL_OPEN, PULL_CLOSED, AWAITING = range(1, 8)
-
-
 #: When before the generation's end each scenario's transactions are created (minutes).
 _SCENARIO_AGE_MIN = {
     ACH_OPEN: (2, 40), ACH_CLOSED: (9 * 60, 20 * 60), WIRE_OPEN: (1, 4), WIRE_CLOSED: (50, 120),

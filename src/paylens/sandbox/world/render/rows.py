@@ -13,14 +13,8 @@ from ...currencies import CHANNELS
 from ...generate.schema import CARD, INCOMING, OUTGOING, STATUS_CODE
 
 REFERENCE_MASK = 0x5EED_CAFE_F00D_D00D
-
-
 _QUOTE_MASK_HI = 0x3C5A_96E1_7D2B_0F48 & 0xFFFF_FFFF_FFFF_0FFF  # keeps the version nibble
-
-
 _QUOTE_MASK_LO = 0x2E4D_6A8B_1C3F_5E70 & 0x3FFF_FFFF_FFFF_FFFF  # keeps the variant bits
-
-
 #: Payouts to external crypto wallets report `onChainTransaction` instead of a reference.
 ON_CHAIN = {
     CHANNELS.index("SPARK"): "SPARK",
@@ -30,8 +24,6 @@ ON_CHAIN = {
 
 
 _ON_CHAIN_CHANNELS = np.array(sorted(ON_CHAIN))
-
-
 ON_CHAIN_TABLE = np.isin(np.arange(256), _ON_CHAIN_CHANNELS)
 
 

@@ -30,29 +30,13 @@ COMPLETED_CODE, FAILED_CODE, CREATED_CODE = (
 
 
 STATUS_TEXT = byte_table([s.encode() for s in STATUSES])
-
-
 CODE_TEXT = [json_bytes(code) for code in CURRENCY_CODES]
-
-
 CODE_TEXTS = np.array(CODE_TEXT, dtype=object)
-
-
 ACCOUNT_SOURCE = b'{"sourceType":"ACCOUNT","accountId":%s,"currency":%s}'
-
-
 ACCOUNT_DESTINATION = b'{"destinationType":"ACCOUNT","accountId":%s,"currency":%s}'
-
-
 UMA_SOURCE = b'{"sourceType":"UMA_ADDRESS","umaAddress":%s,"currency":%s}'
-
-
 UMA_DESTINATION = b'{"destinationType":"UMA_ADDRESS","umaAddress":%s,"currency":%s}'
-
-
 OUTGOING_FUNDING = b'{"sourceType":"REALTIME_FUNDING","currency":%s,"customerId":%s}'
-
-
 INCOMING_FUNDING = (
     b'{"sourceType":"REALTIME_FUNDING","currency":%s,"customerId":%s,"accountHolderName":%s%s}'
 )
@@ -70,16 +54,12 @@ FUNDING_RAIL_TEXT = byte_table(
 
 
 CURRENCY_TEXT = byte_table([json_bytes(currency_wire(i)) for i in range(len(CURRENCY_CODES))])
-
-
 RAIL_TEXT = byte_table(
     [json_bytes(name if ch < N_RAILS else None) for ch, name in enumerate(CHANNELS)]
 )
 
 
 RAIL_MODE_TEXT = byte_table([json_bytes(mode) for mode in RAIL_MODES])
-
-
 MERCHANT_TEXT = byte_table(
     [
         json_bytes({"descriptor": m.descriptor, "mcc": m.mcc, "country": m.country})
@@ -106,20 +86,10 @@ def merchant_code(descriptor: str, mcc: str | None, country: str | None) -> int 
 
 
 IN_FAILURE_TEXT = byte_table([b',"failureReason":' + json_bytes(f) for f in IN_FAILURES])
-
-
 OUT_FAILURE_TEXT = byte_table([b',"failureReason":' + json_bytes(f) for f in OUT_FAILURES])
-
-
 PENDING_REASON_TEXT = byte_table([b',"pendingReason":' + json_bytes(r) for r in PENDING_REASONS])
-
-
 REGION_TEXT = np.array([json_bytes(region[0]) for region in REGIONS], dtype=object)
-
-
 FAMILY_SUPPORT_TEXT, GOODS_TEXT = json_bytes("FAMILY_SUPPORT"), json_bytes("GOODS_OR_SERVICES")
-
-
 COUNTERPARTY_IN = (
     b',"counterpartyInformation":{"FULL_NAME":%s,"COUNTRY_OF_RESIDENCE":%s,"NATIONALITY":%s}'
 )
@@ -131,8 +101,6 @@ COUNTERPARTY_OUT = (
 
 
 ON_CHAIN_TAIL = b',"onChainTransaction":{"transactionHash":"%s","network":"%s"}}'
-
-
 WAITING_STATUS = np.zeros(256, dtype=bool)
 
 
@@ -147,14 +115,8 @@ WAITING_STATUS[
 
 
 REFUND_STATUS_TEXT = [json_bytes(s) for s in REFUND_STATUSES]
-
-
 REFUND_REASON_TEXT = [json_bytes(r) for r in REFUND_REASONS]
-
-
 REFUND_DONE = b',"refund":{"reference":"SBX-%s-RF","initiatedAt":"%s","settledAt":"%s","status":%s,"reason":%s}'
-
-
 REFUND_PENDING = (
     b',"refund":{"reference":"SBX-%s-RF","initiatedAt":"%s","status":"PENDING","reason":%s}'
 )

@@ -60,14 +60,8 @@ def number_texts(*columns: np.ndarray) -> list[list[bytes]]:
 
 
 DIGIT_TEXT = np.array([b"%d" % k for k in range(10)], dtype=object)
-
-
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
-
-
 _UPPER_HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
-
-
 _UUID_DIGITS = np.array([k for k in range(36) if k not in (8, 13, 18, 23)])
 
 
@@ -100,8 +94,6 @@ def reference_hex(hi: np.ndarray) -> list[bytes]:
 
 
 _DAY_ZERO = -25_567  # 1900-01-01, in days since 1970-01-01
-
-
 _DAYS = 109_574  # through 2199-12-31
 
 

@@ -382,14 +382,8 @@ class TransactionViews:
 
 
 _GATHERED = tuple(name for name in COLUMNS if name not in ("final", "cancel_by"))
-
-
 _BATCH = 4096  # rows rendered per call: numpy's per-call costs vanish, the slots stay in cache
-
-
 _UNRENDERED = np.iinfo(np.int64).min  # `_until` of a row without a valid text
-
-
 _PULL_PENDING_US = (
     30 * US_PER_SECOND
 )  # a card authorization's pull is pending for its first 30 seconds
