@@ -1,6 +1,6 @@
 """The `paylens` command: each subcommand is a thin call of a public function.
 
-paylens sandbox serve --port 8765 --seed 0 --transactions 100000
+paylens sandbox serve --port 8765 --seed 0 --transactions 10000
 paylens sandbox advance --hours 24
 paylens demo
 paylens report --db data/paylens.duckdb --start 2025-09-01 --end 2025-10-01 --out reports/
@@ -16,12 +16,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from paylens._version import __version__
+from paylens.connection import DEFAULT_DB, SANDBOX_TRANSACTIONS
 
 if TYPE_CHECKING:
     from paylens.client import Client
-
-#: The one default size of the embedded sandbox, everywhere a command makes one.
-SANDBOX_TRANSACTIONS = 20_000
 
 
 def _sandbox_serve(args: argparse.Namespace) -> int:
@@ -311,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_Formatter,
         help="bring a warehouse file in step with the service (PAYLENS_* variables)",
     )
-    sync.add_argument("--db", default="data/paylens.duckdb", help="warehouse file")
+    sync.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
     sync.add_argument("--since", help="only records created from this date (YYYY-MM-DD)")
     _sandbox_options(sync)
     sync.add_argument("--full", action="store_true", help="re-read everything")
@@ -340,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     }
     for command, (_, noun, body_args) in _BULK.items():
         bulk = commands.add_parser(command, help=helps[command], formatter_class=_Formatter)
-        bulk.add_argument("--db", default="data/paylens.duckdb", help="warehouse file")
+        bulk.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
         bulk.add_argument(
             "--where",
             required=True,
@@ -369,7 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_Formatter,
         help="run the report notebook over a warehouse and write it as HTML",
     )
-    report.add_argument("--db", default="data/paylens.duckdb", help="warehouse file (read only)")
+    report.add_argument("--db", default=DEFAULT_DB, help="warehouse file (read only)")
     report.add_argument("--start", help="period start, inclusive (UTC date or instant)")
     report.add_argument("--end", help="period end, exclusive (UTC date or instant)")
     report.add_argument("--currency", help="one currency only (e.g. USD)")
@@ -388,7 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--seed", type=int, default=0, help="sandbox seed")
     demo.add_argument("--transactions", type=int, default=SANDBOX_TRANSACTIONS, help="sandbox size")
-    demo.add_argument("--db", default="data/paylens.duckdb", help="warehouse file")
+    demo.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
     demo.add_argument("--out", default="reports", help="folder for the report")
     demo.add_argument(
         "--currencies", type=int, default=6, help="currencies shown in the headline figures"
