@@ -248,7 +248,7 @@ def test_report_survives_an_empty_period_and_a_lower_case_currency(
     assert empty.returncode == 0, empty.stderr
     text = _text((tmp_path / empty.stdout.strip().splitlines()[-1]).read_text(encoding="utf-8"))
     assert "all 10 tie-out checks passed" in text and "nothing to show" not in text
-    assert "outgoing failure rate n/a" in text
+    assert "outgoing failure rate –" in text
 
 
 def test_tie_outs_name_every_check_that_failed(opened: Warehouse) -> None:
@@ -279,10 +279,30 @@ def test_formats() -> None:
     assert format_minor(1500, 0) == "1,500"
     assert format_minor(3213295, 8) == "0.03213295"
     assert format_rate(0.061292) == "6.13%"
-    assert format_rate(float("nan")) == "n/a"
+    assert format_rate(float("nan")) == "–"
     assert format_duration(5742.9) == "1.6 h"
     assert format_duration(42) == "42 s"
     assert format_duration(3 * 86_400) == "3.0 days"
+    assert format_duration(float("nan")) == "–"
+
+
+def test_show_writes_fractions_as_percentages_and_missing_as_one_dash() -> None:
+    import pandas as pd
+
+    from paylens.report import show
+
+    frame = pd.DataFrame(
+        {
+            "rail": pd.array(["ACH", None], dtype="string[pyarrow]"),
+            "take_rate": pd.array([0.012345, None], dtype="double[pyarrow]"),
+            "coarse_payout_share": [0.5, 0.25],
+            "exchange_rate": [18.512345, 0.0012345],
+            "fees_minor": pd.array([1234567, None], dtype="int64[pyarrow]"),
+        }
+    )
+    page = _text(show(frame).to_html())
+    assert "ACH 1.23% 50.00% 18.51 1,234,567" in page
+    assert "– – 25.00% 0.0012345 –" in page
 
 
 def test_reference_rates_come_from_the_operators_file(warehouse: Path, tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import numbers
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
@@ -9,23 +10,24 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from paylens.analysis._common import MISSING_LABEL, is_fraction
 from paylens.models import format_minor
 
 if TYPE_CHECKING:
     from pandas.io.formats.style import Styler
 
-__all__ = ["format_duration", "format_minor", "format_rate", "show"]
+__all__ = ["MISSING_LABEL", "format_duration", "format_minor", "format_rate", "show"]
 
 
 def format_rate(fraction: float) -> str:
-    """`0.0345` -> `'3.45%'`; no data -> `'n/a'`."""
-    return "n/a" if pd.isna(fraction) else f"{fraction:.2%}"
+    """`0.0345` -> `'3.45%'`; no data -> `'–'` (`MISSING_LABEL`)."""
+    return MISSING_LABEL if pd.isna(fraction) else f"{fraction:.2%}"
 
 
 def format_duration(seconds: float) -> str:
     """Seconds as minutes, hours or days with one decimal: `5742.9` -> `'1.6 h'`."""
     if pd.isna(seconds):
-        return "n/a"
+        return MISSING_LABEL
     for unit, size in (("days", 86_400), ("h", 3_600), ("min", 60)):
         if abs(seconds) >= size:
             return f"{seconds / size:.1f} {unit}"
@@ -44,9 +46,15 @@ def _number(value: Any) -> str:
 
 
 def show(frame: pd.DataFrame, *, index: bool = False) -> Styler:
-    """A frame as the report shows it: numbers as `_number` writes them, missing values as
-    '–', and no row numbers unless `index`."""
-    styler = frame.style.format(_number, na_rep="–")
+    """A frame as the report shows it: fractions (`_rate`, `_share` columns but FX rates) as
+    percentages, other numbers as `_number` writes them, missing values as '–'
+    (`MISSING_LABEL`), and no row numbers unless `index`."""
+    # ids from the content, not random: a re-run writes the same page (nbval compares it)
+    digest = hashlib.sha1(frame.to_csv().encode(), usedforsecurity=False).hexdigest()[:8]
+    styler = frame.style.set_uuid(digest).format(_number, na_rep=MISSING_LABEL)
+    fractions = [c for c in frame.columns if isinstance(c, str) and is_fraction(c)]
+    if fractions:
+        styler = styler.format(format_rate, subset=fractions, na_rep=MISSING_LABEL)
     return styler if index else styler.hide(axis="index")
 
 
@@ -60,4 +68,6 @@ def _instant(value: date | datetime | str | None) -> datetime | None:
 
 
 def _when(value: Any) -> str:
-    return "n/a" if value is None or pd.isna(value) else f"{pd.Timestamp(value):%Y-%m-%d %H:%M} UTC"
+    if value is None or pd.isna(value):
+        return MISSING_LABEL
+    return f"{pd.Timestamp(value):%Y-%m-%d %H:%M} UTC"
