@@ -109,13 +109,16 @@ def connect(
     return client, wh
 
 
-def sandbox_warehouse(*, seed: int = 0, transactions: int = SANDBOX_TRANSACTIONS) -> Path:
+def sandbox_warehouse(
+    *, seed: int = 0, transactions: int = SANDBOX_TRANSACTIONS, progress: bool = False
+) -> Path:
     """A warehouse file synced from an embedded sandbox, in a temporary folder removed when the
-    process exits: what the report notebook reads when it is given no database."""
+    process exits: what the report reads when it is given no database (`paylens report
+    --sandbox`). `progress` shows the sync's bar."""
     from paylens.sandbox import Sandbox
     from paylens.warehouse import Warehouse
 
     path = _temporary_folder() / "sandbox.duckdb"
     with Warehouse(path) as wh:
-        wh.sync(Sandbox(seed=seed, transactions=transactions).client(), progress=False)
+        wh.sync(Sandbox(seed=seed, transactions=transactions).client(), progress=progress)
     return path

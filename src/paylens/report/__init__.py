@@ -12,7 +12,7 @@ the currency's own decimals, never converted, never added across currencies.
 """
 
 from ._format import format_duration, format_minor, format_rate, show
-from ._period import Period, TieOutError, exceptions_summary
+from ._figures import Period, TieOutError, exceptions_summary
 from ._render import NOTEBOOK, ReportError, render_report
 
 __all__ = [
