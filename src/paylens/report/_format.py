@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import numbers
+from collections.abc import Hashable
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,10 @@ def _number(value: Any) -> str:
     return f"{number:,.2f}" if abs(number) >= 1 else f"{number:.6g}"
 
 
+def _percent(value: object) -> str:
+    return format_rate(float(value)) if isinstance(value, numbers.Real) else str(value)
+
+
 def show(frame: pd.DataFrame, *, index: bool = False) -> Styler:
     """A frame as the report shows it: fractions (`_rate`, `_share` columns but FX rates) as
     percentages, other numbers as `_number` writes them, missing values as '–'
@@ -52,9 +57,9 @@ def show(frame: pd.DataFrame, *, index: bool = False) -> Styler:
     # ids from the content, not random: a re-run writes the same page (nbval compares it)
     digest = hashlib.sha1(frame.to_csv().encode(), usedforsecurity=False).hexdigest()[:8]
     styler = frame.style.set_uuid(digest).format(_number, na_rep=MISSING_LABEL)
-    fractions = [c for c in frame.columns if isinstance(c, str) and is_fraction(c)]
+    fractions: list[Hashable] = [c for c in frame.columns if isinstance(c, str) and is_fraction(c)]
     if fractions:
-        styler = styler.format(format_rate, subset=fractions, na_rep=MISSING_LABEL)
+        styler = styler.format(_percent, subset=fractions, na_rep=MISSING_LABEL)
     return styler if index else styler.hide(axis="index")
 
 
