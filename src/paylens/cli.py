@@ -304,6 +304,15 @@ def _sandbox_options(
     )
 
 
+def _wait_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        help="seconds to wait for another writer of the file to finish (0: fail at once)",
+    )
+
+
 def _bulk_options(parser: argparse.ArgumentParser, noun: str, table: str, example: str) -> None:
     """What every bulk command takes: the selection, dry run or apply, and the sandbox."""
     parser.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
@@ -318,12 +327,7 @@ def _bulk_options(parser: argparse.ArgumentParser, noun: str, table: str, exampl
     mode.add_argument("--apply", action="store_true", help=f"send the {noun} requests")
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.add_argument(
-        "--wait",
-        type=float,
-        default=0.0,
-        help="seconds to wait for another writer of the file to finish (0: fail at once)",
-    )
+    _wait_option(parser)
     _sandbox_options(parser)
 
 
@@ -409,12 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=7,
         help="every stored record is re-read at least once every this many syncs",
     )
-    sync.add_argument(
-        "--wait",
-        type=float,
-        default=0.0,
-        help="seconds to wait for another writer of the file to finish (0: fail at once)",
-    )
+    _wait_option(sync)
     sync.set_defaults(run=_sync)
 
     helps = {
