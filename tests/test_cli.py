@@ -106,6 +106,7 @@ def test_missing_configuration_says_what_to_do_in_one_line(synced: Path) -> None
     assert done.returncode == 2
     err = done.stderr.strip()
     assert err.count("\n") == 0 and "PAYLENS_BASE_URL" in err and "--sandbox" in err
+    assert "paylens.Sandbox()" not in err  # a shell's answer, not Python code
 
 
 @pytest.mark.parametrize(

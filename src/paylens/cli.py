@@ -173,16 +173,23 @@ _BULK = {
 
 def _client(args: argparse.Namespace) -> Client:
     """The embedded sandbox's client with `--sandbox`, else the PAYLENS_* service."""
+    import os
+
     from paylens import Client, ConfigurationError
+    from paylens.client._config import ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET
 
     if getattr(args, "sandbox", False):
         from paylens.sandbox import Sandbox
 
         return Sandbox(seed=args.seed, transactions=args.transactions).client()
-    try:
-        return Client.from_env()
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"{exc} Or pass --sandbox for the embedded simulator.") from None
+    missing = [n for n in (ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET) if not os.environ.get(n)]
+    if missing:  # said for a shell, not for Python
+        raise ConfigurationError(
+            f"{', '.join(missing)} not set: export the service's PAYLENS_* variables (for a local "
+            "simulator, the lines `paylens sandbox serve` prints), or pass --sandbox for the "
+            "embedded simulator"
+        )
+    return Client.from_env()
 
 
 def _bulk(args: argparse.Namespace) -> int:
