@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
+import itertools
 import numbers
 from collections.abc import Hashable
 from datetime import date, datetime
@@ -46,6 +46,10 @@ def _number(value: Any) -> str:
     return f"{number:,.2f}" if abs(number) >= 1 else f"{number:.6g}"
 
 
+#: How many tables `show` has written in this process (their HTML ids).
+_SHOWN = itertools.count()
+
+
 def _percent(value: object) -> str:
     return format_rate(float(value)) if isinstance(value, numbers.Real) else str(value)
 
@@ -54,9 +58,9 @@ def show(frame: pd.DataFrame, *, index: bool = False) -> Styler:
     """A frame as the report shows it: fractions (`_rate`, `_share` columns but FX rates) as
     percentages, other numbers as `_number` writes them, missing values as '–'
     (`MISSING_LABEL`), and no row numbers unless `index`."""
-    # ids from the content, not random: a re-run writes the same page (nbval compares it)
-    digest = hashlib.sha1(frame.to_csv().encode(), usedforsecurity=False).hexdigest()[:8]
-    styler = frame.style.set_uuid(digest).format(_number, na_rep=MISSING_LABEL)
+    # ids numbered in the order shown, not random: a re-run writes the same page (nbval
+    # compares it), and two tables of one page never share an id
+    styler = frame.style.set_uuid(f"paylens{next(_SHOWN)}").format(_number, na_rep=MISSING_LABEL)
     fractions: list[Hashable] = [c for c in frame.columns if isinstance(c, str) and is_fraction(c)]
     if fractions:
         styler = styler.format(_percent, subset=fractions, na_rep=MISSING_LABEL)
