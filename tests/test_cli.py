@@ -241,3 +241,25 @@ def test_revoke_sessions_applies_signed_revokes(tmp_path: Path) -> None:
     with Warehouse(db, read_only=True) as wh:  # the revoked ones are marked ended
         sessions = wh.sessions()
     assert set(sessions[sessions["account_id"] == account.id]["id"]) == {mine.id}
+
+
+def test_report_on_the_embedded_sandbox(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`paylens report --sandbox` hands render_report a warehouse synced from the sandbox (the
+    notebook run itself is tested in test_report.py)."""
+    import paylens.report
+
+    seen: dict[str, object] = {}
+
+    def render(db: Path, **options: object) -> Path:
+        with Warehouse(db, read_only=True) as wh:
+            seen["rows"] = int(wh.sql("SELECT count(*) AS n FROM transactions")["n"].iloc[0])
+            seen["sandbox"] = wh.is_sandbox
+        seen.update(options)
+        return tmp_path / "page.html"
+
+    monkeypatch.setattr(paylens.report, "render_report", render)
+    done = _cli("report", "--sandbox", "--transactions", "300", "--out", str(tmp_path), "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(tmp_path / "page.html")
+    assert seen["sandbox"] is True and seen["rows"] == 300
+    assert seen["progress"] is False and seen["out"] == str(tmp_path)
