@@ -273,6 +273,7 @@ def test_apply_after_a_killed_sync_is_kept_by_the_next_sync(tmp_path: Path) -> N
         killed = _sync_proc(path, env)
         _wait_for(lambda: path.with_name(path.name + ".syncing.base").exists())
         time.sleep(0.3)  # let it write into its staged copy
+        assert killed.poll() is None, "the sync ended before it could be killed"
         killed.kill()
         killed.wait()
         sandbox.faults.clear()

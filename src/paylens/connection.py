@@ -1,7 +1,7 @@
-"""What the notebooks share: one way in, the embedded sandbox unless the service is configured.
+"""One way in for a notebook or a script: the service when configured, else the embedded sandbox.
 
-    from paylens.notebook import connect
-    client, wh = connect("../data/paylens.duckdb")   # shows where the data comes from
+    import paylens
+    client, wh = paylens.connect("../data/paylens.duckdb")   # shows where the data comes from
     wh.sync(client)
 
 With none of PAYLENS_BASE_URL, PAYLENS_CLIENT_ID and PAYLENS_CLIENT_SECRET set, `connect` builds
@@ -20,16 +20,22 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from paylens._version import __version__
 from paylens.client import Client
 from paylens.client._config import ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET
-from paylens.warehouse import DEFAULT_PATH, SANDBOX_LABEL, Warehouse
 
-__all__ = ["Banner", "connect", "sandbox_warehouse"]
+if TYPE_CHECKING:  # the warehouse (DuckDB, pandas) loads when a connection is made
+    from paylens.warehouse import Warehouse
 
-#: How big the sandbox of a notebook is: enough for every breakdown, quick to build and sync.
-NOTEBOOK_TRANSACTIONS = 3_000
+__all__ = ["SANDBOX_TRANSACTIONS", "Banner", "connect", "sandbox_warehouse"]
+
+#: The one default size of an embedded sandbox: `connect`, the report, every CLI command and
+#: the README use it, and it is `Sandbox()`'s own default (a test holds the two together).
+SANDBOX_TRANSACTIONS = 10_000
+#: The warehouse file when none is named (as `paylens.warehouse.DEFAULT_PATH`, kept light here).
+DEFAULT_DB = "data/paylens.duckdb"
 
 
 @dataclass(frozen=True)
@@ -67,16 +73,18 @@ def _show(banner: Banner) -> None:
 
 
 def connect(
-    db: str | os.PathLike[str] = DEFAULT_PATH,
+    db: str | os.PathLike[str] = DEFAULT_DB,
     *,
     seed: int = 0,
-    transactions: int = NOTEBOOK_TRANSACTIONS,
+    transactions: int = SANDBOX_TRANSACTIONS,
 ) -> tuple[Client, Warehouse]:
     """A client and a warehouse to sync it into, and a banner saying which data this is.
 
     The service when any PAYLENS_* variable is set (all three are then required), its data in
     the warehouse file `db`; otherwise the embedded sandbox (`seed`, `transactions`) and a
     fresh warehouse in a temporary folder, removed when the kernel exits."""
+    from paylens.warehouse import SANDBOX_LABEL, Warehouse
+
     if any(os.environ.get(name) for name in (ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET)):
         client = Client.from_env()
         wh = Warehouse(db)
@@ -101,12 +109,16 @@ def connect(
     return client, wh
 
 
-def sandbox_warehouse(*, seed: int = 0, transactions: int = NOTEBOOK_TRANSACTIONS) -> Path:
+def sandbox_warehouse(
+    *, seed: int = 0, transactions: int = SANDBOX_TRANSACTIONS, progress: bool = False
+) -> Path:
     """A warehouse file synced from an embedded sandbox, in a temporary folder removed when the
-    process exits: what the report notebook reads when it is given no database."""
+    process exits: what the report reads when it is given no database (`paylens report
+    --sandbox`). `progress` shows the sync's bar."""
     from paylens.sandbox import Sandbox
+    from paylens.warehouse import Warehouse
 
     path = _temporary_folder() / "sandbox.duckdb"
     with Warehouse(path) as wh:
-        wh.sync(Sandbox(seed=seed, transactions=transactions).client(), progress=False)
+        wh.sync(Sandbox(seed=seed, transactions=transactions).client(), progress=progress)
     return path

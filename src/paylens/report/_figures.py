@@ -22,11 +22,11 @@ from paylens.analysis import (
     fee_breakdown,
     settlement_times,
 )
+from paylens.connection import Banner, sandbox_warehouse
 from paylens.models import format_minor
-from paylens.notebook import Banner, sandbox_warehouse
 from paylens.warehouse import SANDBOX_LABEL, Warehouse
 
-from ._format import _instant, _when, format_duration, format_rate
+from ._format import MISSING_LABEL, _instant, _when, format_duration, format_rate
 
 #: Each transaction table: the column naming a row's own currency, and what its rows are read
 #: with: `transactions` keep their JSON only when refunded (the refund's times are in it),
@@ -215,7 +215,10 @@ class Period:
             ("records rejected by sync", None, self._total("rejected_records")),
         ]
         counts = pd.DataFrame(
-            [(name, "–" if n is None else f"{n:,}", f"{total:,}") for name, n, total in rows],
+            [
+                (name, MISSING_LABEL if n is None else f"{n:,}", f"{total:,}")
+                for name, n, total in rows
+            ],
             columns=["rows", "in the period", "in the warehouse"],
         )
         return Header(banner, facts, counts)
@@ -350,7 +353,7 @@ class Period:
         }
         frame = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(columns))
         # every cell is text; a kind with no row in the period is an empty (float) column
-        frame = frame.astype(object).fillna("–").rename(columns=columns)
+        frame = frame.astype(object).fillna(MISSING_LABEL).rename(columns=columns)
         frame.index.name = "currency"
         order = txs["currency"].value_counts()
         frame = frame.loc[sorted(frame.index, key=lambda c: (-order.get(c, 0), c))]
@@ -439,7 +442,7 @@ class Period:
         frame = pd.concat(parts, ignore_index=True)
         frame = frame.join(amounts, on="id")
         frame["amount"] = [
-            "–" if pd.isna(m) else f"{format_minor(m, d)} {c}"
+            MISSING_LABEL if pd.isna(m) else f"{format_minor(m, d)} {c}"
             for m, d, c in zip(
                 frame["amount_minor"], frame["decimals"], frame["currency"], strict=True
             )
