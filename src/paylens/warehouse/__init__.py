@@ -24,10 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import duckdb
-import pandas as pd
 import pyarrow as pa
 
 from paylens.client import Client
@@ -54,6 +53,9 @@ from .sync import (
     utcnow,
 )
 
+if TYPE_CHECKING:  # pandas loads when a frame is first asked for, not for a sync
+    import pandas as pd
+
 __all__ = [
     "SCHEMA_VERSION",
     "Freshness",
@@ -68,6 +70,9 @@ __all__ = [
 logger = logging.getLogger("paylens.warehouse")
 
 DEFAULT_PATH = Path("data/paylens.duckdb")
+#: A sync checkpoints the file when its log holds more than this; a smaller log costs its next
+#: open little to replay, and closing the file checkpoints it anyway (`paylens sync` does).
+CHECKPOINT_WAL_BYTES = 16 << 20
 SANDBOX_LABEL = "SANDBOX DATA"
 
 
@@ -408,7 +413,14 @@ class Warehouse:
                     run_id,
                 ],
             )
-            self._con.execute("CHECKPOINT")
+            if self._wal_bytes() > CHECKPOINT_WAL_BYTES:
+                self._con.execute("CHECKPOINT")
+
+    def _wal_bytes(self) -> int:
+        try:
+            return self.path.with_name(self.path.name + ".wal").stat().st_size
+        except OSError:  # in memory, or nothing written since the last checkpoint
+            return 0
 
     # -- reading -----------------------------------------------------------------------------
 
