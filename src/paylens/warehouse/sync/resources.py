@@ -52,12 +52,19 @@ WHOLE_ONLY = ("cards", "internal_accounts", "external_accounts")
 #: Every resource beside transactions, in the order a sync reports them.
 SMALL_RESOURCES = ("customers", *WHOLE_ONLY)
 
-_MODELS: dict[str, Any] = {
-    "customers": models.Customer,
-    "cards": models.Card,
-    "internal_accounts": models.InternalAccount,
-    "external_accounts": models.ExternalAccount,
+#: The typed model of each resource (loaded when a record is refused, to say why).
+_MODELS = {
+    "customers": "Customer",
+    "cards": "Card",
+    "internal_accounts": "InternalAccount",
+    "external_accounts": "ExternalAccount",
 }
+
+
+def _model(resource: str) -> Any:
+    return getattr(models, _MODELS[resource])
+
+
 #: Columns whose null makes the typed models judge the record (they may refuse it).
 _JUDGED = {
     "customers": ("platform_customer_id", "customer_type"),
@@ -232,7 +239,7 @@ def reject_row(resource: str, text: bytes, error: str, run_id: int, at: datetime
         record = None
     if isinstance(record, dict):
         try:
-            TypeAdapter(_MODELS[resource]).validate_python(record)
+            TypeAdapter(_model(resource)).validate_python(record)
         except ValidationError as exc:
             error = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]
@@ -276,7 +283,7 @@ def typed(resource: str, got: Read, run_id: int, at: datetime) -> tuple[pa.Table
             missing = nulls if missing is None else pc.or_(missing, nulls)
         suspects = table.filter(missing).column("id").to_pylist() if missing is not None else []
         dropped = []
-        adapter = TypeAdapter(_MODELS[resource])
+        adapter = TypeAdapter(_model(resource))
         for record_id in suspects:
             try:
                 adapter.validate_json(buffer[record_id])
