@@ -37,7 +37,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from paylens import models
 from paylens.client import Client, Paginator, TextPage
-from paylens.errors import InvalidArgumentError
+from paylens.errors import InvalidArgumentError, PaylensError
 from paylens.frames import to_arrow
 
 from .. import _store
@@ -577,20 +577,30 @@ class ResourceSync:
         if config is not None:
             try:
                 candidates |= {c.currency_code for c in config.result().supported_currencies or []}
-            except Exception:  # a config the models refuse: read the listing whole
+            except PaylensError:  # no configuration to read: the stored currencies only
                 logger.info("%s: no currencies from the platform's configuration", name)
-        counts = {
-            c: self._submit(count, self.client, name, {"currency": c}) for c in sorted(candidates)
-        }
-        found = {c: f.result() for c, f in counts.items()}
-        n = total.result()
-        if (
-            n is None
-            or any(v is None for v in found.values())
-            or sum(v or 0 for v in found.values()) != n
-        ):
+        parts = self._refined(name, [{"currency": c} for c in sorted(candidates)], total.result())
+        if parts is None:
             return [{}]
-        return [{"currency": c} for c, v in found.items() if v]
+        if name == "internal_accounts":  # a large currency is cut again by account type
+            large = max(_PART_RECORDS * 4, sum(n for _, n in parts) // self.parts)
+            for i, (filters, n) in enumerate(parts):
+                if n > large:
+                    by_type = [{**filters, "type": t} for t in models.InternalAccountType]
+                    parts[i : i + 1] = self._refined(name, by_type, n) or [(filters, n)]
+        # the longest listings first: they bound how long the whole read takes
+        return [filters for filters, n in sorted(parts, key=lambda part: -part[1])]
+
+    def _refined(
+        self, name: str, candidates: list[dict[str, Any]], total: int | None
+    ) -> list[tuple[dict[str, Any], int]] | None:
+        """The candidates' non-empty parts with their counts, when those add up to `total`
+        (so the parts hold every record); else None."""
+        futures = [self._submit(count, self.client, name, filters) for filters in candidates]
+        found = [f.result() for f in futures]
+        if total is None or any(n is None for n in found) or sum(n or 0 for n in found) != total:
+            return None
+        return [(filters, n) for filters, n in zip(candidates, found, strict=True) if n]
 
 
 class _Runner(threading.Thread):
