@@ -445,7 +445,8 @@ class ResourceSync:
         threads = []
         for name in wanted:
             if name != "customers" and decisions[name] is None:
-                age = now - last[name].whole_at if last[name].whole_at else None
+                whole_at = last[name].whole_at
+                age = None if whole_at is None else now - whole_at
                 results[name] = ResourceResult(name, "not re-read", "fresh enough", age=age)
                 continue
             thread = _Runner(self._resource, name, decisions[name], last[name], now)
