@@ -3,10 +3,13 @@ mutate a shared client."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import threading
+from pathlib import Path
+from typing import Any
 
 import paylens
 from paylens import Sandbox
@@ -44,6 +47,44 @@ def test_import_paylens_loads_no_dataframe_or_plotting_stack() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_import_paylens_builds_no_model_and_loads_no_sandbox() -> None:
+    code = (
+        "import sys, paylens; "
+        "print(sorted(m for m in ('paylens.sandbox', 'paylens.warehouse', "
+        "'paylens.models._transactions', 'paylens.models._account_info') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_sync_process_loads_no_pandas(sandbox: Sandbox, server: Any, tmp_path: Path) -> None:
+    env = {**os.environ, **sandbox.env(server)}
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "paylens.cli",
+            "sync",
+            "--quiet",
+            "--db",
+            str(tmp_path / "w.duckdb"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "sync #1 (full" in out.stdout
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()}
+    assert "duckdb" in loaded and "pyarrow" in loaded
+    assert not {"matplotlib", "papermill", "paylens.sandbox"} & loaded
+    # pyarrow asks for pandas and is refused (a line for the attempt): nothing of it loads
+    assert not [name for name in loaded if name.startswith("pandas.")]
 
 
 def test_with_options_returns_a_sibling_and_leaves_the_client_alone() -> None:
