@@ -231,7 +231,10 @@ class Paginator(Generic[T]):
             return parse_text_page
         if raw:
             return parse_raw_page
-        return parse_with(functools.partial(models.parse_page, item_type=self._item_type))
+        item_type = self._item_type
+        if isinstance(item_type, str):  # a model's name (see `_Resource._list`)
+            item_type = getattr(models, item_type)
+        return parse_with(functools.partial(models.parse_page, item_type=item_type))
 
     def pages(self, *, raw: bool | Literal["text"] = False) -> Iterator[Any]:
         """Each page in turn: `Page[T]`; `RawPage` of JSON values with `raw=True`; `TextPage`
