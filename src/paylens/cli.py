@@ -325,8 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=_RESOURCES,
         default=None,
         metavar="RESOURCE",
-        help=f"sync only these ({', '.join(_RESOURCES)}); cards and accounts named are "
-        "re-read whatever their age",
+        help=f"sync only these ({', '.join(_RESOURCES)}); the customers, cards and accounts "
+        "named are re-read whole whatever their age",
     )
     sync.add_argument("--concurrency", type=int, default=16, help="time slices read at once")
     sync.add_argument("--rate-limit", type=float, default=None, help="requests per second")
