@@ -210,10 +210,11 @@ class Warehouse:
         `rate_limit` requests per second when given. Works in scripts, cron and inside a
         running Jupyter kernel (threads, no event loop). `resources` limits the sync to some
         of: transactions, customers, cards, internal_accounts, external_accounts; naming
-        customers, cards or accounts re-reads them whole whatever their age. `freshness` (a `Freshness`) says
-        how old cards and accounts may grow before a sync re-reads them whole (customers are
-        read by what changed on every sync); `full=True` re-reads everything. `options`
-        (a `SyncOptions`) sets everything at once, instead of the keyword arguments.
+        customers, cards or accounts re-reads them whole whatever their age. `freshness` (a
+        `Freshness`) says how old cards and accounts may grow before a sync re-reads them
+        whole (customers are read by what changed on every sync); `full=True` re-reads
+        everything. `options` (a `SyncOptions`) sets everything at once, instead of the
+        keyword arguments.
         """
         if self.read_only:
             raise WarehouseError(f"{self.path} is open read-only; open it read-write to sync")
