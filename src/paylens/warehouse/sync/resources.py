@@ -419,6 +419,7 @@ class ResourceSync:
         self.run_id, self.started = run_id, started
         self.freshness, self.full, self.forced, self.parts = freshness, full, forced, parts
         self.stop = threading.Event()  # set when the run fails: reads end, nothing commits
+        self._listed: Future[int | None] | None = None
 
     def _submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         return self.pool.submit(fn, *args)
@@ -430,9 +431,11 @@ class ResourceSync:
     def run(self, wanted: list[str]) -> dict[str, ResourceResult]:
         with self.db_lock:
             last = last_reads(self.con)
+        # a first count tells the service's clock before deciding what is due (the customers'
+        # count, which their check needs anyway)
+        self._listed = self._submit(count, self.client, wanted[0], {})
         if self.client.stats.service_time is None:
-            # one count to learn the service's clock before deciding what is due
-            self._submit(count, self.client, wanted[0], {}).result()
+            self._listed.result()
         now = self.service_now()
         decisions = {
             name: whole_reason(
@@ -487,7 +490,8 @@ class ResourceSync:
     def _changes(self, last: LastRead, now: datetime) -> ResourceResult | None:
         """Customers changed since the watermark, committed; then their counts checked against
         the service's. None when the counts do not explain each other (read them whole)."""
-        listed = self._submit(count, self.client, "customers", {})
+        listed = self._listed  # taken first (`run`): customers are first when wanted
+        assert listed is not None
         active = self._submit(count, self.client, "customers", {"include_deleted": False})
         got = self._submit(
             read, self.client, "customers", {"updated_after": last.watermark}
