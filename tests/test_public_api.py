@@ -39,22 +39,10 @@ def test_the_error_tree_drawn_is_the_error_tree_exported() -> None:
     )
 
 
-def test_import_paylens_loads_no_dataframe_or_plotting_stack() -> None:
-    code = (
-        "import sys, paylens; "
-        "print(sorted(m for m in ('pandas', 'duckdb', 'matplotlib', 'numpy', 'papermill') "
-        "if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
-
-
-def test_import_paylens_builds_no_model_and_loads_no_sandbox() -> None:
-    code = (
-        "import sys, paylens; "
-        "print(sorted(m for m in ('paylens.sandbox', 'paylens.warehouse', "
-        "'paylens.models._transactions', 'paylens.models._account_info') if m in sys.modules))"
-    )
+def test_import_paylens_loads_no_dataframe_or_plotting_stack_model_or_sandbox() -> None:
+    heavy = ("pandas", "duckdb", "matplotlib", "numpy", "papermill", "paylens.sandbox")
+    heavy += ("paylens.warehouse", "paylens.models._transactions", "paylens.models._account_info")
+    code = f"import sys, paylens; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

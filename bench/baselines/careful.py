@@ -32,21 +32,20 @@ PATHS = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("base_url")
-    parser.add_argument("client_id")
-    parser.add_argument("secret")
-    parser.add_argument("db")
+    parser = argparse.ArgumentParser(description="the careful sequential baseline")
+    parser.add_argument("service", nargs=3, metavar=("BASE_URL", "CLIENT_ID", "SECRET"))
+    parser.add_argument("db", help="DuckDB file to create")
     parser.add_argument("--resources", nargs="+", choices=list(PATHS), default=list(PATHS))
     args = parser.parse_args()
+    base_url, client_id, secret = args.service
 
     started = time.perf_counter()
     con = duckdb.connect(args.db)
     requests = 0
     records: dict[str, int] = {}
-    base = args.base_url.rstrip("/") + "/"
+    base = base_url.rstrip("/") + "/"
     with (
-        httpx.Client(auth=(args.client_id, args.secret), timeout=60) as http,
+        httpx.Client(auth=(client_id, secret), timeout=60) as http,
         tempfile.TemporaryDirectory() as tmp,
     ):
         for name in args.resources:

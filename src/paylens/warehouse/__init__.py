@@ -52,6 +52,7 @@ from .sync import (
     TransactionSync,
     utcnow,
 )
+from .sync.resources import age_text
 
 if TYPE_CHECKING:  # pandas loads when a frame is first asked for, not for a sync
     import pandas as pd
@@ -753,18 +754,9 @@ class _Beside(threading.Thread):
 
 def _describe(result: ResourceResult) -> str:
     if result.read == "not re-read":
-        age = "never read" if result.age is None else f"last read whole {_ago(result.age)} ago"
+        age = "never read" if result.age is None else f"last read whole {age_text(result.age)} ago"
         return f"not re-read: {age}"
     return f"{result.read}: {result.reason}"
-
-
-def _ago(delta: timedelta) -> str:
-    seconds = max(0, int(delta.total_seconds()))
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m"
-    return f"{seconds / 3600:.1f}h"
 
 
 def _since(value: date | datetime | str | None) -> datetime | None:

@@ -131,11 +131,12 @@ def whole_reason(
         return f"{last.quarantined} quarantined record(s) to retry"
     limit = freshness.limit(resource)
     if now - last.whole_at >= limit:
-        return f"last read whole {_age(now - last.whole_at)} ago (limit {_age(limit)})"
+        return f"last read whole {age_text(now - last.whole_at)} ago (limit {age_text(limit)})"
     return None
 
 
-def _age(delta: timedelta) -> str:
+def age_text(delta: timedelta) -> str:
+    """A duration as a person reads it: 45s, 10m, 2.5h, 3.0d."""
     seconds = max(0, int(delta.total_seconds()))
     if seconds < 120:
         return f"{seconds}s"
@@ -470,7 +471,11 @@ class ResourceSync:
                 result.age = age
                 return result
             reason = "counts differ from what is stored"
-        got = self._whole(name)
+        records, rejected = self._land(name, self._whole(name), whole=True, now=now)
+        return ResourceResult(name, "whole", reason, records, rejected, timedelta(0))
+
+    def _land(self, name: str, got: Read, *, whole: bool, now: datetime) -> tuple[int, int]:
+        """Type what was read and commit it with the resource's read time: (records, rejected)."""
         if self.stop.is_set():
             raise SyncStopped(name)
         table, rejects = typed(name, got, self.run_id, self.started)
@@ -480,12 +485,12 @@ class ResourceSync:
                 name,
                 table,
                 rejects,
-                whole=True,
+                whole=whole,
                 run_id=self.run_id,
                 at=self.started,
                 service_now=now,
             )
-        return ResourceResult(name, "whole", reason, table.num_rows, len(rejects), timedelta(0))
+        return table.num_rows, len(rejects)
 
     def _changes(self, last: LastRead, now: datetime) -> ResourceResult | None:
         """Customers changed since the watermark, committed; then their counts checked against
@@ -493,26 +498,13 @@ class ResourceSync:
         listed = self._listed  # taken first (`run`): customers are first when wanted
         assert listed is not None
         active = self._submit(count, self.client, "customers", {"include_deleted": False})
-        got = self._submit(
-            read, self.client, "customers", {"updated_after": last.watermark}
-        ).result()
-        if self.stop.is_set():
-            raise SyncStopped("customers")
-        table, rejects = typed("customers", got, self.run_id, self.started)
+        changed = {"updated_after": last.watermark}
+        got = self._submit(read, self.client, "customers", changed, self.stop).result()
+        records, rejected = self._land("customers", got, whole=False, now=now)
         with self.db_lock:
-            commit(
-                self.con,
-                "customers",
-                table,
-                rejects,
-                whole=False,
-                run_id=self.run_id,
-                at=self.started,
-                service_now=now,
-            )
             stored = stored_customers(self.con)
         service = (listed.result(), active.result())
-        if rejects or service != stored:
+        if rejected or service != stored:
             logger.info(
                 "customers: the service counts %s, the warehouse %s: reading them whole",
                 service,
@@ -520,9 +512,7 @@ class ResourceSync:
             )
             return None
         since = last.watermark.isoformat() if last.watermark else "the start"
-        return ResourceResult(
-            "customers", "changes", f"updated since {since}", table.num_rows, len(rejects)
-        )
+        return ResourceResult("customers", "changes", f"updated since {since}", records, 0)
 
     def _whole(self, name: str) -> Read:
         if name == "customers":
