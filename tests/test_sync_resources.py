@@ -184,8 +184,12 @@ def test_customers_changed_between_syncs_are_read_by_what_changed_exactly(
     assert report.reads["customers"].startswith("changes: updated since")
     # two counts and the filter's one page: not the whole listing
     assert list_requests(sandbox, "customers") == 3
-    assert report.resources["customers"]["changed"] == 1
-    assert stored(wh, "customers") == truth(client, "customers")
+    # what the filter brings: the changed customer, and those at the watermark (inclusive)
+    everyone = truth(client, "customers")
+    watermark = max(c["updatedAt"] for i, c in everyone.items() if i != changed.id)
+    at_mark = sum(1 for i, c in everyone.items() if i != changed.id and c["updatedAt"] == watermark)
+    assert report.resources["customers"] == {"new": 0, "changed": 1, "unchanged": at_mark}
+    assert stored(wh, "customers") == everyone
     row = wh.sql("SELECT email, updated_at FROM customers WHERE id = ?", [changed.id]).iloc[0]
     assert row["email"] == "moved@example.com"
 
