@@ -54,11 +54,28 @@ def http_client(sandbox: Sandbox, server: SandboxServer) -> Iterator[Client]:
 _KERNELS = ("test_notebooks.py", "test_report.py")
 
 
+#: The longest groups (measured with --durations), started first so that no worker is left
+#: with one of them at the end while the others idle.
+_SLOWEST_FIRST = (
+    "kernels",
+    "tests/test_sync_differential.py",
+    "tests/test_warehouse_files.py",
+    "tests/test_warehouse_sync.py",
+    "tests/test_ops_at_most_once.py",
+    "tests/test_ops.py",
+)
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Parallel by file (`-n auto --dist loadgroup`): each file's tests share one worker and
-    their module fixtures; every notebook and kernel-starting file shares one worker."""
+    their module fixtures; every notebook and kernel-starting file shares one worker. Groups
+    are handed out in collection order, so the slowest are put first."""
+    groups: dict[str, str] = {}
     for item in items:
         path = item.nodeid.split("::")[0]
         kernel = path.endswith((".ipynb", *_KERNELS))
-        item.add_marker(pytest.mark.xdist_group("kernels" if kernel else path))
+        groups[item.nodeid] = group = "kernels" if kernel else path
+        item.add_marker(pytest.mark.xdist_group(group))
+    rank = {group: i for i, group in enumerate(_SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(groups[item.nodeid], len(rank)))

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from paylens.analysis import failure_breakdown, fee_breakdown, settlement_times
+from paylens.analysis import failure_breakdown, fee_breakdown, revenue, settlement_times
 from paylens.errors import InvalidArgumentError
 from paylens.warehouse import Warehouse
 
@@ -114,25 +114,42 @@ def test_fee_components_per_transaction(fees_wh: Warehouse) -> None:
     assert (a["platform_fee_minor"], a["counterparty_fixed_fee_received_minor"]) == (122, 50)
     assert a["counterparty_fixed_fee_minor"] == 55
     assert (a["components_minor"], a["residual_minor"]) == (507, 0)
-    assert a["take_rate_bps"] == 507 / 100_000 * 10_000
+    assert a["take_rate"] == 507 / 100_000
     assert a["reference_rate"] == 1.08
-    assert a["fx_spread_bps"] == (1.1 / 1.08 - 1) * 10_000
+    assert a["fx_spread_rate"] == 1.1 / 1.08 - 1
     # what the 90,448 euro cents delivered cost at 1.1 beyond their cost at 1.08: 1808.96 cents
     assert a["fx_spread_cost_minor"] == math.floor(90_448.0 * 1.0 * (1.1 - 1.08) + 0.5) == 1809
     assert a["total_cost_minor"] == 507 + 1809
-    assert a["all_in_cost_bps"] == 2316 / 100_000 * 10_000
+    assert a["all_in_cost_rate"] == 2316 / 100_000
     assert (a["corridor"], a["rail"], a["month"]) == ("USD→EUR", "SEPA", T0.date())
 
     b = rows["B"]
     assert b["counterparty_fixed_fee_minor"] == 67
     assert (b["components_minor"], b["residual_minor"]) == (342, 3)
     # no reference rate for USD→JPY: the spread and the all-in cost are unknown, not 0
-    assert pd.isna(b["fx_spread_bps"]) and pd.isna(b["fx_spread_cost_minor"])
-    assert pd.isna(b["total_cost_minor"]) and pd.isna(b["all_in_cost_bps"])
+    assert pd.isna(b["fx_spread_rate"]) and pd.isna(b["fx_spread_cost_minor"])
+    assert pd.isna(b["total_cost_minor"]) and pd.isna(b["all_in_cost_rate"])
 
     c = rows["C"]
     assert (c["residual_minor"], c["service_variable_fee_mismatch_minor"]) == (0, 0 - 20)
-    assert (c["reference_rate"], c["fx_spread_bps"], c["fx_spread_cost_minor"]) == (1.0, 0.0, 0)
+    assert (c["reference_rate"], c["fx_spread_rate"], c["fx_spread_cost_minor"]) == (1.0, 0.0, 0)
+
+
+def test_rates_are_fractions_named_rate(fees_wh: Warehouse) -> None:
+    rows = fee_breakdown(fees_wh, reference_rates=MID, status=None)
+    grouped = fee_breakdown(fees_wh, "corridor", reference_rates=MID, status=None)
+    earned = revenue(fees_wh, "corridor", reference_rates=MID, status=None)
+    for frame in (rows, grouped, earned):
+        assert not [c for c in frame.columns if c.endswith(("_bps", "_pct", "_percent"))]
+    assert {"take_rate", "fx_spread_rate", "all_in_cost_rate"} <= set(grouped.columns)
+    assert {"take_rate", "fx_margin_rate", "all_in_rate"} <= set(earned.columns)
+    assert "multiplier_gap_rate" in rows.columns
+    usd_eur = earned.set_index("corridor").loc["USD→EUR"]
+    assert usd_eur["take_rate"] == 622 / 110_000
+    assert usd_eur["all_in_rate"] == (622 + 1989) / 110_000
+    assert (
+        usd_eur["fx_margin_rate"] == grouped.set_index("corridor").loc["USD→EUR", "fx_spread_rate"]
+    )
 
 
 def test_fees_by_corridor_sum_per_currency(fees_wh: Warehouse) -> None:
@@ -152,10 +169,10 @@ def test_fees_by_corridor_sum_per_currency(fees_wh: Warehouse) -> None:
     assert usd_eur["residual_minor"] == 0
     # D's spread: floor(8986 * (1.1 - 1.08) + 0.5) = floor(180.22) = 180
     assert usd_eur["fx_spread_cost_minor"] == 1809 + 180
-    assert usd_eur["take_rate_bps"] == 622 / 110_000 * 10_000
-    assert usd_eur["all_in_cost_bps"] == (622 + 1989) / 110_000 * 10_000
+    assert usd_eur["take_rate"] == 622 / 110_000
+    assert usd_eur["all_in_cost_rate"] == (622 + 1989) / 110_000
     spread = (90_448.0 * (1.1 - 1.08) + 8_986.0 * (1.1 - 1.08)) / (90_448.0 * 1.08 + 8_986.0 * 1.08)
-    assert usd_eur["fx_spread_bps"] == spread * 10_000
+    assert usd_eur["fx_spread_rate"] == spread
     usd_jpy = frame.set_index("corridor").loc["USD→JPY"]
     assert (usd_jpy["residual_minor"], usd_jpy["residual_count"]) == (3, 1)
     assert usd_jpy["with_reference_count"] == 0 and pd.isna(usd_jpy["fx_spread_cost_minor"])

@@ -63,12 +63,12 @@ def render(fig: Figure) -> None:
 
 def test_plot_fee_breakdown(sandbox: Sandbox, wh: Warehouse) -> None:
     entries = labelled(
-        plot_fee_breakdown(wh), "Fees of outgoing transactions by corridor", "basis points"
+        plot_fee_breakdown(wh), "Fees of outgoing transactions by corridor", "% of the amount sent"
     )
     assert {"service fixed fee", "service variable fee", "counterparty fixed fee"} <= set(entries)
     assert "residual (unexplained)" not in entries  # every residual is 0 on sandbox data
     with_spread = plot_fee_breakdown(wh, ["rail"], reference_rates=sandbox.reference_rates())
-    assert "FX margin vs reference" in labelled(with_spread, "by rail", "basis points")
+    assert "FX margin vs reference" in labelled(with_spread, "by rail", "% of the amount sent")
     # top= says what it left out
     few = plot_fee_breakdown(wh, "corridor", top=2)
     assert "not shown (top=2)" in few.axes[0].get_xlabel()

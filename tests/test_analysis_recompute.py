@@ -288,10 +288,13 @@ def test_revenue_from_raw(data: DataSet) -> None:
         assert got.residual_minor == want.fees - (
             want.fixed + want.variable + want.platform + cpty[key]
         )
-        assert got.take_rate_bps == pytest.approx(want.fees / want.sent * 10_000, rel=1e-12)
+        assert got.take_rate == pytest.approx(want.fees / want.sent, rel=1e-12)
         if key in margin:
             assert got.fx_margin_minor == margin[key]
             assert got.fx_margin_status == "complete"
+            assert got.all_in_rate == pytest.approx(
+                (want.fees + margin[key]) / want.sent, rel=1e-12
+            )
     residuals = int(frame["residual_minor"].sum())
     if data.name == "sandbox":
         assert residuals == 0

@@ -76,13 +76,13 @@ def test_fx_spread_against_the_sandbox_mid_rates(
         mid = mids[pair] if pair in mids else 1.0 / mids[pair[::-1]]
         x = row["exchange_rate"]
         assert row["reference_rate"] == mid
-        assert row["fx_spread_bps"] == (x / mid - 1) * 10_000
+        assert row["fx_spread_rate"] == x / mid - 1
         scale = 10.0 ** (row["sent_decimals"] - row["received_decimals"])
         cost = math.floor(float(row["received_minor"]) * scale * (x - mid) + 0.5)
         assert row["fx_spread_cost_minor"] == cost
         assert row["total_cost_minor"] == row["fees_minor"] + cost
     # the sandbox draws its spread between 0.1 % and 1 % (float rounding aside)
-    assert cross["fx_spread_bps"].between(10 - 1e-6, 100 + 1e-6).all()
+    assert cross["fx_spread_rate"].between(0.001 - 1e-10, 0.01 + 1e-10).all()
 
 
 def test_grouped_fees_are_the_sums_of_the_rows(

@@ -1,30 +1,53 @@
 """The `paylens` command mirrors the library: every bulk action, `--sandbox` wherever data is
-read or written, help with defaults, one line for every error."""
+read or written, help with defaults, one line for every error. Run in process (`main`): these
+tests are about the commands, not about processes."""
 
 from __future__ import annotations
 
+import argparse
+import io
+import logging
 import os
-import subprocess
-import sys
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
-from paylens import Warehouse
+from paylens import Client, Sandbox, Warehouse
+from paylens.cli import build_parser, main
+
+from .test_wallet_flows import login, plain
 
 SIZE = "1500"
 
 
-def _cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PAYLENS_")}
-    return subprocess.run(
-        [sys.executable, "-m", "paylens.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        input=stdin,
-        timeout=180,
-    )
+@dataclass
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _cli(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> Done:
+    """`paylens ARGS` in this process, with no PAYLENS_* variable but those in `env`."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PAYLENS_")}
+    out, err = io.StringIO(), io.StringIO()
+    loggers = [logging.getLogger(name) for name in ("paylens", "paylens.client")]
+    levels = [logger.level for logger in loggers]
+    try:
+        with (
+            mock.patch.dict(os.environ, {**clean, **(env or {})}, clear=True),
+            mock.patch("sys.stdin", io.StringIO(stdin)),
+            redirect_stdout(out),
+            redirect_stderr(err),
+        ):
+            code = main(list(args))
+    finally:  # main sets the verbosity of paylens' loggers: leave them as they were
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+    return Done(code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +95,9 @@ def test_every_bulk_action_runs_against_the_embedded_sandbox(synced: Path) -> No
 
 def test_a_dry_run_needs_no_credentials_and_writes_nothing(synced: Path) -> None:
     before = synced.read_bytes()
-    dry = _cli("reject", "--db", str(synced), "--where", "status = 'PENDING'", "--dry-run")
+    dry = _cli("cancel", "--db", str(synced), "--where", "status = 'PENDING'", "--dry-run")
     assert dry.returncode == 0, dry.stderr
+    assert "would_send" in dry.stdout
     assert synced.read_bytes() == before
 
 
@@ -82,9 +106,160 @@ def test_missing_configuration_says_what_to_do_in_one_line(synced: Path) -> None
     assert done.returncode == 2
     err = done.stderr.strip()
     assert err.count("\n") == 0 and "PAYLENS_BASE_URL" in err and "--sandbox" in err
+    assert "paylens.Sandbox()" not in err  # a shell's answer, not Python code
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["cancel", "--where", "no such column = 1", "--dry-run"],  # SQL the warehouse refuses
+        ["approve", "--where", "status = ", "--dry-run"],  # SQL that does not parse
+    ],
+)
+def test_an_error_is_one_line_never_a_traceback(synced: Path, args: list[str]) -> None:
+    done = _cli(*args[:1], "--db", str(synced), *args[1:])
+    assert done.returncode == 1, done
+    assert done.stderr.strip().count("\n") == 0 and done.stderr.startswith(f"paylens {args[0]}: ")
+    assert "Traceback" not in done.stderr + done.stdout
+
+
+def test_an_error_in_a_folder_that_is_no_warehouse_is_one_line(tmp_path: Path) -> None:
+    not_a_db = tmp_path / "notes.duckdb"
+    not_a_db.write_text("not a database\n")
+    done = _cli("cancel", "--db", str(not_a_db), "--where", "TRUE", "--dry-run")
+    assert done.returncode == 1
+    assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
+    under_a_file = str(not_a_db / "w.duckdb")
+    done = _cli("sync", "--sandbox", "--transactions", "300", "--db", under_a_file, "--quiet")
+    assert done.returncode == 1 and done.stderr.startswith("paylens sync: ")
+    assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
+
+
+def _parsers(
+    parser: argparse.ArgumentParser, path: str = "paylens"
+) -> dict[str, argparse.ArgumentParser]:
+    found = {path: parser}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                found |= _parsers(child, f"{path} {name}")
+    return found
+
+
+def test_every_option_has_help_and_shows_its_default() -> None:
+    flags = (argparse._StoreTrueAction, argparse._HelpAction, argparse._VersionAction)
+    for path, parser in _parsers(build_parser()).items():
+        formatter = parser._get_formatter()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction) or not action.option_strings:
+                continue
+            text = formatter._get_help_string(action) or ""
+            assert action.help, f"{path} {action.option_strings[0]} has no help"
+            if isinstance(action, flags) or action.required:
+                continue
+            assert "(default:" in text, f"{path} {action.option_strings[0]}: {text!r}"
+            assert "(default: None)" not in text % {"default": action.default}
+
+
+def test_sandbox_wherever_a_command_reads_or_writes_data() -> None:
+    parsers = _parsers(build_parser())
+    commands = [p for p in parsers if p.count(" ") == 1 and p not in ("paylens sandbox",)]
+    assert {"paylens revoke-sessions", "paylens report", "paylens cancel"} <= set(commands)
+    for path in commands:
+        options = {o for a in parsers[path]._actions for o in a.option_strings}
+        if path == "paylens demo":  # the demo is the embedded sandbox, always
+            assert "--transactions" in options
+            continue
+        assert {"--sandbox", "--seed", "--transactions"} <= options, path
 
 
 def test_help_shows_defaults() -> None:
-    text = _cli("sync", "--help").stdout
-    assert "(default: data/paylens.duckdb)" in text and "(default: 20000)" in text
+    with pytest.raises(SystemExit), redirect_stdout(io.StringIO()) as out:
+        main(["sync", "--help"])
+    text = out.getvalue()
+    assert "(default: data/paylens.duckdb)" in text and "(default: 10000)" in text
     assert "(default: None)" not in text and "(default: False)" not in text
+
+
+def test_verbosity_is_info_then_http(
+    synced: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = tmp_path / "v.duckdb"
+    sync = ["sync", "--sandbox", "--transactions", "300", "--db", str(db), "--quiet"]
+    assert _cli("-v", *sync).returncode == 0
+    info = [r for r in caplog.records if r.name.startswith("paylens")]
+    assert any(r.levelno == logging.INFO for r in info)
+    assert not any(r.levelno == logging.DEBUG for r in info)
+    caplog.clear()
+    assert _cli("-vv", *sync).returncode == 0
+    http = [r for r in caplog.records if r.name.startswith("paylens.client")]
+    assert any(r.levelno == logging.DEBUG and " -> 200 " in r.getMessage() for r in http)
+
+
+def test_revoke_sessions_dry_run_needs_no_key_or_credentials(synced: Path, tmp_path: Path) -> None:
+    db = tmp_path / "wallets.duckdb"
+    sandbox = Sandbox(seed=2, transactions=500)
+    with Warehouse(db) as wh:
+        found = wh.sync_wallets(sandbox.client())
+        active = len(wh.sessions())
+    assert found["sessions"] == active > 0
+    dry = _cli("revoke-sessions", "--db", str(db), "--where", "TRUE", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "would_send" in dry.stdout and "DELETE /auth/sessions/" in dry.stdout
+    assert dry.stdout.strip().splitlines()[-1] == f"would_send {active:,}"
+    keyless = _cli("revoke-sessions", "--db", str(db), "--where", "TRUE", "--apply", "--sandbox")
+    assert keyless.returncode == 2 and "PAYLENS_SESSION_KEY is not set" in keyless.stderr
+    assert keyless.stderr.strip().count("\n") == 0
+
+
+@pytest.mark.http
+def test_revoke_sessions_applies_signed_revokes(tmp_path: Path) -> None:
+    sandbox = Sandbox(seed=2, transactions=500)
+    db = tmp_path / "wallets.duckdb"
+    with sandbox.serve() as server:
+        env = sandbox.env(server)
+        with Client(env["PAYLENS_BASE_URL"], sandbox.client_id, sandbox.client_secret) as client:
+            account = plain(client)
+            key, mine = login(client, account.id)
+            with Warehouse(db) as wh:
+                wh.sync_wallets(client)
+            where = f"account_id = '{account.id}' AND id <> '{mine.id}'"
+            done = _cli(
+                "revoke-sessions",
+                "--db",
+                str(db),
+                "--where",
+                where,
+                "--apply",
+                "--yes",
+                env={**env, "PAYLENS_SESSION_KEY": key.export_private_hex()},
+            )
+            assert done.returncode == 0, done.stderr + done.stdout
+            revoked = done.stdout.strip().splitlines()[-1]
+            assert revoked.startswith("revoked ") and int(revoked.split()[1]) > 0
+            assert {s.id for s in client.auth.sessions.list(account.id)} == {mine.id}
+    with Warehouse(db, read_only=True) as wh:  # the revoked ones are marked ended
+        sessions = wh.sessions()
+    assert set(sessions[sessions["account_id"] == account.id]["id"]) == {mine.id}
+
+
+def test_report_on_the_embedded_sandbox(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`paylens report --sandbox` hands render_report a warehouse synced from the sandbox (the
+    notebook run itself is tested in test_report.py)."""
+    import paylens.report
+
+    seen: dict[str, object] = {}
+
+    def render(db: Path, **options: object) -> Path:
+        with Warehouse(db, read_only=True) as wh:
+            seen["rows"] = int(wh.sql("SELECT count(*) AS n FROM transactions")["n"].iloc[0])
+            seen["sandbox"] = wh.is_sandbox
+        seen.update(options)
+        return tmp_path / "page.html"
+
+    monkeypatch.setattr(paylens.report, "render_report", render)
+    done = _cli("report", "--sandbox", "--transactions", "300", "--out", str(tmp_path), "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(tmp_path / "page.html")
+    assert seen["sandbox"] is True and seen["rows"] == 300
+    assert seen["progress"] is False and seen["out"] == str(tmp_path)

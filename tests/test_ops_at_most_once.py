@@ -100,7 +100,7 @@ def test_lost_answers_never_send_a_second_request(tmp_path: Path, how: str) -> N
 
 def test_lost_answers_to_approve_and_confirm_are_resolved_by_reading(tmp_path: Path) -> None:
     from paylens.sandbox import IN_PROCESS_BASE_URL
-    from paylens.sandbox._transport import SandboxTransport
+    from paylens.sandbox.wire.transport import SandboxTransport
 
     sandbox = Sandbox(seed=22, transactions=1_500, scenarios=20)
     path = tmp_path / "lost2.duckdb"
@@ -273,6 +273,7 @@ def test_apply_after_a_killed_sync_is_kept_by_the_next_sync(tmp_path: Path) -> N
         killed = _sync_proc(path, env)
         _wait_for(lambda: path.with_name(path.name + ".syncing.base").exists())
         time.sleep(0.3)  # let it write into its staged copy
+        assert killed.poll() is None, "the sync ended before it could be killed"
         killed.kill()
         killed.wait()
         sandbox.faults.clear()

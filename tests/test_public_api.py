@@ -21,6 +21,38 @@ def test_every_public_name_resolves() -> None:
     assert paylens.Warehouse.__module__ == "paylens.warehouse"
     assert paylens.ops.plan_cancel and paylens.analysis.fee_breakdown
     assert paylens.SyncReport.__name__ == "SyncReport"
+    assert paylens.connect.__module__ == "paylens.connection"
+
+
+def test_one_default_sandbox_size_everywhere() -> None:
+    import inspect
+
+    from paylens import cli
+    from paylens.connection import SANDBOX_TRANSACTIONS, connect, sandbox_warehouse
+
+    def default(function: object, name: str = "transactions") -> object:
+        return inspect.signature(function).parameters[name].default  # type: ignore[arg-type]
+
+    assert default(Sandbox) == SANDBOX_TRANSACTIONS
+    assert default(connect) == default(sandbox_warehouse) == SANDBOX_TRANSACTIONS
+    sizes = {
+        action.default
+        for parser in _parsers(cli.build_parser())
+        for action in parser._actions
+        if action.dest == "transactions"
+    }
+    assert sizes == {SANDBOX_TRANSACTIONS}
+
+
+def _parsers(parser: object) -> list:
+    import argparse
+
+    found = [parser]
+    for action in parser._actions:  # type: ignore[attr-defined]
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                found += _parsers(child)
+    return found
 
 
 def test_the_error_tree_drawn_is_the_error_tree_exported() -> None:

@@ -4,13 +4,16 @@ straight from the warehouse; plus the `Period` the notebook reads, in process.""
 
 from __future__ import annotations
 
+import contextlib
 import html
+import io
+import logging
 import os
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import duckdb
 import pytest
@@ -38,15 +41,32 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _paylens(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "paylens.cli", *args],
-        cwd=cwd,
-        env={**os.environ, "MPLBACKEND": "Agg", **env},
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _paylens(
+    *args: str, cwd: Path, tty: bool = False, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """`paylens ARGS` run in this process from `cwd` (the notebook's kernel is still a process
+    of its own), with `env` added to the environment and stderr a terminal if `tty`; its exit
+    code and output."""
+    out, err = io.StringIO(), _Terminal() if tty else io.StringIO()
+    loggers = [logging.getLogger(name) for name in ("paylens", "paylens.client")]
+    levels = [logger.level for logger in loggers]
+    try:
+        with (
+            mock.patch.dict(os.environ, {"MPLBACKEND": "Agg", **env}),
+            contextlib.chdir(cwd),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+        ):
+            code = main(list(args))
+    finally:  # main sets the verbosity of paylens' loggers: leave them as they were
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def _text(page: str) -> str:
@@ -174,9 +194,11 @@ def test_a_failed_tie_out_fails_the_report_loudly(warehouse: Path, tmp_path: Pat
         " WHERE id = (SELECT min(id) FROM outgoing_fees)"
     )
     con.close()
-    done = _paylens("report", "--db", str(broken), "--out", "reports", cwd=tmp_path)
+    args = ["--db", str(broken), "--out", "reports", "--quiet"]
+    done = _paylens("report", *args, cwd=tmp_path, tty=True)
     assert done.returncode == 1
     assert "TIE-OUT FAILED: 2 of 10 checks" in done.stderr
+    assert "computing the figures" not in done.stderr  # --quiet: no progress, even in a tty
     text = _text((tmp_path / done.stdout.strip()).read_text(encoding="utf-8"))
     assert "TIE-OUT FAILED" in text
     assert (
@@ -236,19 +258,16 @@ def test_period_bounds_are_start_inclusive_end_exclusive_in_one_currency(
     assert "currency: USD" in header and "(exclusive)" in header
 
 
-def test_report_survives_an_empty_period_and_a_lower_case_currency(
-    warehouse: Path, tmp_path: Path
-) -> None:
-    done = _paylens("report", "--db", str(warehouse), "--currency", "usd", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    text = _text((tmp_path / done.stdout.strip().splitlines()[-1]).read_text(encoding="utf-8"))
-    assert "currency USD" in text and "all 10 tie-out checks passed" in text
+def test_report_survives_an_empty_period(warehouse: Path, tmp_path: Path) -> None:
     args = ["--start", "2031-01-01", "--end", "2031-02-01"]
-    empty = _paylens("report", "--db", str(warehouse), *args, cwd=tmp_path)
+    empty = _paylens("report", "--db", str(warehouse), *args, cwd=tmp_path, tty=True)
     assert empty.returncode == 0, empty.stderr
+    # in a terminal, each phase shows: the notebook's cells as they run, then the HTML
+    assert re.search(r"computing the figures \(running the notebook\).* \d+/\d+", empty.stderr)
+    assert "report: rendering the HTML" in empty.stderr
     text = _text((tmp_path / empty.stdout.strip().splitlines()[-1]).read_text(encoding="utf-8"))
     assert "all 10 tie-out checks passed" in text and "nothing to show" not in text
-    assert "outgoing failure rate n/a" in text
+    assert "outgoing failure rate –" in text
 
 
 def test_tie_outs_name_every_check_that_failed(opened: Warehouse) -> None:
@@ -279,10 +298,30 @@ def test_formats() -> None:
     assert format_minor(1500, 0) == "1,500"
     assert format_minor(3213295, 8) == "0.03213295"
     assert format_rate(0.061292) == "6.13%"
-    assert format_rate(float("nan")) == "n/a"
+    assert format_rate(float("nan")) == "–"
     assert format_duration(5742.9) == "1.6 h"
     assert format_duration(42) == "42 s"
     assert format_duration(3 * 86_400) == "3.0 days"
+    assert format_duration(float("nan")) == "–"
+
+
+def test_show_writes_fractions_as_percentages_and_missing_as_one_dash() -> None:
+    import pandas as pd
+
+    from paylens.report import show
+
+    frame = pd.DataFrame(
+        {
+            "rail": pd.array(["ACH", None], dtype="string[pyarrow]"),
+            "take_rate": pd.array([0.012345, None], dtype="double[pyarrow]"),
+            "coarse_payout_share": [0.5, 0.25],
+            "exchange_rate": [18.512345, 0.0012345],
+            "fees_minor": pd.array([1234567, None], dtype="int64[pyarrow]"),
+        }
+    )
+    page = _text(show(frame).to_html())
+    assert "ACH 1.23% 50.00% 18.51 1,234,567" in page
+    assert "– – 25.00% 0.0012345 –" in page
 
 
 def test_reference_rates_come_from_the_operators_file(warehouse: Path, tmp_path: Path) -> None:
@@ -303,17 +342,13 @@ def test_reference_rates_come_from_the_operators_file(warehouse: Path, tmp_path:
     broken.write_text("date,pair,rate\n2025-09-01,USD/MXN,18.5\n")
     with pytest.raises(InvalidArgumentError, match="sent_currency, received_currency, mid_rate"):
         _ = Period.open(warehouse, reference_rates=broken).reference_rates
-    done = _paylens(
-        "report",
-        "--db",
-        str(warehouse),
-        "--out",
-        "r",
-        "--reference-rates",
-        str(rates),
-        cwd=tmp_path,
-    )
+    # in a lower-case currency too: the report names it in capitals
+    args = ["--db", str(warehouse), "--out", "r", "--currency", "usd"]
+    done = _paylens("report", *args, "--reference-rates", str(rates), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    executed = (tmp_path / "r" / "paylens-report_all_all.ipynb").read_text(encoding="utf-8")
+    assert done.stdout.strip() == "r/paylens-report_all_all_USD.html"
+    executed = (tmp_path / "r" / "paylens-report_all_all_USD.ipynb").read_text(encoding="utf-8")
     assert str(rates.resolve()) in executed  # passed to the notebook as a parameter
-    assert "partial" in _text((tmp_path / "r" / "paylens-report_all_all.html").read_text())
+    text = _text((tmp_path / "r" / "paylens-report_all_all_USD.html").read_text())
+    assert "currency USD" in text and "all 10 tie-out checks passed" in text
+    assert "partial" in text

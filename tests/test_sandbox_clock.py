@@ -15,8 +15,9 @@ import pytest
 from paylens import Client, Sandbox
 from paylens.errors import ConfigurationError, InvalidArgumentError
 from paylens.sandbox import advance_served
-from paylens.sandbox._generate import OUTGOING, ST
-from paylens.sandbox._world import DEFAULT_END, World, from_us
+from paylens.sandbox.clock import from_us
+from paylens.sandbox.generate.schema import OUTGOING, STATUS_CODE
+from paylens.sandbox.world.world import DEFAULT_END, World
 
 
 class FakeWall:
@@ -38,8 +39,8 @@ def _settling_within(world: World, delta: timedelta) -> str:
     for row in range(s.n - 1, -1, -1):
         if (
             s.col("kind")[row] == OUTGOING
-            and s.col("status")[row] in (ST["PENDING"], ST["PROCESSING"])
-            and s.col("final")[row] == ST["COMPLETED"]
+            and s.col("status")[row] in (STATUS_CODE["PENDING"], STATUS_CODE["PROCESSING"])
+            and s.col("final")[row] == STATUS_CODE["COMPLETED"]
             and now < s.col("t2")[row] <= horizon
         ):
             return world.tx.transactions([row], now)[0]["id"]

@@ -28,8 +28,8 @@ import pytest
 
 from paylens import Sandbox
 from paylens.sandbox import SandboxServer
-from paylens.sandbox._currencies import CODES
-from paylens.sandbox._routes import ROUTES
+from paylens.sandbox.currencies import CURRENCY_CODES
+from paylens.sandbox.routes import ROUTES
 
 from .test_sandbox_world import call
 
@@ -126,7 +126,7 @@ def _received_payment(sandbox: Sandbox) -> str:
     body = _quote_body(sandbox)
     account = w.entities.account_index[body["source"]["accountId"]]
     customer = w.entities.customers.ids[int(w.entities.accounts.owner[account])]
-    code = CODES[int(w.entities.accounts.currency[account])]
+    code = CURRENCY_CODES[int(w.entities.accounts.currency[account])]
     status, tx = call(
         w,
         "POST",

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from paylens.sandbox._world import World
+from paylens.sandbox.world.world import World
 
 from .test_sandbox_world import call, pages
 

@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from paylens import Sandbox
-from paylens.sandbox._currencies import CODES
-from paylens.sandbox._world import World
+from paylens.sandbox.currencies import CURRENCY_CODES
+from paylens.sandbox.world.world import World
 
 from .test_sandbox_conformance import _quote_body
 from .test_sandbox_world import call
@@ -28,7 +28,7 @@ def funded_quote(sandbox: Sandbox) -> dict[str, Any]:
     w = sandbox.world
     account = w.entities.account_index[body["source"]["accountId"]]
     customer = w.entities.customers.ids[int(w.entities.accounts.owner[account])]
-    code = CODES[int(w.entities.accounts.currency[account])]
+    code = CURRENCY_CODES[int(w.entities.accounts.currency[account])]
     source = {"sourceType": "REALTIME_FUNDING", "customerId": customer, "currency": code}
     status, quote = call(w, "POST", "/quotes", body=body | {"source": source})
     assert status == 201, quote

@@ -10,8 +10,9 @@ import orjson
 import pytest
 
 from paylens import Sandbox
-from paylens.sandbox._routes import dispatch
-from paylens.sandbox._world import ServiceError, World
+from paylens.sandbox.errors import ServiceError
+from paylens.sandbox.routes import dispatch
+from paylens.sandbox.world.world import World
 
 from .test_sandbox_conformance import _quote_body
 from .test_sandbox_world import call

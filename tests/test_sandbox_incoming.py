@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from paylens import Sandbox
-from paylens.sandbox._currencies import CUR
-from paylens.sandbox._world import World
+from paylens.sandbox.currencies import CURRENCY_INDEX
+from paylens.sandbox.world.world import World
 
 from .test_sandbox_world import call
 
@@ -28,7 +28,7 @@ def _usd_customer(world: World) -> str:
         if (
             not acc.external[row]
             and acc.owner[row] >= 0
-            and int(acc.currency[row]) == CUR["USD"]
+            and int(acc.currency[row]) == CURRENCY_INDEX["USD"]
             and not world.wallets.is_wallet(row)
         ):
             return world.entities.customers.ids[int(acc.owner[row])]

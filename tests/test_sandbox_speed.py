@@ -14,9 +14,10 @@ import orjson
 import pytest
 
 from paylens.sandbox import Sandbox
-from paylens.sandbox._world import DEFAULT_END, World
-from paylens.sandbox._world_entities import iso
-from paylens.sandbox._world_render import TxViews, WireRows, _iso_texts
+from paylens.sandbox.world.entities import iso
+from paylens.sandbox.world.render import TransactionViews, WireRows
+from paylens.sandbox.world.render.text import iso_texts
+from paylens.sandbox.world.world import DEFAULT_END, World
 
 
 def request(sandbox: Sandbox, method: str, path: str, body: Any = None) -> Any:
@@ -36,7 +37,7 @@ def newest(sandbox: Sandbox, limit: int = 100) -> list[dict[str, Any]]:
 def assert_kept_texts_are_fresh(world: World) -> None:
     """Every kept text equals what a renderer without kept texts makes now."""
     rows = np.arange(world.store.n)
-    fresh = TxViews(world.store, world.entities, world.views)
+    fresh = TransactionViews(world.store, world.entities, world.views)
     fresh.descriptions = world.tx.descriptions
     assert world.tx.texts(rows, world.now_us) == fresh.texts(rows, world.now_us)
 
@@ -167,4 +168,4 @@ def test_timestamps_are_written_as_numpy_writes_them() -> None:
             np.array([0, -1, 999, 1000, 86_399_999_999, 86_400_000_000]),
         ]
     )
-    assert _iso_texts(us) == [t.encode() for t in iso(us)]
+    assert iso_texts(us) == [t.encode() for t in iso(us)]

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from paylens import Sandbox
-from paylens.sandbox._world import World
+from paylens.sandbox.world.world import World
 
 from .test_sandbox_conformance import _quote_body
 from .test_sandbox_world import call

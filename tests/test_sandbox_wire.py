@@ -13,7 +13,7 @@ import pytest
 
 from paylens import Client, Sandbox
 from paylens.sandbox import is_sandbox_url
-from paylens.sandbox._server import SandboxServer
+from paylens.sandbox.wire.server import SandboxServer
 
 
 @pytest.mark.http
@@ -51,7 +51,7 @@ def test_server_handles_many_concurrent_connections(
 
 def test_latency_is_applied_in_process(sandbox: Sandbox) -> None:
     slept: list[float] = []
-    from paylens.sandbox._transport import SandboxTransport
+    from paylens.sandbox.wire.transport import SandboxTransport
 
     sandbox.faults.configure(latency=0.1)
     client = Client(

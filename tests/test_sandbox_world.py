@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from paylens.sandbox._routes import dispatch
-from paylens.sandbox._world import ServiceError, World
+from paylens.sandbox.errors import ServiceError
+from paylens.sandbox.routes import dispatch
+from paylens.sandbox.world.world import World
 
 # --- helpers ----------------------------------------------------------------------------------
 

@@ -14,9 +14,10 @@ import pytest
 from paylens import Sandbox, SessionKey
 from paylens.client._signing import encrypt_otp_attempt
 from paylens.models import WalletOperationProcessing
-from paylens.sandbox._routes import dispatch
-from paylens.sandbox._world import ServiceError, World
-from paylens.sandbox._world_wallets import oidc_token
+from paylens.sandbox.crypto import oidc_token
+from paylens.sandbox.errors import ServiceError
+from paylens.sandbox.routes import dispatch
+from paylens.sandbox.world.world import World
 
 from .test_sandbox_contract import _FOUND, conforms
 from .test_wallet_flows import Authenticator, b64url

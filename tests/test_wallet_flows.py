@@ -33,7 +33,7 @@ from paylens import (
     WalletSignatureInvalidError,
     models,
 )
-from paylens.sandbox._world_wallets import oidc_token
+from paylens.sandbox.crypto import oidc_token
 
 from .test_wallet_signing import verify_independently
 

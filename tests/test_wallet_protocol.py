@@ -27,7 +27,7 @@ from paylens import (
 )
 from paylens.client import Call
 from paylens.sandbox import IN_PROCESS_BASE_URL
-from paylens.sandbox._transport import SandboxTransport
+from paylens.sandbox.wire.transport import SandboxTransport
 
 from . import test_wallet_flows as flows
 from .test_wallet_flows import Authenticator, login, plain

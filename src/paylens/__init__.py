@@ -7,6 +7,7 @@ for tx in client.transactions.list(type="OUTGOING", status="PENDING"):
     print(tx.id, tx.sent_amount)
 wh = paylens.Warehouse("data/paylens.duckdb"); wh.sync(client)
 paylens.analysis.fee_breakdown(wh); paylens.ops.plan_cancel(wh, "status = 'PENDING'")
+client, wh = paylens.connect()    # both at once: the service if PAYLENS_* is set, else a sandbox
 
 Everything a user types after `paylens.` is here; the warehouse, analysis, ops and the
 sandbox (and pandas, DuckDB, matplotlib, numpy behind them) load when first asked for.
@@ -52,6 +53,7 @@ from paylens.errors import (
 
 if TYPE_CHECKING:
     from paylens import analysis, ops
+    from paylens.connection import connect
     from paylens.ops import Plan
     from paylens.sandbox import Sandbox
     from paylens.warehouse import Freshness, SyncOptions, SyncReport, Warehouse, sync_file
@@ -65,6 +67,7 @@ _LAZY = {
     "Freshness": ("paylens.warehouse", "Freshness"),
     "sync_file": ("paylens.warehouse", "sync_file"),
     "Plan": ("paylens.ops", "Plan"),
+    "connect": ("paylens.connection", "connect"),
     "ops": ("paylens.ops", None),
     "analysis": ("paylens.analysis", None),
 }
@@ -128,6 +131,7 @@ __all__ = [
     "WarehouseStorageError",
     "__version__",
     "analysis",
+    "connect",
     "errors",
     "models",
     "ops",

@@ -1,9 +1,11 @@
 """The `paylens` command: each subcommand is a thin call of a public function.
 
-paylens sandbox serve --port 8765 --seed 0 --transactions 100000
+paylens sandbox serve --port 8765 --seed 0 --transactions 10000
 paylens sandbox advance --hours 24
 paylens demo
 paylens report --db data/paylens.duckdb --start 2025-09-01 --end 2025-10-01 --out reports/
+paylens cancel|approve|reject|confirm-receipt --where "..." --dry-run
+paylens revoke-sessions --where "..." --dry-run
 """
 
 from __future__ import annotations
@@ -16,12 +18,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from paylens._version import __version__
+from paylens.connection import DEFAULT_DB, SANDBOX_TRANSACTIONS
 
 if TYPE_CHECKING:
     from paylens.client import Client
-
-#: The one default size of the embedded sandbox, everywhere a command makes one.
-SANDBOX_TRANSACTIONS = 20_000
+    from paylens.ops import Plan
 
 
 def _sandbox_serve(args: argparse.Namespace) -> int:
@@ -101,14 +102,23 @@ def _report(args: argparse.Namespace) -> int:
     is still written), 2 when there is no warehouse or the arguments are wrong."""
     from paylens.report import ReportError, render_report
 
+    progress = not args.quiet and sys.stderr.isatty()
     try:
+        db = args.db
+        if args.sandbox:
+            from paylens.connection import sandbox_warehouse
+
+            db = sandbox_warehouse(
+                seed=args.seed, transactions=args.transactions, progress=progress
+            )
         page = render_report(
-            args.db,
+            db,
             start=args.start,
             end=args.end,
             currency=args.currency,
             out=args.out,
             reference_rates=args.reference_rates,
+            progress=progress,
         )
     except (FileNotFoundError, ValueError) as exc:
         print(f"paylens report: {exc}", file=sys.stderr)
@@ -164,16 +174,23 @@ _BULK = {
 
 def _client(args: argparse.Namespace) -> Client:
     """The embedded sandbox's client with `--sandbox`, else the PAYLENS_* service."""
+    import os
+
     from paylens import Client, ConfigurationError
+    from paylens.client._config import ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET
 
     if getattr(args, "sandbox", False):
         from paylens.sandbox import Sandbox
 
         return Sandbox(seed=args.seed, transactions=args.transactions).client()
-    try:
-        return Client.from_env()
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"{exc} Or pass --sandbox for the embedded simulator.") from None
+    missing = [n for n in (ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET) if not os.environ.get(n)]
+    if missing:  # said for a shell, not for Python
+        raise ConfigurationError(
+            f"{', '.join(missing)} not set: export the service's PAYLENS_* variables (for a local "
+            "simulator, the lines `paylens sandbox serve` prints), or pass --sandbox for the "
+            "embedded simulator"
+        )
+    return Client.from_env()
 
 
 def _bulk(args: argparse.Namespace) -> int:
@@ -192,21 +209,64 @@ def _bulk(args: argparse.Namespace) -> int:
         return 2
     with Warehouse(args.db, read_only=args.dry_run, wait=args.wait) as wh:
         plan = getattr(ops, planner)(wh, args.where, **body)
-        print(plan)
-        if not len(plan.eligible):
-            print(f"nothing to {args.command}")
-            return 0
-        if args.dry_run:
-            result = plan.apply(client, dry_run=True, progress=False)  # type: ignore[arg-type]
-        else:
-            if not args.yes and not _confirm(f"send {len(plan.eligible):,} {noun} request(s)?"):
-                print("not applied")
-                return 1
-            assert client is not None
-            result = plan.apply(client, concurrency=args.concurrency, progress=sys.stderr.isatty())
+        return _review_and_apply(args, plan, client, noun)
+
+
+def _review_and_apply(
+    args: argparse.Namespace, plan: Plan, client: Client | None, noun: str
+) -> int:
+    """Print the plan; with --dry-run show what would be sent, else confirm and apply; print
+    each item's outcome and their counts. Exit 0 when every item ended as planned."""
+    print(plan)
+    if not len(plan.eligible):
+        print(f"nothing to {args.command}")
+        return 0
+    if args.dry_run:
+        result = plan.apply(client, dry_run=True, progress=False)  # type: ignore[arg-type]
+    else:
+        if not args.yes and not _confirm(f"send {len(plan.eligible):,} {noun} request(s)?"):
+            print("not applied")
+            return 1
+        assert client is not None
+        result = plan.apply(
+            client, concurrency=args.concurrency, progress=not args.quiet and sys.stderr.isatty()
+        )
     print(result.to_string(index=False, max_rows=100))
     print(", ".join(f"{k} {v:,}" for k, v in result["outcome"].value_counts().items()))
     return 0 if result.attrs["all_as_planned"] else 1
+
+
+def _revoke_sessions(args: argparse.Namespace) -> int:
+    """`paylens revoke-sessions`: plan, print, confirm, apply `ops.plan_revoke_sessions` over
+    the wallet inventory (`wh.sync_wallets`). Each revoke is signed by the session key whose
+    private key (hex) is in the variable `--key-env`. A dry run opens the warehouse read-only
+    and needs neither credentials nor a key. Exit codes as `paylens cancel`."""
+    import os
+
+    from paylens import ConfigurationError, SessionKey, ops
+    from paylens.warehouse import Warehouse
+
+    signer: SessionKey | None = None
+    try:
+        if not args.dry_run:
+            key = os.environ.get(args.key_env)
+            if not key:
+                raise ConfigurationError(
+                    f"{args.key_env} is not set: it holds the private key (hex) of a session "
+                    "key of the sessions' account, which signs each revoke."
+                )
+            signer = SessionKey.from_private_hex(key)
+        client = None if args.dry_run else _client(args)
+    except ConfigurationError as exc:
+        print(f"paylens {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+    def unsigned(payload: str | bytes) -> str:  # a dry run shows the plan and signs nothing
+        raise ConfigurationError(f"a dry run signs nothing; set {args.key_env} to apply")
+
+    with Warehouse(args.db, read_only=args.dry_run, wait=args.wait) as wh:
+        plan = ops.plan_revoke_sessions(wh, args.where, signer=signer or unsigned)
+        return _review_and_apply(args, plan, client, "session revoke")
 
 
 def _confirm(question: str) -> bool:
@@ -238,12 +298,11 @@ class _Formatter(argparse.HelpFormatter):
         return text
 
 
-def _sandbox_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--sandbox",
-        action="store_true",
-        help="use the embedded sandbox instead of the PAYLENS_* service",
-    )
+def _sandbox_options(
+    parser: argparse.ArgumentParser,
+    what: str = "use the embedded sandbox instead of the PAYLENS_* service",
+) -> None:
+    parser.add_argument("--sandbox", action="store_true", help=what)
     parser.add_argument("--seed", type=int, default=0, help="sandbox seed (with --sandbox)")
     parser.add_argument(
         "--transactions",
@@ -253,11 +312,40 @@ def _sandbox_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _wait_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        help="seconds to wait for another writer of the file to finish (0: fail at once)",
+    )
+
+
+def _bulk_options(parser: argparse.ArgumentParser, noun: str, table: str, example: str) -> None:
+    """What every bulk command takes: the selection, dry run or apply, and the sandbox."""
+    parser.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
+    parser.add_argument(
+        "--where", required=True, help=f"one SQL condition over {table}, e.g. {example}"
+    )
+    parser.add_argument("--concurrency", type=int, default=4, help="requests at once")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument(
+        "--dry-run", action="store_true", help="show what would be sent; send and write nothing"
+    )
+    mode.add_argument("--apply", action="store_true", help=f"send the {noun} requests")
+    parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    _wait_option(parser)
+    _sandbox_options(parser)
+
+
 _RESOURCES = ("transactions", "customers", "cards", "internal_accounts", "external_accounts")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="paylens", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="paylens", description=__doc__.splitlines()[0], formatter_class=_Formatter
+    )
     parser.add_argument("--version", action="version", version=f"paylens {__version__}")
     parser.add_argument(
         "-v",
@@ -288,12 +376,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--scenarios",
         type=int,
         default=None,
-        help="planted rows per scenario (pending transfers in and past their window, approvals)",
+        help="planted rows per scenario (pending transfers in and past their window, approvals)"
+        " (default: scaled to --transactions)",
     )
     serve.add_argument(
         "--rate-429", type=float, default=0.0, help="fraction of requests answered 429"
     )
-    serve.add_argument("--rate-limit", type=float, default=None, help="requests per second")
+    serve.add_argument(
+        "--rate-limit", type=float, help="requests per second answered (default: no limit)"
+    )
     serve.add_argument(
         "--clock",
         choices=("wall", "fixed"),
@@ -315,8 +406,11 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_Formatter,
         help="bring a warehouse file in step with the service (PAYLENS_* variables)",
     )
-    sync.add_argument("--db", default="data/paylens.duckdb", help="warehouse file")
-    sync.add_argument("--since", help="only records created from this date (YYYY-MM-DD)")
+    sync.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
+    sync.add_argument(
+        "--since",
+        help="only records created from this date (YYYY-MM-DD) (default: everything)",
+    )
     _sandbox_options(sync)
     sync.add_argument("--full", action="store_true", help="re-read everything")
     sync.add_argument(
@@ -329,7 +423,9 @@ def build_parser() -> argparse.ArgumentParser:
         "named are re-read whole whatever their age",
     )
     sync.add_argument("--concurrency", type=int, default=16, help="time slices read at once")
-    sync.add_argument("--rate-limit", type=float, default=None, help="requests per second")
+    sync.add_argument(
+        "--rate-limit", type=float, help="requests per second sent (default: no limit)"
+    )
     sync.add_argument("--quiet", action="store_true", help="no progress bar")
     sync.add_argument(
         "--verify-syncs",
@@ -337,12 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=7,
         help="every stored record is re-read at least once every this many syncs",
     )
-    sync.add_argument(
-        "--wait",
-        type=float,
-        default=0.0,
-        help="seconds to wait for another writer of the file to finish (0: fail at once)",
-    )
+    _wait_option(sync)
     sync.set_defaults(run=_sync)
 
     helps = {
@@ -353,44 +444,52 @@ def build_parser() -> argparse.ArgumentParser:
     }
     for command, (_, noun, body_args) in _BULK.items():
         bulk = commands.add_parser(command, help=helps[command], formatter_class=_Formatter)
-        bulk.add_argument("--db", default="data/paylens.duckdb", help="warehouse file")
-        bulk.add_argument(
-            "--where",
-            required=True,
-            help="one SQL condition over the transactions table, e.g. \"status = 'PENDING'\"",
-        )
+        _bulk_options(bulk, noun, "the transactions table", "\"status = 'PENDING'\"")
         if "reason" in body_args:
-            bulk.add_argument("--reason", help=f"free-text reason sent with each {noun}")
-        bulk.add_argument("--concurrency", type=int, default=4, help="requests at once")
-        mode = bulk.add_mutually_exclusive_group(required=True)
-        mode.add_argument(
-            "--dry-run", action="store_true", help="show what would be sent; send and write nothing"
-        )
-        mode.add_argument("--apply", action="store_true", help=f"send the {noun} requests")
-        bulk.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-        bulk.add_argument(
-            "--wait",
-            type=float,
-            default=0.0,
-            help="seconds to wait for another writer of the file to finish (0: fail at once)",
-        )
-        _sandbox_options(bulk)
+            bulk.add_argument(
+                "--reason", help=f"free-text reason sent with each {noun} (default: none)"
+            )
         bulk.set_defaults(run=_bulk)
+    revoke = commands.add_parser(
+        "revoke-sessions",
+        formatter_class=_Formatter,
+        help="revoke wallet sessions selected from the warehouse's inventory (wh.sync_wallets)",
+    )
+    _bulk_options(
+        revoke, "session revoke", "the wallet_sessions table", "\"account_id = 'Account:…'\""
+    )
+    revoke.add_argument(
+        "--key-env",
+        default="PAYLENS_SESSION_KEY",
+        help="environment variable holding the private key (hex) of a session key of the "
+        "sessions' account, which signs each revoke (not needed for --dry-run)",
+    )
+    revoke.set_defaults(run=_revoke_sessions)
 
     report = commands.add_parser(
         "report",
         formatter_class=_Formatter,
         help="run the report notebook over a warehouse and write it as HTML",
     )
-    report.add_argument("--db", default="data/paylens.duckdb", help="warehouse file (read only)")
-    report.add_argument("--start", help="period start, inclusive (UTC date or instant)")
-    report.add_argument("--end", help="period end, exclusive (UTC date or instant)")
-    report.add_argument("--currency", help="one currency only (e.g. USD)")
+    report.add_argument("--db", default=DEFAULT_DB, help="warehouse file (read only)")
+    _sandbox_options(report, "instead of --db: a warehouse synced from the embedded sandbox")
+    report.add_argument("--quiet", action="store_true", help="no progress display")
+    report.add_argument(
+        "--start",
+        help="period start, inclusive (UTC date or instant) (default: the first record)",
+    )
+    report.add_argument(
+        "--end", help="period end, exclusive (UTC date or instant) (default: after the last)"
+    )
+    report.add_argument(
+        "--currency", help="one currency only, e.g. USD (default: every currency, each apart)"
+    )
     report.add_argument("--out", default="reports", help="folder for the report")
     report.add_argument(
         "--reference-rates",
         metavar="CSV",
-        help="mid-market rates (date, sent_currency, received_currency, mid_rate) for the FX margin",
+        help="mid-market rates (date, sent_currency, received_currency, mid_rate) for the FX"
+        " margin (default: the sandbox's own for sandbox data, else the margin is unknown)",
     )
     report.set_defaults(run=_report)
 
@@ -401,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--seed", type=int, default=0, help="sandbox seed")
     demo.add_argument("--transactions", type=int, default=SANDBOX_TRANSACTIONS, help="sandbox size")
-    demo.add_argument("--db", default="data/paylens.duckdb", help="warehouse file")
+    demo.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
     demo.add_argument("--out", default="reports", help="folder for the report")
     demo.add_argument(
         "--currencies", type=int, default=6, help="currencies shown in the headline figures"

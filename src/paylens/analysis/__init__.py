@@ -17,7 +17,9 @@ relation over it, and `by=` (one column name or a list; None gives one row per t
 `corridor` ('USD→EUR'), `rail`, `customer`, `month` (UTC, as the first day's date), `status`,
 any per-row column of the result or any input column. It computes in one DuckDB statement
 and returns a typed, Arrow-backed DataFrame whose column names carry their units (`_minor`,
-`_seconds`, `_bps`, `_rate` a fraction, `_count`), labelled with `attrs["source"]` (sandbox
+`_seconds`, `_count`; `_rate` and `_share` a fraction, 0.0123 for 1.23 %, shown as a
+percentage by `paylens.report.show`; `exchange_rate`, `reference_rate`, `multiplier_rate` and
+`mid_rate` are FX rates, sending units per receiving unit), a missing value is `<NA>`, labelled with `attrs["source"]` (sandbox
 data says so) when its input is. Money stays in integer minor units beside its currency and
 is grouped by that currency, so nothing adds two currencies; `major=True` adds `_major`
 values computed with each row's own decimals. Each docstring opens with its formula.

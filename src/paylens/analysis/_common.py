@@ -29,6 +29,19 @@ from paylens.errors import InvalidArgumentError
 from paylens.frames import TABLES, arrow_schema, to_pandas
 from paylens.warehouse import Warehouse
 
+#: How a missing key (a rail, a reason, a category) is written wherever one is shown: plot
+#: labels and the report. Frames keep it missing (`<NA>`).
+MISSING_LABEL = "–"
+#: Columns named `_rate` that are FX rates (sending units per receiving unit); every other
+#: `_rate` or `_share` column is a fraction, shown as a percentage.
+FX_RATES = frozenset({"exchange_rate", "reference_rate", "multiplier_rate", "mid_rate"})
+
+
+def is_fraction(column: str) -> bool:
+    """Whether a result column holds a fraction (0.0123 = 1.23 %), by its name's unit."""
+    return column.endswith(("_rate", "_share")) and column not in FX_RATES
+
+
 #: What every helper reads.
 Data: TypeAlias = Warehouse | pd.DataFrame | duckdb.DuckDBPyRelation
 #: A grouping: one column name, several, or None for one row per transaction.

@@ -99,7 +99,7 @@ _ROW = [
     Out("reference_rate", "_mid"),
     Out("reference_rate_at", "_mid_at"),
     Out("multiplier_rate", "_mx"),
-    Out("multiplier_gap_bps", "(_mx / _x - 1) * 10000"),
+    Out("multiplier_gap_rate", "_mx / _x - 1"),
     Out("fees_minor", "fees_minor", _S),
     Out("service_fixed_fee_minor", "grid_api_fixed_fee_minor", _S),
     Out("service_variable_fee_minor", "grid_api_variable_fee_amount_minor", _S),
@@ -115,13 +115,13 @@ _ROW = [
         f" - {half_up('CAST(sent_amount_minor AS DOUBLE) * grid_api_variable_fee_rate')}",
         _S,
     ),
-    Out("fx_spread_bps", "(_x / _mid - 1) * 10000"),
+    Out("fx_spread_rate", "_x / _mid - 1"),
     Out("fx_spread_cost_minor", "_spread_cost", _S),
     Out("total_cost_minor", "fees_minor + _spread_cost", _S),
-    Out("take_rate_bps", "CAST(fees_minor AS DOUBLE) / nullif(sent_amount_minor, 0) * 10000"),
+    Out("take_rate", "CAST(fees_minor AS DOUBLE) / nullif(sent_amount_minor, 0)"),
     Out(
-        "all_in_cost_bps",
-        "CAST(fees_minor + _spread_cost AS DOUBLE) / nullif(sent_amount_minor, 0) * 10000",
+        "all_in_cost_rate",
+        "CAST(fees_minor + _spread_cost AS DOUBLE) / nullif(sent_amount_minor, 0)",
     ),
 ]
 
@@ -146,7 +146,7 @@ _SENDING_METRICS = [
     count_where("service_variable_fee_mismatch_count", "service_variable_fee_mismatch_minor <> 0"),
     count_where("cross_currency_count", "sent_currency <> received_currency"),
     Out("with_reference_count", f"count(reference_rate) {_CROSS}"),
-    count_where("multiplier_mismatch_count", "abs(multiplier_gap_bps) > 0.01"),
+    count_where("multiplier_mismatch_count", "abs(multiplier_gap_rate) > 1e-6"),
     # cross-currency rows only: a group whose rows lack a reference has no margin (NULL), not 0
     Out(
         "fx_spread_cost_minor",
@@ -155,15 +155,15 @@ _SENDING_METRICS = [
         _S,
     ),
     Out(
-        "fx_spread_bps",
+        "fx_spread_rate",
         f"sum({_CONVERTED} * (exchange_rate - reference_rate)) {_CROSS}"
-        f" / sum({_CONVERTED} * reference_rate) {_CROSS} * 10000",
+        f" / sum({_CONVERTED} * reference_rate) {_CROSS}",
     ),
-    Out("take_rate_bps", "CAST(sum(fees_minor) AS DOUBLE) / nullif(sum(sent_minor), 0) * 10000"),
+    Out("take_rate", "CAST(sum(fees_minor) AS DOUBLE) / nullif(sum(sent_minor), 0)"),
     Out(
-        "all_in_cost_bps",
+        "all_in_cost_rate",
         "CAST(sum(total_cost_minor) AS DOUBLE)"
-        " / nullif(sum(sent_minor) FILTER (WHERE total_cost_minor IS NOT NULL), 0) * 10000",
+        " / nullif(sum(sent_minor) FILTER (WHERE total_cost_minor IS NOT NULL), 0)",
     ),
 ]
 _RECEIVING_METRICS = [
@@ -182,7 +182,7 @@ def fee_breakdown(
     major: bool = False,
 ) -> pd.DataFrame:
     """Fees of outgoing transactions taken apart: integer minor units of the sending currency
-    S (receiving currency R where named), rates in basis points of the amount sent.
+    S (receiving currency R where named); `_rate` columns are fractions (0.0123 = 1.23 %).
 
         fees_minor                            = fees (the total the service reports)
         service_fixed_fee_minor          F    = rateDetails.gridApiFixedFee
@@ -192,13 +192,14 @@ def fee_breakdown(
         counterparty_fixed_fee_minor     C_s  = round_half_up(C * x * 10^(dS - dR))  (in S)
         components_minor                      = F + V + P + C_s
         residual_minor                        = fees - components   (0 when fully explained)
-        take_rate_bps                         = fees / sentAmount * 10_000
-        fx_spread_bps                         = (x / mid - 1) * 10_000
+        take_rate                             = fees / sentAmount
+        fx_spread_rate                        = x / mid - 1
         fx_spread_cost_minor                  = round_half_up(received * 10^(dS - dR) * (x - mid))
         total_cost_minor                      = fees + fx_spread_cost
-        all_in_cost_bps                       = total_cost / sentAmount * 10_000
+        all_in_cost_rate                      = total_cost / sentAmount
         multiplier_rate                       = (1 - v) * 10^(dR - dS) / (gridApiMultiplier
                                                  * counterpartyMultiplier)
+        multiplier_gap_rate                   = multiplier_rate / x - 1
 
     x is `exchange_rate` (S major units per R major unit), dS and dR the decimals each amount
     carries (no currency table), mid the corridor's reference rate from `reference_rates` at the
@@ -207,7 +208,7 @@ def fee_breakdown(
     no mid-market rate; `with_reference_count` says how many of the `cross_currency_count`
     rows had one).
     `multiplier_rate` is x as the two rate multipliers imply it, a check on x
-    (`multiplier_gap_bps`), not a reference: both carry the same quote.
+    (`multiplier_gap_rate`; `multiplier_mismatch_count` counts gaps above 1e-6), not a reference: both carry the same quote.
     round_half_up(y) = floor(y + 0.5) with every step in float64 in the order written, so the
     formula the sandbox documents reproduces exactly: every residual is 0 on sandbox data. The
     spread cost is what the amount delivered cost at x beyond its cost at mid. A missing
@@ -227,8 +228,8 @@ def fee_breakdown(
     per transaction. Groups are always also split by `sent_currency` (and by
     `received_currency` when grouping by corridor or receiving currency, which adds sums in R):
     no sum adds two currencies. Group rates are volume-weighted (sums divided by sums);
-    `fx_spread_bps` of a group is over its cross-currency rows with a reference rate;
-    `all_in_cost_bps` over rows with a known total. `major=True` adds a `_major` column
+    `fx_spread_rate` of a group is over its cross-currency rows with a reference rate;
+    `all_in_cost_rate` over rows with a known total. `major=True` adds a `_major` column
     (amount / 10^decimals, float) after each `_minor` one.
     """
     wanted = statuses(status, STATUSES)

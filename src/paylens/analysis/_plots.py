@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ._cards import card_summary
-from ._common import By, Data, History
+from ._common import MISSING_LABEL, By, Data, History
 from ._failures import failure_breakdown
 from ._fees import ReferenceRates, fee_breakdown
 from ._lifecycle import UNSUCCESSFUL
@@ -47,7 +47,7 @@ def _labels(frame: pd.DataFrame, columns: Sequence[str]) -> list[str]:
     """One label per row: its key values joined, `all` when there are none."""
     if not columns:
         return ["all"] * len(frame)
-    parts = frame[list(columns)].astype("string").fillna("none")
+    parts = frame[list(columns)].astype("string").fillna(MISSING_LABEL)
     return [" · ".join(row) for row in parts.itertuples(index=False, name=None)]
 
 
@@ -138,8 +138,8 @@ def plot_fee_breakdown(
     top: int = 15,
 ) -> Figure:
     """Fee components of the `top` groups by transaction count (every month when grouped by
-    one), stacked, in basis points of the amount sent (a share, so groups in different
-    currencies compare): the service's fixed and variable fee, the platform's fee, the
+    one), stacked, in % of the amount sent (a share, so groups in different currencies
+    compare): the service's fixed and variable fee, the platform's fee, the
     counterparty's fixed fee, the residual when any, and the FX margin when `reference_rates`
     are given. Completed transfers by default (`status=`)."""
     keys = _keys(by)
@@ -155,7 +155,7 @@ def plot_fee_breakdown(
         "FX margin vs reference": "fx_spread_cost_minor",
     }
     series = {
-        name: (shown[column].astype(float) / sent * 10_000).to_numpy()
+        name: (shown[column].astype(float) / sent * 100).to_numpy()
         for name, column in parts.items()
         if shown[column].fillna(0).ne(0).any()
     }
@@ -170,7 +170,7 @@ def plot_fee_breakdown(
         ax,
         frame,
         f"Fees of outgoing transactions by {grouping}",
-        "basis points of the amount sent",
+        "% of the amount sent",
         f"{grouping} (sending currency)",
         note,
     )

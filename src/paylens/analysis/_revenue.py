@@ -19,8 +19,8 @@ COMPLETE = "complete"
 _RENAMED = {
     "fx_spread_cost_minor": "fx_margin_minor",
     "fx_spread_cost_major": "fx_margin_major",
-    "fx_spread_bps": "fx_margin_bps",
-    "all_in_cost_bps": "all_in_bps",
+    "fx_spread_rate": "fx_margin_rate",
+    "all_in_cost_rate": "all_in_rate",
 }
 _KEPT = [
     "transaction_count",
@@ -31,12 +31,12 @@ _KEPT = [
     "platform_fee_minor",
     "counterparty_fixed_fee_minor",
     "residual_minor",
-    "take_rate_bps",
+    "take_rate",
     "cross_currency_count",
     "with_reference_count",
     "fx_margin_minor",
-    "fx_margin_bps",
-    "all_in_bps",
+    "fx_margin_rate",
+    "all_in_rate",
     "fx_margin_status",
 ]
 
@@ -50,16 +50,16 @@ def revenue(
     major: bool = False,
 ) -> pd.DataFrame:
     """What completed outgoing transfers earned, per group and sending currency, in integer
-    minor units of the sending currency S and basis points of the amount sent.
+    minor units of the sending currency S and fractions of the amount sent (`_rate`).
 
         fees_minor                    = F + V + P + C_s (+ residual): what the sender paid in fees
         service_fixed_fee_minor   F,  service_variable_fee_minor V: the service's fees
         platform_fee_minor        P   = platformFees: the platform's share, inside `fees`
         counterparty_fixed_fee_minor C_s: the counterparty's fixed fee, in S at the quote's rate
-        take_rate_bps                 = fees / sent * 10_000
+        take_rate                     = fees / sent
         fx_margin_minor               = sum of round_half_up(received * 10^(dS - dR) * (x - mid))
-        fx_margin_bps                 = FX margin over the cross-currency amount with a reference
-        all_in_bps                    = (fees + FX margin) / sent * 10_000
+        fx_margin_rate                = FX margin / (cross-currency amount with a reference, at mid)
+        all_in_rate                   = (fees + FX margin) / sent
 
     The figures are those of `fee_breakdown` (same formulas, same rounding) on COMPLETED
     transfers: a failed, expired or open transfer earns nothing (`status` widens it). The
@@ -79,8 +79,9 @@ def revenue(
     ).rename(columns=_RENAMED)
     if by is None:
         return frame
-    frame["fx_margin_status"] = _status(
-        frame["cross_currency_count"], frame["with_reference_count"]
+    frame["fx_margin_status"] = pd.array(
+        _status(frame["cross_currency_count"], frame["with_reference_count"]),
+        dtype="string[pyarrow]",
     )
     keys = [c for c in frame.columns if c not in _KEPT and c not in _RENAMED.values()]
     keys = [c for c in keys if not c.endswith("_major") and c not in _DROPPED]

@@ -439,10 +439,10 @@ def _frame(
         {
             "id": "string[pyarrow]",
             "outcome": "string[pyarrow]",
-            "http_status": "Int64",
+            "http_status": "int64[pyarrow]",
             "error_code": "string[pyarrow]",
             "message": "string[pyarrow]",
-            "attempts": "Int64",
+            "attempts": "int64[pyarrow]",
             "request": "string[pyarrow]",
         }
     )

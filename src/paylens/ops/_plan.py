@@ -97,7 +97,10 @@ def _cancel_check(row: dict[str, Any]) -> str:
     if row["type"] == "INCOMING" and not is_ach_pull(row):
         return "skipped: incoming, not an ACH pull"
     if row["type"] == "OUTGOING" and row["payment_rail"] not in CANCELLABLE_RAILS:
-        return f"skipped: rail {row['payment_rail'] or 'none'} is not ACH or wire"
+        rail = row["payment_rail"]
+        if not isinstance(rail, str) or not rail:  # None or <NA>: the record names no rail
+            return "skipped: no rail given (not ACH or wire)"
+        return f"skipped: rail {rail} is not ACH or wire"
     if row["status"] not in PENDING_STATUSES | {"CREATED"}:
         return f"skipped: already {row['status']}"
     return ELIGIBLE

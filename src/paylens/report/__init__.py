@@ -11,8 +11,8 @@ minor units per currency throughout; a figure shown in major units is formatted 
 the currency's own decimals, never converted, never added across currencies.
 """
 
+from ._figures import Period, TieOutError, exceptions_summary
 from ._format import format_duration, format_minor, format_rate, show
-from ._period import Period, TieOutError, exceptions_summary
 from ._render import NOTEBOOK, ReportError, render_report
 
 __all__ = [

@@ -2,30 +2,33 @@
 
 from __future__ import annotations
 
+import itertools
 import numbers
+from collections.abc import Hashable
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from paylens.analysis._common import MISSING_LABEL, is_fraction
 from paylens.models import format_minor
 
 if TYPE_CHECKING:
     from pandas.io.formats.style import Styler
 
-__all__ = ["format_duration", "format_minor", "format_rate", "show"]
+__all__ = ["MISSING_LABEL", "format_duration", "format_minor", "format_rate", "show"]
 
 
 def format_rate(fraction: float) -> str:
-    """`0.0345` -> `'3.45%'`; no data -> `'n/a'`."""
-    return "n/a" if pd.isna(fraction) else f"{fraction:.2%}"
+    """`0.0345` -> `'3.45%'`; no data -> `'–'` (`MISSING_LABEL`)."""
+    return MISSING_LABEL if pd.isna(fraction) else f"{fraction:.2%}"
 
 
 def format_duration(seconds: float) -> str:
     """Seconds as minutes, hours or days with one decimal: `5742.9` -> `'1.6 h'`."""
     if pd.isna(seconds):
-        return "n/a"
+        return MISSING_LABEL
     for unit, size in (("days", 86_400), ("h", 3_600), ("min", 60)):
         if abs(seconds) >= size:
             return f"{seconds / size:.1f} {unit}"
@@ -43,10 +46,24 @@ def _number(value: Any) -> str:
     return f"{number:,.2f}" if abs(number) >= 1 else f"{number:.6g}"
 
 
+#: How many tables `show` has written in this process (their HTML ids).
+_SHOWN = itertools.count()
+
+
+def _percent(value: object) -> str:
+    return format_rate(float(value)) if isinstance(value, numbers.Real) else str(value)
+
+
 def show(frame: pd.DataFrame, *, index: bool = False) -> Styler:
-    """A frame as the report shows it: numbers as `_number` writes them, missing values as
-    '–', and no row numbers unless `index`."""
-    styler = frame.style.format(_number, na_rep="–")
+    """A frame as the report shows it: fractions (`_rate`, `_share` columns but FX rates) as
+    percentages, other numbers as `_number` writes them, missing values as '–'
+    (`MISSING_LABEL`), and no row numbers unless `index`."""
+    # ids numbered in the order shown, not random: a re-run writes the same page (nbval
+    # compares it), and two tables of one page never share an id
+    styler = frame.style.set_uuid(f"paylens{next(_SHOWN)}").format(_number, na_rep=MISSING_LABEL)
+    fractions: list[Hashable] = [c for c in frame.columns if isinstance(c, str) and is_fraction(c)]
+    if fractions:
+        styler = styler.format(_percent, subset=fractions, na_rep=MISSING_LABEL)
     return styler if index else styler.hide(axis="index")
 
 
@@ -60,4 +77,6 @@ def _instant(value: date | datetime | str | None) -> datetime | None:
 
 
 def _when(value: Any) -> str:
-    return "n/a" if value is None or pd.isna(value) else f"{pd.Timestamp(value):%Y-%m-%d %H:%M} UTC"
+    if value is None or pd.isna(value):
+        return MISSING_LABEL
+    return f"{pd.Timestamp(value):%Y-%m-%d %H:%M} UTC"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -39,10 +41,14 @@ def render_report(
     out: str | os.PathLike[str] = "reports",
     notebook: str | os.PathLike[str] = NOTEBOOK,
     reference_rates: str | os.PathLike[str] | None = None,
+    progress: bool = False,
 ) -> Path:
     """Run the report notebook over the warehouse file `db` for [start, end) (None: all the
     data) in `currency` (None: every currency), and write `<out>/<name>.html` (no code cells)
     beside the executed `<name>.ipynb`; return the HTML's path.
+
+    `progress=True` shows each phase on stderr (tqdm): computing the figures (the notebook's
+    cells, one step each, with an ETA) and rendering the HTML.
 
     The notebook runs in a kernel of this Python whose environment holds no PAYLENS_* secret;
     the database is opened read-only. Raises `ReportError` (with the partial HTML) when a
@@ -82,12 +88,15 @@ def render_report(
             str(notebook),
             str(executed),
             parameters=parameters,
-            progress_bar=False,
+            progress_bar={"desc": PHASES[0], "unit": " cells", "leave": False}
+            if progress
+            else False,
             kernel_manager_class=_ReportKernel,
         )
     except PapermillExecutionError as exc:
         failure = exc
-    page = _write_html(executed, folder / f"{name}.html")
+    with _phase(PHASES[1], progress):
+        page = _write_html(executed, folder / f"{name}.html")
     leaked = _secrets_in(executed.read_text(encoding="utf-8"), page.read_text(encoding="utf-8"))
     if leaked:
         executed.unlink()
@@ -96,6 +105,23 @@ def render_report(
     if failure is not None:
         raise ReportError(f"{failure.ename}: {failure.evalue}", page)
     return page
+
+
+#: What `progress=True` shows, in order.
+PHASES = ("report: computing the figures (running the notebook)", "report: rendering the HTML")
+
+
+@contextmanager
+def _phase(description: str, shown: bool) -> Iterator[None]:
+    """A one-step bar on stderr for a phase with no steps of its own to count."""
+    if not shown:
+        yield
+        return
+    from tqdm.auto import tqdm
+
+    with tqdm(total=1, desc=description, bar_format="{desc} {elapsed}", leave=False) as bar:
+        yield
+        bar.update(1)
 
 
 #: nbconvert's logger for the report: its warning that figures lack alternative text (each

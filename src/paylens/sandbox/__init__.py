@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from paylens.client._config import is_sandbox_url
 
-from ._app import RequestLog, SandboxApp
-from ._clock import Clock, WallClock, advance_served
-from ._faults import Faults
-from ._midrates import mid_rate_series
-from ._server import SandboxServer
-from ._transport import AsyncSandboxTransport, SandboxTransport
-from ._world import ServiceError, World
+from .clock import Clock, WallClock, advance_served
+from .errors import ServiceError
+from .midrates import mid_rate_series
+from .wire.app import RequestLog, SandboxApp
+from .wire.faults import Faults
+from .wire.server import SandboxServer
+from .wire.transport import AsyncSandboxTransport, SandboxTransport
+from .world.world import World
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,7 +58,7 @@ class Sandbox:
     `seed` and the generation options (`transactions`, `start`, `end`, ... passed on to the
     world) fix the data. Credentials are `client_id` and a random `client_secret` (or yours).
     `clock="fixed"` (the default: reproducible) ends the history at `end` and moves time only
-    with `advance`; `clock="wall"` ends it now and follows the wall clock (see `_clock`).
+    with `advance`; `clock="wall"` ends it now and follows the wall clock (see `clock`).
     """
 
     def __init__(
@@ -106,7 +107,7 @@ class Sandbox:
     def reference_rates(self) -> pd.DataFrame:
         """The mid-market rates the sandbox trades around, one row per UTC day and corridor
         from its first generated day to now: pass it to `paylens.analysis` as `reference_rates`."""
-        from ._world import from_us
+        from .clock import from_us
 
         return mid_rate_series(from_us(self.world._start), self.now)
 

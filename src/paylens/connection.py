@@ -1,0 +1,124 @@
+"""One way in for a notebook or a script: the service when configured, else the embedded sandbox.
+
+    import paylens
+    client, wh = paylens.connect("../data/paylens.duckdb")   # shows where the data comes from
+    wh.sync(client)
+
+With none of PAYLENS_BASE_URL, PAYLENS_CLIENT_ID and PAYLENS_CLIENT_SECRET set, `connect` builds
+an embedded sandbox and a fresh warehouse in a temporary folder (so a notebook reads the same
+data on every run) and says loudly that it is sandbox data. With any of them set it connects to
+the service (`Client.from_env()`, which names what is missing) and opens the warehouse file
+given. The secret is never shown: banners name the base URL and the client id only.
+"""
+
+from __future__ import annotations
+
+import atexit
+import html
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from paylens._version import __version__
+from paylens.client import Client
+from paylens.client._config import ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET
+
+if TYPE_CHECKING:  # the warehouse (DuckDB, pandas) loads when a connection is made
+    from paylens.warehouse import Warehouse
+
+__all__ = ["SANDBOX_TRANSACTIONS", "Banner", "connect", "sandbox_warehouse"]
+
+#: The one default size of an embedded sandbox: `connect`, the report, every CLI command and
+#: the README use it, and it is `Sandbox()`'s own default (a test holds the two together).
+SANDBOX_TRANSACTIONS = 10_000
+#: The warehouse file when none is named (as `paylens.warehouse.DEFAULT_PATH`, kept light here).
+DEFAULT_DB = "data/paylens.duckdb"
+
+
+@dataclass(frozen=True)
+class Banner:
+    """A line saying where data comes from: a loud red box for sandbox data."""
+
+    text: str
+    sandbox: bool
+
+    def __str__(self) -> str:
+        return f"*** {self.text} ***" if self.sandbox else self.text
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        if not self.sandbox:
+            return f"<p><b>{html.escape(self.text)}</b></p>"
+        return (
+            "<div style='border:3px solid #b00;background:#fee;color:#b00;padding:0.6em 1em;"
+            f"font-size:1.3em;font-weight:bold'>{html.escape(self.text)}</div>"
+        )
+
+
+def _temporary_folder() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="paylens-notebook-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+def _show(banner: Banner) -> None:
+    from IPython.display import display  # present wherever a notebook runs
+
+    display(banner)
+
+
+def connect(
+    db: str | os.PathLike[str] = DEFAULT_DB,
+    *,
+    seed: int = 0,
+    transactions: int = SANDBOX_TRANSACTIONS,
+) -> tuple[Client, Warehouse]:
+    """A client and a warehouse to sync it into, and a banner saying which data this is.
+
+    The service when any PAYLENS_* variable is set (all three are then required), its data in
+    the warehouse file `db`; otherwise the embedded sandbox (`seed`, `transactions`) and a
+    fresh warehouse in a temporary folder, removed when the kernel exits."""
+    from paylens.warehouse import SANDBOX_LABEL, Warehouse
+
+    if any(os.environ.get(name) for name in (ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET)):
+        client = Client.from_env()
+        wh = Warehouse(db)
+        label = SANDBOX_LABEL if client.is_sandbox else "service data"
+        banner = Banner(
+            f"{label} — paylens {__version__}, from {client.base_url} "
+            f"(client {client.client_id}), warehouse {wh.path}",
+            sandbox=client.is_sandbox,
+        )
+    else:
+        from paylens.sandbox import Sandbox
+
+        client = Sandbox(seed=seed, transactions=transactions).client()
+        wh = Warehouse(_temporary_folder() / "sandbox.duckdb")
+        banner = Banner(
+            f"{SANDBOX_LABEL} — paylens {__version__}, the embedded sandbox (seed {seed}, "
+            f"{transactions:,} transactions), not the service. Set {ENV_BASE_URL}, "
+            f"{ENV_CLIENT_ID} and {ENV_CLIENT_SECRET} to work on the service's data.",
+            sandbox=True,
+        )
+    _show(banner)
+    return client, wh
+
+
+def sandbox_warehouse(
+    *, seed: int = 0, transactions: int = SANDBOX_TRANSACTIONS, progress: bool = False
+) -> Path:
+    """A warehouse file synced from an embedded sandbox, in a temporary folder removed when the
+    process exits: what the report reads when it is given no database (`paylens report
+    --sandbox`). `progress` shows the sync's bar."""
+    from paylens.sandbox import Sandbox
+    from paylens.warehouse import Warehouse
+
+    path = _temporary_folder() / "sandbox.duckdb"
+    with Warehouse(path) as wh:
+        wh.sync(Sandbox(seed=seed, transactions=transactions).client(), progress=progress)
+    return path

@@ -1,0 +1,495 @@
+"""The period a report covers: its rows, read once, and every figure the notebook shows."""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any, cast
+
+import pandas as pd
+
+from paylens._version import __version__
+from paylens.analysis import (
+    FAILURE_LIFECYCLES,
+    LIFECYCLES,
+    RESOLVED_LIFECYCLES,
+    card_summary,
+    failure_breakdown,
+    fee_breakdown,
+    settlement_times,
+)
+from paylens.connection import Banner, sandbox_warehouse
+from paylens.models import format_minor
+from paylens.warehouse import SANDBOX_LABEL, Warehouse
+
+from ._format import MISSING_LABEL, _instant, _when, format_duration, format_rate
+
+#: Each transaction table: the column naming a row's own currency, and what its rows are read
+#: with: `transactions` keep their JSON only when refunded (the refund's times are in it),
+#: outgoing fees get their funding source and refund from `transactions`, card transactions
+#: the currency of the internal account funding them.
+_TABLES: dict[str, tuple[str, str]] = {
+    "transactions": (
+        "currency",
+        "SELECT * EXCLUDE (raw, raw_hash),"
+        " CASE WHEN refund_status IS NOT NULL THEN raw END AS raw FROM transactions",
+    ),
+    "outgoing_fees": (
+        "sent_amount_currency",
+        "SELECT f.*, t.updated_at, t.source_type, t.refund_status, t.refund_reason"
+        " FROM outgoing_fees AS f"
+        " LEFT JOIN transactions AS t ON t.id = f.id",
+    ),
+    "card_transactions": (
+        "authorized_amount_currency",
+        "SELECT c.*, a.balance_currency AS funding_currency,"
+        " a.balance_decimals AS funding_decimals FROM card_transactions AS c"
+        " LEFT JOIN internal_accounts AS a ON a.id = c.account_id",
+    ),
+}
+
+
+class TieOutError(AssertionError):
+    """Figures of the report that should agree do not."""
+
+
+@dataclass(frozen=True, repr=False)
+class Header:
+    """The run header: a banner saying where the data comes from, then facts and row counts."""
+
+    banner: Banner
+    facts: dict[str, str]
+    counts: pd.DataFrame
+
+    def __repr__(self) -> str:
+        lines = [str(self.banner), *(f"{k}: {v}" for k, v in self.facts.items())]
+        return "\n".join([*lines, self.counts.to_string(index=False)])
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
+            f"{html.escape(v)}</td></tr>"
+            for k, v in self.facts.items()
+        )
+        counts = self.counts.to_html(index=False, border=0)
+        return f"<div>{self.banner._repr_html_()}<table>{rows}</table><p>{counts}</p></div>"
+
+
+class Period:
+    """The warehouse rows created in [start, end) (UTC; None: unbounded), of one currency or
+    all (a row's own currency: sent for outgoing, received for incoming, authorized for
+    cards). Its frames carry the warehouse's source label, so tables and plots say sandbox."""
+
+    #: a CSV of mid-market rates given to `open` (None: see `reference_rates`)
+    rates_file: Path | None = None
+
+    def __init__(
+        self,
+        wh: Warehouse,
+        start: date | datetime | str | None = None,
+        end: date | datetime | str | None = None,
+        currency: str | None = None,
+    ) -> None:
+        self.wh = wh
+        self.start = _instant(start)
+        self.end = _instant(end)
+        # currency codes are upper case on the wire; `usd` means USD
+        self.currency = currency.strip().upper() if currency and currency.strip() else None
+        if self.start and self.end and self.start >= self.end:
+            raise ValueError(f"the period is empty: start {start} is not before end {end}")
+        self.transactions = self._read("transactions")
+        self.fees = self._read("outgoing_fees")
+        self.cards = self._read("card_transactions")
+        where, params = self._where("transactions")
+        self.history = wh.sql(
+            "SELECT * FROM status_history WHERE id IN"
+            f" (SELECT id FROM transactions WHERE {where}) ORDER BY observed_at, id",
+            params,
+        )
+
+    @classmethod
+    def open(
+        cls,
+        db: str | os.PathLike[str] | None,
+        start: date | datetime | str | None = None,
+        end: date | datetime | str | None = None,
+        currency: str | None = None,
+        reference_rates: str | os.PathLike[str] | None = None,
+    ) -> Period:
+        """The period of the warehouse file `db`, opened read-only; None: a small embedded
+        sandbox synced for this run (how the notebook runs when nobody passes a database).
+        `reference_rates`: a CSV file of mid-market rates (`date`, `sent_currency`,
+        `received_currency`, `mid_rate`) for the FX margin."""
+        path = sandbox_warehouse() if db is None else Path(db)
+        period = cls(Warehouse(path, read_only=True), start, end, currency)
+        if reference_rates is not None:
+            period.rates_file = Path(reference_rates)
+        return period
+
+    def _where(self, table: str) -> tuple[str, list[Any]]:
+        clauses: list[str] = ["TRUE"]
+        params: list[Any] = []
+        if self.start is not None:
+            clauses.append("created_at >= ?")
+            params.append(self.start)
+        if self.end is not None:
+            clauses.append("created_at < ?")
+            params.append(self.end)
+        if self.currency is not None:
+            clauses.append(f"{_TABLES[table][0]} = ?")
+            params.append(self.currency)
+        return " AND ".join(clauses), params
+
+    def _read(self, table: str) -> pd.DataFrame:
+        where, params = self._where(table)
+        rows = _TABLES[table][1]
+        return self.wh.sql(f"SELECT * FROM ({rows}) WHERE {where} ORDER BY created_at, id", params)
+
+    @property
+    def reference_rates(self) -> pd.DataFrame | None:
+        """Mid rates for the FX margin: for sandbox data, the series the sandbox trades around
+        over the period's days; otherwise None (the interface gives no mid-market rate: the
+        revenue table then says the margin is unknown)."""
+        if self.rates_file is not None:
+            return read_reference_rates(self.rates_file)
+        created = self.transactions["created_at"]
+        if not self.wh.is_sandbox or created.empty:
+            return None
+        from paylens.sandbox import mid_rate_series
+
+        return mid_rate_series(created.min(), created.max())
+
+    # -- the header -------------------------------------------------------------------------------
+
+    def run_header(self) -> Header:
+        """Version, data source (sandbox data said loudly), when the data was pulled, the
+        period and the row counts."""
+        wh = self.wh
+        runs = wh.sync_runs()
+        pulled = runs[runs["status"] == "succeeded"].tail(1)
+        last = runs.tail(1)
+        source = wh.source or "nowhere (never synced)"
+        if wh.is_sandbox:
+            banner = Banner(
+                f"{SANDBOX_LABEL} — simulated by paylens' sandbox, not the service", True
+            )
+        else:
+            banner = Banner(f"service data from {source}", False)
+        created = self.transactions["created_at"]
+        facts = {
+            "paylens": __version__,
+            "data source": f"{SANDBOX_LABEL} from {source}" if wh.is_sandbox else source,
+            "database": str(wh.path),
+            "data pulled": (
+                f"{_when(pulled['finished_at'].iloc[0])} (sync #{pulled['run_id'].iloc[0]}, "
+                f"{pulled['mode'].iloc[0]})"
+                if len(pulled)
+                else "never (no successful sync)"
+            ),
+            "last sync": (
+                f"#{last['run_id'].iloc[0]} {last['status'].iloc[0]}" if len(last) else "none"
+            ),
+            "period": (
+                f"{_when(self.start) if self.start else 'the first record'} to "
+                f"{_when(self.end) + ' (exclusive)' if self.end else 'the last record'}; "
+                f"data from {_when(created.min())} to {_when(created.max())}"
+            ),
+            "currency": self.currency or "every currency, each on its own",
+            "report run": _when(datetime.now(UTC)),
+        }
+        rows = [
+            *(
+                (
+                    f"{kind.lower()} transactions",
+                    int((self.transactions["type"] == kind).sum()),
+                    self._total("transactions", f"type = '{kind}'"),
+                )
+                for kind in ("INCOMING", "OUTGOING", "CARD")
+            ),
+            ("status changes", len(self.history), self._total("status_history")),
+            ("customers", None, self._total("customers")),
+            ("records rejected by sync", None, self._total("rejected_records")),
+        ]
+        counts = pd.DataFrame(
+            [
+                (name, MISSING_LABEL if n is None else f"{n:,}", f"{total:,}")
+                for name, n, total in rows
+            ],
+            columns=["rows", "in the period", "in the warehouse"],
+        )
+        return Header(banner, facts, counts)
+
+    def _total(self, table: str, condition: str = "TRUE") -> int:
+        return int(self.wh.sql(f"SELECT count(*) AS n FROM {table} WHERE {condition}")["n"].iloc[0])
+
+    # -- tie-outs ---------------------------------------------------------------------------------
+
+    def tie_outs(self) -> pd.DataFrame:
+        """Figures that must agree, each computed two ways: `expected`, `actual` and `passed`
+        per `check` (the index). `assert_tie_outs` raises when any did not."""
+        txs, fees, cards = self.transactions, self.fees, self.cards
+        kinds = txs["type"].value_counts()
+        settlement = settlement_times(fees, by=[], status_history=self.history)
+        failures = failure_breakdown(txs)
+        card_rows = card_summary(cards, by="status", status_history=self.history)
+        fee_rows = fee_breakdown(fees, status=None)
+        helper_volume = fee_rows.groupby("sent_currency")["sent_minor"].sum()
+        sql_volume = fees.groupby("sent_amount_currency")["sent_amount_minor"].sum()
+        volume_gaps = helper_volume.sub(sql_volume, fill_value=0).ne(0).sum()
+        last_run = self.wh.sync_runs().tail(1)
+        checks: list[tuple[str, object, object]] = [
+            (
+                "outgoing_fees holds every outgoing transaction",
+                int(kinds.get("OUTGOING", 0)),
+                len(fees),
+            ),
+            (
+                "card_transactions holds every card transaction",
+                int(kinds.get("CARD", 0)),
+                len(cards),
+            ),
+            (
+                "every outgoing transaction has one lifecycle",
+                len(fees),
+                int(settlement[[f"{name}_count" for name in LIFECYCLES]].sum().sum()),
+            ),
+            (
+                "failure breakdown covers every incoming and outgoing transaction",
+                int(kinds.get("INCOMING", 0) + kinds.get("OUTGOING", 0)),
+                len(failures),
+            ),
+            (
+                "card transactions by status add up",
+                len(cards),
+                int(card_rows["transaction_count"].sum()),
+            ),
+            (
+                "fee components explain every fee (transactions with a residual)",
+                0,
+                int((fee_rows["residual_minor"] != 0).sum()),
+            ),
+            (
+                "sum of fee residuals, every currency",
+                0,
+                int(fee_rows["residual_minor"].abs().sum()),
+            ),
+            ("currencies whose sent volume differs from the warehouse", 0, int(volume_gaps)),
+            (
+                "amounts without a currency",
+                0,
+                int((txs["amount_minor"].notna() & txs["currency"].isna()).sum()),
+            ),
+            (
+                "last sync succeeded",
+                "succeeded",
+                str(last_run["status"].iloc[0]) if len(last_run) else "never synced",
+            ),
+        ]
+        frame = pd.DataFrame(checks, columns=["check", "expected", "actual"]).set_index("check")
+        frame["passed"] = [e == a for _, e, a in checks]
+        frame.attrs["source"] = txs.attrs.get("source")
+        return frame
+
+    @staticmethod
+    def assert_tie_outs(checks: pd.DataFrame) -> str:
+        """'all N tie-out checks passed', or a `TieOutError` naming every check that failed."""
+        failed = checks[~checks["passed"]]
+        if len(failed):
+            lines = [
+                f"  {r.Index}: expected {r.expected}, got {r.actual}" for r in failed.itertuples()
+            ]
+            raise TieOutError(
+                f"TIE-OUT FAILED: {len(failed)} of {len(checks)} checks\n" + "\n".join(lines)
+            )
+        return f"all {len(checks)} tie-out checks passed"
+
+    # -- headline figures -----------------------------------------------------------------------
+
+    def headline(self) -> pd.DataFrame:
+        """Per currency (never added across currencies): completed incoming transactions and
+        the amount received, completed outgoing ones with the amount sent and their fees, card
+        transactions and their net settled amount, in major units of that currency."""
+        txs = self.transactions
+        incoming = txs[(txs["type"] == "INCOMING") & (txs["status"] == "COMPLETED")]
+        received = incoming.groupby(["currency", "decimals"])["amount_minor"].agg(["size", "sum"])
+        fees = fee_breakdown(self.fees, by=[], status="COMPLETED")
+        cards = card_summary(self.cards, by=[], status_history=self.history)
+        rows: dict[str, dict[str, str]] = {}
+
+        def add(currency: Any, decimals: Any, **figures: Any) -> None:
+            # cells of pandas rows: a code, its decimals and integer figures
+            row = rows.setdefault(str(currency), {})
+            for name, value in figures.items():
+                is_count = name.endswith("_count")
+                row[name] = (
+                    f"{int(value):,}" if is_count else format_minor(int(value), int(decimals))
+                )
+
+        for key, got in received.iterrows():
+            currency, decimals = cast(tuple[str, int], key)  # the (currency, decimals) index
+            add(currency, decimals, incoming_count=got["size"], received=got["sum"])
+        for f in fees.itertuples():
+            add(f.sent_currency, f.sent_decimals, outgoing_count=f.transaction_count)
+            add(f.sent_currency, f.sent_decimals, sent=f.sent_minor, fees=f.fees_minor)
+        for c in cards.itertuples():
+            add(
+                c.currency,
+                c.decimals,
+                card_count=c.transaction_count,
+                net_settled=c.net_settled_minor,
+            )
+        columns = {
+            "incoming_count": "incoming completed",
+            "received": "received",
+            "outgoing_count": "outgoing completed",
+            "sent": "sent",
+            "fees": "fees",
+            "card_count": "card transactions",
+            "net_settled": "card net settled",
+        }
+        frame = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(columns))
+        # every cell is text; a kind with no row in the period is an empty (float) column
+        frame = frame.astype(object).fillna(MISSING_LABEL).rename(columns=columns)
+        frame.index.name = "currency"
+        order = txs["currency"].value_counts()
+        frame = frame.loc[sorted(frame.index, key=lambda c: (-order.get(c, 0), c))]
+        frame.attrs["source"] = txs.attrs.get("source")
+        return frame
+
+    def rates(self) -> pd.DataFrame:
+        """Failure rates (failed and failed after debit / resolved: open transfers are in no
+        rate), the Kaplan–Meier median and p90 time from creation to settlement of outgoing
+        transfers (open ones censored), the share settled later than expected (overdue open ones
+        count as late), open transfers, refunds, stale card holds and exceptions; counts and
+        times, so every currency is in them."""
+        rows = failure_breakdown(self.transactions)
+        settled = settlement_times(self.fees, by=[], status_history=self.history)
+        cards = card_summary(self.cards, by=[], status_history=self.history)
+        first = settled.iloc[0] if len(settled) else pd.Series(dtype=object)
+
+        nan = float("nan")
+
+        def failure_rate(kind: str) -> str:
+            lives = rows.loc[rows["type"] == kind, "lifecycle"]
+            resolved = int(lives.isin(RESOLVED_LIFECYCLES).sum())
+            failed = int(lives.isin(FAILURE_LIFECYCLES).sum())
+            return format_rate(failed / resolved if resolved else nan)
+
+        figures = {
+            "outgoing failure rate": failure_rate("OUTGOING"),
+            "incoming failure rate": failure_rate("INCOMING"),
+            "median outgoing settlement time": format_duration(first.get("p50_seconds", nan)),
+            "p90 outgoing settlement time": format_duration(first.get("p90_seconds", nan)),
+            "outgoing settled later than expected": format_rate(
+                first.get("expected_breach_rate", float("nan"))
+            ),
+            "open outgoing transfers": f"{int(first.get('open_count', 0)):,}",
+            "cancelled outgoing transfers": f"{int(first.get('cancelled_count', 0)):,}",
+            "stale card holds": f"{int(cards['stale_hold_count'].sum()):,}",
+            "card transactions in EXCEPTION": f"{int(cards['exception_count'].sum()):,}",
+        }
+        frame = pd.DataFrame({"figure": list(figures), "value": list(figures.values())})
+        frame.attrs["source"] = self.transactions.attrs.get("source")
+        return frame.set_index("figure")
+
+    # -- exceptions ---------------------------------------------------------------------------
+
+    def exceptions(self) -> pd.DataFrame:
+        """One row per thing to look at: failed transactions, outgoing ones settled later than
+        expected or pending past their expectation, stale card holds, card transactions in
+        EXCEPTION and those settled in another currency than authorized; newest first."""
+        txs = self.transactions
+        settled = settlement_times(self.fees, status_history=self.history)
+        cards = card_summary(self.cards, status_history=self.history)
+        lives = failure_breakdown(txs)
+        amounts = txs.set_index("id")[["currency", "decimals", "amount_minor"]]
+        parts = [
+            _rows(
+                "failed transaction",
+                lives[lives["lifecycle"].isin(FAILURE_LIFECYCLES)],
+                lambda r: f"{r.lifecycle}: {r.failure_reason}",
+            ),
+            _rows(
+                "settled later than expected",
+                settled[settled["expected_breach"].fillna(False)],
+                lambda r: f"{format_duration(r.late_seconds)} after the expected time",
+            ),
+            _rows(
+                "open past its expected settlement",
+                settled[settled["overdue"].fillna(False)],
+                lambda r: f"open for {format_duration(r.open_seconds)}",
+            ),
+            _rows(
+                "stale card hold",
+                cards[cards["stale_hold"]],
+                lambda r: f"{r.status}, held {format_duration(r.hold_age_seconds)}",
+            ),
+            _rows(
+                "card transaction in EXCEPTION",
+                cards[cards["exception"]],
+                lambda r: f"{r.pull_count} pull(s), {r.pull_pending_count} pending",
+            ),
+            _rows(
+                "card settled in another currency",
+                cards[cards["currency_mismatch"]],
+                lambda r: "settled or refunded amount not in the authorized currency",
+            ),
+        ]
+        frame = pd.concat(parts, ignore_index=True)
+        frame = frame.join(amounts, on="id")
+        frame["amount"] = [
+            MISSING_LABEL if pd.isna(m) else f"{format_minor(m, d)} {c}"
+            for m, d, c in zip(
+                frame["amount_minor"], frame["decimals"], frame["currency"], strict=True
+            )
+        ]
+        frame = frame.sort_values(["kind", "created_at"], ascending=[True, False], kind="stable")
+        frame = frame[["kind", "id", "status", "created_at", "amount", "detail"]]
+        frame.attrs["source"] = txs.attrs.get("source")
+        return frame.reset_index(drop=True)
+
+
+def _rows(kind: str, frame: pd.DataFrame, detail: Callable[[Any], Any]) -> pd.DataFrame:
+    """Exception rows of one kind: id, status, creation time and a detail per row."""
+    created = "created_at" if "created_at" in frame.columns else "authorized_at"
+    return pd.DataFrame(
+        {
+            "kind": kind,
+            "id": frame["id"].astype(str).to_numpy(),
+            "status": frame["status"].astype(str).to_numpy(),
+            "created_at": frame[created].to_numpy(),
+            "detail": [str(detail(r)) for r in frame.itertuples()],
+        }
+    )
+
+
+def exceptions_summary(exceptions: pd.DataFrame) -> pd.DataFrame:
+    """How many exceptions of each kind."""
+    return exceptions.groupby("kind").size().rename("count").to_frame()
+
+
+#: Columns of a reference-rates file.
+RATE_COLUMNS = ("date", "sent_currency", "received_currency", "mid_rate")
+
+
+def read_reference_rates(path: Path) -> pd.DataFrame:
+    """A CSV of mid-market rates, one row per day and corridor (the shape of
+    `paylens.sandbox.mid_rate_series`), checked; a clear error names what is wrong."""
+    from paylens.errors import InvalidArgumentError
+
+    try:
+        frame = pd.read_csv(path, dtype={"sent_currency": str, "received_currency": str})
+    except (OSError, ValueError) as exc:
+        raise InvalidArgumentError("reference_rates", f"cannot read {path}: {exc}") from None
+    missing = [c for c in RATE_COLUMNS if c not in frame.columns]
+    if missing:
+        raise InvalidArgumentError(
+            "reference_rates", f"{path} lacks the column(s) {', '.join(missing)}"
+        )
+    frame["date"] = pd.to_datetime(frame["date"]).dt.date
+    frame.attrs["source"] = f"reference mid rates from {path.name}"
+    return frame[list(RATE_COLUMNS)]

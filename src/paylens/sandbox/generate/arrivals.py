@@ -1,0 +1,53 @@
+"""When generated transactions happen: the arrival process the world draws from, at generation
+and as the clock advances."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .entities import US_PER_DAY, pick_weighted
+from .schema import MINUTE_MS
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """When transactions happen: more on weekdays and in (UTC) business hours, and a growth of
+    activity over the generated period (0.7x at its start to 1.3x at its end, flat after)."""
+
+    period_start_ms: int
+    period_end_ms: int
+
+    def weights(self, bins_ms: np.ndarray) -> np.ndarray:
+        minute = (bins_ms // MINUTE_MS) % 1440
+        hours = minute / 60.0
+        dist = np.minimum(np.abs(hours - 15.0), 24.0 - np.abs(hours - 15.0))
+        intraday = 0.25 / 24 + 0.75 * np.exp(-0.5 * (dist / 3.5) ** 2) / (3.5 * np.sqrt(2 * np.pi))
+        weekday = (bins_ms // (US_PER_DAY // 1000) + 3) % 7  # Monday = 0
+        week = np.select([weekday == 5, weekday == 6], [0.6, 0.5], 1.0)
+        span = max(self.period_end_ms - self.period_start_ms, 1)
+        growth = 0.7 + 0.6 * np.clip((bins_ms - self.period_start_ms) / span, 0.0, 1.0)
+        return intraday * week * growth
+
+    def draw(
+        self,
+        rng: np.random.Generator,
+        first_ms: int,
+        last_ms: int,
+        n: int | None,
+        per_weight: float = 0.0,
+    ) -> tuple[np.ndarray, float]:
+        """Arrival times (µs, whole ms, sorted) in [first_ms, last_ms]: exactly `n`, or a Poisson
+        number with mean `per_weight` times the total weight. Also returns that total weight."""
+        if last_ms < first_ms:
+            return np.zeros(0, np.int64), 0.0
+        edges = np.arange(first_ms - first_ms % MINUTE_MS, last_ms + 1, MINUTE_MS, dtype=np.int64)
+        lo = np.maximum(edges, first_ms)
+        hi = np.minimum(edges + MINUTE_MS, last_ms + 1)
+        w = self.weights(edges) * (hi - lo) / MINUTE_MS
+        total = float(w.sum())
+        count = n if n is not None else int(rng.poisson(per_weight * total))
+        b = pick_weighted(rng, w, count)
+        ms = lo[b] + (rng.random(count) * (hi[b] - lo[b])).astype(np.int64)
+        return np.sort(ms) * 1000, total

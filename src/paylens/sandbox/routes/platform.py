@@ -1,0 +1,13 @@
+"""Routes of the platform's own resources: `/config`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..wire.request import Request
+from .registry import route
+
+
+@route("GET", "/config")
+def get_config(r: Request) -> tuple[int, Any]:
+    return 200, r.world.platform_config()

@@ -1,0 +1,116 @@
+"""What a route handler reads: the request, its query parameters, and the checks of values
+every route shares (int64 integers, ISO 8601 instants)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..clock import to_us
+from ..errors import invalid
+
+if TYPE_CHECKING:
+    from ..world.world import World
+
+#: Integers of the interface are int64: larger ones are refused, never stored or computed with.
+INT64_MAX = 2**63 - 1
+
+
+@dataclass
+class Request:
+    world: World
+    args: list[str]
+    params: dict[str, list[str]]
+    body: Any
+    headers: Mapping[str, str]
+
+
+Handler = Callable[[Request], tuple[int, Any]]
+
+
+class Query:
+    """Reads query parameters, collecting one FieldError per bad parameter."""
+
+    def __init__(self, params: dict[str, list[str]]) -> None:
+        self.params = params
+        self.errors: list[dict[str, str]] = []
+
+    def fail(self, name: str, message: str) -> None:
+        self.errors.append({"field": name, "message": message})
+
+    def text(self, name: str) -> str | None:
+        values = self.params.get(name)
+        return values[0] if values else None
+
+    def texts(self, name: str) -> list[str]:
+        """An array parameter as official clients send it: repeated (`a=X&a=Y`), comma-joined
+        (`a=X,Y`), or both; empty items are dropped."""
+        return [item for value in self.params.get(name, ()) for item in value.split(",") if item]
+
+    def choice(self, name: str, allowed: tuple[str, ...]) -> str | None:
+        value = self.text(name)
+        if value is not None and value not in allowed:
+            self.fail(name, f"must be one of {', '.join(allowed)}")
+            return None
+        return value
+
+    def time(self, name: str) -> int | None:
+        value = self.text(name)
+        if value is None:
+            return None
+        at = parse_time(value)
+        if at is None:
+            self.fail(
+                name, "must be an ISO 8601 date-time with a time zone, e.g. 2025-10-01T00:00:00Z"
+            )
+        return at
+
+    def integer(self, name: str, default: int, low: int, high: int = INT64_MAX) -> int:
+        value = self.text(name)
+        if value is None:
+            return default
+        try:
+            number = int(value)
+        except ValueError:
+            number = None
+        if number is None or not is_int(number, low, high):
+            self.fail(name, f"must be an integer from {low} to {high}")
+            return default
+        return number
+
+    def boolean(self, name: str) -> bool | None:
+        value = self.choice(name, ("true", "false"))
+        return None if value is None else value == "true"
+
+    def check(self) -> None:
+        if self.errors:
+            raise invalid(self.errors)
+
+
+def is_int(value: Any, low: int = 0, high: int = INT64_MAX) -> bool:
+    """True for a JSON integer (not a boolean) in [low, high]."""
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def parse_time(value: str) -> int | None:
+    """Microseconds since the epoch of an ISO 8601 date-time with a zone (a '+' that arrived as
+    a space in an unencoded query is read as '+')."""
+    text = value.strip().replace(" ", "+")
+    if "T" not in text and "t" not in text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return None if moment.tzinfo is None else to_us(moment)
+
+
+def optional_text(body: dict[str, Any], name: str, errors: list[dict[str, str]]) -> str | None:
+    """An optional string field: absent is None, but a present one (null included) must be text."""
+    value = body.get(name)
+    if name in body and not isinstance(value, str):
+        errors.append({"field": name, "message": "must be a string"})
+        return None
+    return value

@@ -1,0 +1,96 @@
+"""What every part of the `World` shares: its state (declared here, made by `World.__init__`)
+and the few steps its operations have in common (change a row, execute a quote, the time of a
+change)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..clock import whole_ms
+from ..generate.arrivals import Arrivals
+from ..generate.entities import (
+    Entities,
+)
+from ..generate.schema import AWAITING_APPROVAL, STATUS_CODE
+from ..generate.transactions import settle_durations
+from ..wire.idempotency import IdempotencyKeys
+from .entities import EntityViews
+from .lifecycle import Lifecycle
+from .render import TransactionViews
+from .store import TransactionStore
+from .wallets import WalletAuth
+
+
+class WorldBase:
+    """The world's state and shared steps; `World` composes the operations built on it."""
+
+    seed: int
+    _now: int
+    _start: int
+    _mix: np.ndarray
+    fee_config: tuple[int, int, int]
+    entities: Entities
+    views: EntityViews
+    _arrivals: Arrivals
+    _per_weight: float
+    store: TransactionStore
+    tx: TransactionViews
+    _calls: np.random.Generator
+    platform_id: str
+    config_id: str
+    wallets: WalletAuth
+    idempotency: IdempotencyKeys
+    _advances: int
+    lifecycle: Lifecycle
+
+    @property
+    def now_us(self) -> int:
+        return self._now
+
+    def _status(self, row: int) -> int:
+        return int(self.store.col("status")[row])
+
+    def _update(self, row: int, **values: Any) -> None:
+        """Change fields of a row through the interface: the store re-plans it and its kept
+        wire text is dropped."""
+        self.store.update(row, self._now, **values)
+        self.tx.forget(row)
+
+    def _touch(self) -> int:
+        """The time of a change made now, at whole milliseconds."""
+        return whole_ms(self._now)
+
+    @property
+    def call_rng(self) -> np.random.Generator:
+        """The random stream of changes made through the interface."""
+        return self._calls
+
+    def move_clock_to(self, at: int) -> None:
+        """Move the clock forward to `at` (µs) without running `advance` (a record created now
+        whose time must follow the previous record's)."""
+        self._now = max(self._now, at)
+
+    def update_row(self, row: int, **values: Any) -> None:
+        """Change fields of a row through the interface (see `_update`)."""
+        self._update(row, **values)
+
+    def execute_row(self, row: int) -> None:
+        """Execute the quote of an OUTGOING row now (it then settles on its rail)."""
+        self._execute(row)
+
+    def _execute(self, row: int) -> None:
+        s = self.store
+        t = self._touch()
+        duration = (
+            int(settle_durations(self._calls, np.array([s.col("channel")[row]]))[0]) // 1000 * 1000
+        )
+        self._update(
+            row,
+            t1=t,
+            t2=t + duration,
+            final=STATUS_CODE["COMPLETED"],
+            touched=t,
+            flags=int(s.col("flags")[row]) & ~AWAITING_APPROVAL,
+        )
