@@ -30,7 +30,11 @@ def _sandbox_serve(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     sandbox = Sandbox(
-        seed=args.seed, transactions=args.transactions, scenarios=args.scenarios, clock=args.clock
+        seed=args.seed,
+        transactions=args.transactions,
+        scenarios=args.scenarios,
+        clock=args.clock,
+        profile=args.profile,
     )
     sandbox.faults.configure(
         latency=args.latency, rate_429=args.rate_429, rate_limit=args.rate_limit
@@ -47,7 +51,8 @@ def _sandbox_serve(args: argparse.Namespace) -> int:
     for name, value in sandbox.env(server).items():
         print(f"{name}={value}")
     print(
-        f"# paylens sandbox (SANDBOX DATA): {args.transactions:,} transactions, seed {args.seed}, "
+        f"# paylens sandbox (SANDBOX DATA): {args.transactions:,} transactions "
+        f"({args.profile} profile), seed {args.seed}, "
         f"generated in {time.perf_counter() - started:.1f}s; serving until interrupted",
         file=sys.stderr,
         flush=True,
@@ -373,6 +378,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--latency", type=float, default=0.0, help="seconds added to each request")
     serve.add_argument(
+        "--profile",
+        choices=("default", "remittance"),
+        default="default",
+        help="the data's shape: default (one customer per ~50 transactions) or remittance "
+        "(one customer per transaction, 1.2 external and 0.6 internal accounts each, cards "
+        "for 10 %%)",
+    )
+    serve.add_argument(
         "--scenarios",
         type=int,
         default=None,
@@ -420,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="RESOURCE",
         help=f"sync only these ({', '.join(_RESOURCES)}); the customers, cards and accounts "
-        "named are re-read whole whatever their age",
+        "named are re-read whole whatever their age (default: all five)",
     )
     sync.add_argument("--concurrency", type=int, default=16, help="time slices read at once")
     sync.add_argument(
