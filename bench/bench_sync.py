@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -57,8 +57,13 @@ print(json.dumps({"seconds": time.perf_counter() - started, "records": records})
 
 @contextmanager
 def served(
-    transactions: int, latency: float = 0.0, scenarios: int | None = None
+    transactions: int,
+    latency: float = 0.0,
+    scenarios: int | None = None,
+    extra: Sequence[str] = (),
 ) -> Iterator[dict[str, str]]:
+    """`paylens sandbox serve` in its own process (`extra`: more of its options); yields its
+    PAYLENS_* variables."""
     cmd = [
         sys.executable,
         "-m",
@@ -74,6 +79,7 @@ def served(
     ]
     if scenarios is not None:
         cmd += ["--scenarios", str(scenarios)]
+    cmd += list(extra)
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:

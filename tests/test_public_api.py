@@ -3,10 +3,13 @@ mutate a shared client."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import threading
+from pathlib import Path
+from typing import Any
 
 import paylens
 from paylens import Sandbox
@@ -68,14 +71,40 @@ def test_the_error_tree_drawn_is_the_error_tree_exported() -> None:
     )
 
 
-def test_import_paylens_loads_no_dataframe_or_plotting_stack() -> None:
-    code = (
-        "import sys, paylens; "
-        "print(sorted(m for m in ('pandas', 'duckdb', 'matplotlib', 'numpy', 'papermill') "
-        "if m in sys.modules))"
-    )
+def test_import_paylens_loads_no_dataframe_or_plotting_stack_model_or_sandbox() -> None:
+    heavy = ("pandas", "duckdb", "matplotlib", "numpy", "papermill", "paylens.sandbox")
+    heavy += ("paylens.warehouse", "paylens.models._transactions", "paylens.models._account_info")
+    code = f"import sys, paylens; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_sync_process_loads_no_pandas(sandbox: Sandbox, server: Any, tmp_path: Path) -> None:
+    env = {**os.environ, **sandbox.env(server)}
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "paylens.cli",
+            "sync",
+            "--quiet",
+            "--db",
+            str(tmp_path / "w.duckdb"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "sync #1 (full" in out.stdout
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()}
+    assert "duckdb" in loaded and "pyarrow" in loaded
+    assert not {"matplotlib", "papermill", "paylens.sandbox"} & loaded
+    # pyarrow asks for pandas and is refused (a line for the attempt): nothing of it loads
+    assert not [name for name in loaded if name.startswith("pandas.")]
 
 
 def test_with_options_returns_a_sibling_and_leaves_the_client_alone() -> None:
@@ -100,9 +129,11 @@ def test_a_sync_counts_only_its_own_requests_and_leaves_the_client_alone(tmp_pat
     budget = client.rate_budget
     stop = threading.Event()
 
+    tid = next(iter(sandbox.world.all_transactions()))["id"]
+
     def chatter() -> None:  # another thread using the same client meanwhile
         while not stop.is_set():
-            client.config.get()
+            client.transactions.get(tid)
 
     other = threading.Thread(target=chatter)
     other.start()
@@ -114,10 +145,10 @@ def test_a_sync_counts_only_its_own_requests_and_leaves_the_client_alone(tmp_pat
         stop.set()
         other.join()
     assert client.rate_budget is budget
-    not_config = sum(
-        1 for method, path, _ in sandbox.requests.entries if not path.endswith("/config")
+    not_chatter = sum(
+        1 for method, path, _ in sandbox.requests.entries if not path.endswith(f"/{tid}")
     )
-    assert report.requests == not_config
+    assert report.requests == not_chatter
 
 
 def test_async_resources_answer_awaitables_of_the_same_models() -> None:

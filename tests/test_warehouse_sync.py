@@ -488,5 +488,5 @@ def test_progress_shows_the_total_and_every_step(
     full, incremental = seen
     assert full.expected == 1_200  # the service's totalCount: a total and an ETA
     assert full.phases[0] == "reading" and full.phases[-1] == "checkpoint"
-    assert {"committing", "customers", "cards"} <= set(full.phases)
+    assert {"committing", "customers, cards, accounts"} <= set(full.phases)
     assert "reconciling" in incremental.phases and incremental.expected is None

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from paylens.connection import connect
     from paylens.ops import Plan
     from paylens.sandbox import Sandbox
-    from paylens.warehouse import SyncOptions, SyncReport, Warehouse, sync_file
+    from paylens.warehouse import Freshness, SyncOptions, SyncReport, Warehouse, sync_file
 
 #: What loads on first use: name -> (module, attribute or None for the module itself).
 _LAZY = {
@@ -64,6 +64,7 @@ _LAZY = {
     "Warehouse": ("paylens.warehouse", "Warehouse"),
     "SyncReport": ("paylens.warehouse", "SyncReport"),
     "SyncOptions": ("paylens.warehouse", "SyncOptions"),
+    "Freshness": ("paylens.warehouse", "Freshness"),
     "sync_file": ("paylens.warehouse", "sync_file"),
     "Plan": ("paylens.ops", "Plan"),
     "connect": ("paylens.connection", "connect"),
@@ -96,6 +97,7 @@ __all__ = [
     "Client",
     "ConfigurationError",
     "ConflictError",
+    "Freshness",
     "InternalServerError",
     "InvalidArgumentError",
     "InvalidSignatureError",

@@ -30,7 +30,11 @@ def _sandbox_serve(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     sandbox = Sandbox(
-        seed=args.seed, transactions=args.transactions, scenarios=args.scenarios, clock=args.clock
+        seed=args.seed,
+        transactions=args.transactions,
+        scenarios=args.scenarios,
+        clock=args.clock,
+        profile=args.profile,
     )
     sandbox.faults.configure(
         latency=args.latency, rate_429=args.rate_429, rate_limit=args.rate_limit
@@ -47,7 +51,8 @@ def _sandbox_serve(args: argparse.Namespace) -> int:
     for name, value in sandbox.env(server).items():
         print(f"{name}={value}")
     print(
-        f"# paylens sandbox (SANDBOX DATA): {args.transactions:,} transactions, seed {args.seed}, "
+        f"# paylens sandbox (SANDBOX DATA): {args.transactions:,} transactions "
+        f"({args.profile} profile), seed {args.seed}, "
         f"generated in {time.perf_counter() - started:.1f}s; serving until interrupted",
         file=sys.stderr,
         flush=True,
@@ -154,6 +159,7 @@ def _sync(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             rate_limit=args.rate_limit,
             progress=not args.quiet and sys.stderr.isatty(),
+            resources=args.resources,
         )
     except PaylensError as exc:
         print(f"paylens sync: failed: {exc}", file=sys.stderr)
@@ -338,6 +344,9 @@ def _bulk_options(parser: argparse.ArgumentParser, noun: str, table: str, exampl
     _sandbox_options(parser)
 
 
+_RESOURCES = ("transactions", "customers", "cards", "internal_accounts", "external_accounts")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="paylens", description=__doc__.splitlines()[0], formatter_class=_Formatter
@@ -368,6 +377,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--transactions", type=int, default=SANDBOX_TRANSACTIONS, help="sandbox size"
     )
     serve.add_argument("--latency", type=float, default=0.0, help="seconds added to each request")
+    serve.add_argument(
+        "--profile",
+        choices=("default", "remittance"),
+        default="default",
+        help="the data's shape: default (one customer per ~50 transactions) or remittance "
+        "(one customer per transaction, 1.2 external and 0.6 internal accounts each, cards "
+        "for 10 %%)",
+    )
     serve.add_argument(
         "--scenarios",
         type=int,
@@ -409,6 +426,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _sandbox_options(sync)
     sync.add_argument("--full", action="store_true", help="re-read everything")
+    sync.add_argument(
+        "--resources",
+        nargs="+",
+        choices=_RESOURCES,
+        default=None,
+        metavar="RESOURCE",
+        help=f"sync only these ({', '.join(_RESOURCES)}); the customers, cards and accounts "
+        "named are re-read whole whatever their age (default: all five)",
+    )
     sync.add_argument("--concurrency", type=int, default=16, help="time slices read at once")
     sync.add_argument(
         "--rate-limit", type=float, help="requests per second sent (default: no limit)"
@@ -497,8 +523,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run a command; whatever goes wrong is one line on stderr, never a traceback."""
+    """Run a command; whatever goes wrong is one line on stderr, never a traceback. Called
+    for the process's own command line (`argv` None), `paylens sync` loads no pandas and
+    exits as soon as its file is committed (see `_sync_process`)."""
     args = build_parser().parse_args(argv)
+    if argv is None and args.command == "sync" and not args.sandbox:
+        _sync_process()
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     logging.getLogger("paylens").setLevel(level)
@@ -509,6 +539,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = " ".join(
         n for n in ("paylens", args.command, getattr(args, "sandbox_command", None)) if n
     )
+    code = _run(args, name)
+    if argv is None and args.command == "sync":
+        _exit_now(code)
+    return code
+
+
+def _run(args: argparse.Namespace, name: str) -> int:
     try:
         return int(args.run(args))
     except KeyboardInterrupt:
@@ -523,6 +560,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         first = (str(exc).strip().splitlines() or [""])[0]
         print(f"{name}: {type(exc).__name__}: {first}", file=sys.stderr)
         return 1
+
+
+def _sync_process() -> None:
+    """Set up a process that only runs `paylens sync`: it builds no DataFrame, yet pyarrow
+    imports pandas (a third of a second or more) merely to ask whether each list it converts
+    is a pandas object. Blocked here, pyarrow takes them as the lists they are."""
+    if "pandas" not in sys.modules:
+        sys.meta_path.insert(0, _NoPandas())
+
+
+class _NoPandas:
+    """An import finder refusing pandas (pyarrow then reads "not installed")."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ImportError("paylens sync builds no DataFrame: pandas is not loaded")
+
+
+def _exit_now(code: int) -> None:
+    """Leave once the file is committed and closed: output flushed, the interpreter's teardown
+    of DuckDB, Arrow and the thread pools skipped."""
+    import os
+
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -224,6 +224,7 @@ class Client(_ClientBase):
                 else attempts.on_response(response)
             )
             if wait is None:
+                self.stats.saw(response)
                 return self._finish(call, attempts, response)
             self._sleep(wait)
             waited = wait
@@ -299,6 +300,7 @@ class AsyncClient(_ClientBase):
                 else attempts.on_response(response)
             )
             if wait is None:
+                self.stats.saw(response)
                 return self._finish(call, attempts, response)
             await self._sleep(wait)
             waited = wait

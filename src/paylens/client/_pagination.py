@@ -15,8 +15,8 @@ import orjson
 import simdjson
 from pydantic import ValidationError
 
+from paylens import models
 from paylens.errors import PaginationError, ResponseValidationError
-from paylens.models import Page, parse_page
 
 from ._policy import Call
 
@@ -185,7 +185,7 @@ class _Walk:
         params = dict(self.params) if cursor is None else {**self.params, "cursor": cursor}
         return Call("GET", self.path, parse, params=params)
 
-    def next_cursor(self, page: RawPage | TextPage | Page[Any]) -> str | None:
+    def next_cursor(self, page: RawPage | TextPage | models.Page[Any]) -> str | None:
         """The cursor of the next page, None at the end; raises when the service loops."""
         if not page.has_more:
             return None
@@ -231,7 +231,10 @@ class Paginator(Generic[T]):
             return parse_text_page
         if raw:
             return parse_raw_page
-        return parse_with(functools.partial(parse_page, item_type=self._item_type))
+        item_type = self._item_type
+        if isinstance(item_type, str):  # a model's name (see `_Resource._list`)
+            item_type = getattr(models, item_type)
+        return parse_with(functools.partial(models.parse_page, item_type=item_type))
 
     def pages(self, *, raw: bool | Literal["text"] = False) -> Iterator[Any]:
         """Each page in turn: `Page[T]`; `RawPage` of JSON values with `raw=True`; `TextPage`

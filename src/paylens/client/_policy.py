@@ -105,6 +105,9 @@ class RequestStats:
     requests: int = 0
     retries: int = 0
     waited_seconds: float = 0.0
+    #: The latest `Date` the service answered with: its clock (1 s resolution), which may not
+    #: be this machine's (a simulated service's clock moves on command).
+    service_time: datetime | None = None
     parent: RequestStats | None = field(default=None, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -116,6 +119,24 @@ class RequestStats:
             self.waited_seconds += waited
         if self.parent is not None:
             self.parent.count(retry=retry, waited=waited)
+
+    def saw(self, response: httpx.Response) -> None:
+        """Note the service's clock from an answer's `Date` header (kept when it is none)."""
+        header = response.headers.get("date")
+        if not header:
+            return
+        try:
+            moment = email.utils.parsedate_to_datetime(header)
+        except (TypeError, ValueError):
+            return
+        if moment.tzinfo is None:
+            return
+        moment = moment.astimezone(UTC)
+        with self._lock:
+            if self.service_time is None or moment > self.service_time:
+                self.service_time = moment
+        if self.parent is not None:
+            self.parent.saw(response)
 
     def snapshot(self) -> dict[str, float]:
         with self._lock:

@@ -48,11 +48,20 @@ def _reader(item_type: Any) -> Callable[[httpx.Response], Any]:
     return parse_with(TypeAdapter(item_type).validate_json)
 
 
-#: Readers of the interface's unions: transactions through the fast known-kinds path.
-parse_transaction: Callable[[httpx.Response], m.Transaction] = parse_with(m.parse_transaction)
-parse_customer: Callable[[httpx.Response], m.Customer] = parse_with(
-    TypeAdapter(m.Customer).validate_json
-)
+def parse_transaction(response: httpx.Response) -> m.Transaction:
+    """Reader of a transaction (the interface's union), through the fast known-kinds path."""
+    read: Callable[[httpx.Response], m.Transaction] = _reader_of(m.parse_transaction)
+    return read(response)
+
+
+def parse_customer(response: httpx.Response) -> m.Customer:
+    """Reader of a customer (the interface's union of kinds)."""
+    return _reader(m.Customer)(response)  # type: ignore[no-any-return]
+
+
+@functools.cache
+def _reader_of(validate: Callable[[bytes], Any]) -> Callable[[httpx.Response], Any]:
+    return parse_with(validate)
 
 
 @functools.cache
@@ -75,7 +84,9 @@ class _Resource:
         # (`_async_resources`), these for the sync client
         return cast(T, self._client.request(call))
 
-    def _list(self, path: str, params: dict[str, str], item_type: Any) -> Paginator[Any]:
+    def _list(self, path: str, params: dict[str, str], item_type: str) -> Paginator[Any]:
+        """A paginator of `item_type` (a model's name: built only when typed pages are asked
+        for, so that a sync reading JSON texts builds no pydantic model)."""
         return Paginator(self._client, path, params, item_type)
 
 
@@ -133,7 +144,7 @@ class Transactions(_Resource):
             sortOrder=_sort(sort_order),
             limit=_limit(limit),
         )
-        return self._list("transactions", params, m.Transaction)
+        return self._list("transactions", params, "Transaction")
 
     def _path(self, transaction_id: str, action: str = "") -> str:
         tid = p.record_id("transaction_id", transaction_id, *_TRANSACTION_ID_TYPES)
@@ -215,7 +226,7 @@ class Cards(_Resource):
             sortOrder=_sort(sort_order),
             limit=_limit(limit),
         )
-        return self._list("cards", params, m.Card)
+        return self._list("cards", params, "Card")
 
     def get(self, card_id: str) -> m.Card:
         return self._run(
@@ -288,7 +299,7 @@ class Customers(_Resource):
             else str(bool(include_deleted)).lower(),
             limit=_limit(limit),
         )
-        return self._list("customers", params, m.Customer)
+        return self._list("customers", params, "Customer")
 
     def get(self, customer_id: str) -> m.Customer:
         cid = p.record_id("customer_id", customer_id, "Customer")
@@ -312,7 +323,7 @@ class InternalAccounts(_Resource):
             type=None if type is None else p.one_of("type", type, m.InternalAccountType),
             limit=_limit(limit),
         )
-        return self._list("customers/internal-accounts", params, m.InternalAccount)
+        return self._list("customers/internal-accounts", params, "InternalAccount")
 
     def list_platform(
         self, *, currency: str | None = None, type: str | None = None
@@ -342,13 +353,13 @@ class ExternalAccounts(_Resource):
         limit: int | None = None,
     ) -> Paginator[m.ExternalAccount]:
         params = p.query(customerId=customer_id, currency=currency, limit=_limit(limit))
-        return self._list("customers/external-accounts", params, m.ExternalAccount)
+        return self._list("customers/external-accounts", params, "ExternalAccount")
 
     def list_platform(
         self, *, currency: str | None = None, limit: int | None = None
     ) -> Paginator[m.ExternalAccount]:
         params = p.query(currency=currency, limit=_limit(limit))
-        return self._list("platform/external-accounts", params, m.ExternalAccount)
+        return self._list("platform/external-accounts", params, "ExternalAccount")
 
 
 class Quotes(_Resource):

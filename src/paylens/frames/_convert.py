@@ -10,13 +10,15 @@ from __future__ import annotations
 import functools
 import io
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
+
+if TYPE_CHECKING:  # loaded by `to_pandas` only: a sync never needs it
+    import pandas as pd
 
 from ._schemas import TABLES, UTC_TIMESTAMP, WITH_RAW, ByType, Column, First, Path, arrow_schema
 
@@ -181,4 +183,6 @@ def payment_instruction_rows(records: Sequence[dict[str, Any]]) -> pa.Table:
 
 def to_pandas(table: pa.Table) -> pd.DataFrame:
     """An Arrow table as a pandas frame with Arrow-backed dtypes (timestamps stay UTC)."""
+    import pandas as pd
+
     return table.to_pandas(types_mapper=pd.ArrowDtype)

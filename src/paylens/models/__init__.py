@@ -14,112 +14,253 @@ a `pydantic.ValidationError`. Timestamps are tz-aware UTC `datetime`s.
             ...
 """
 
-from ._account_info import (
-    AccountOrWalletInfo,
-    BankAccountInfo,
-    CryptoWalletInfo,
-    EmbeddedWalletInfo,
-    LightningInfo,
-    PaymentInstructions,
-    UnknownAccountInfo,
-)
-from ._accounts import ExternalAccount, InternalAccount
-from ._auth import (
-    AuthMethod,
-    AuthSession,
-    InternalAccountExport,
-    PasskeyAssertion,
-    PasskeyAttestation,
-    PasskeyAuthChallenge,
-    Session,
-    SignedRetryChallenge,
-    WalletOperationProcessing,
-)
-from ._base import Count, MinorUnits, OpenEnum, Rate, UtcDatetime, WireModel
-from ._cards import Card, CardMerchant, CardPullSummary, CardRefundSummary, CardSettlementSummary
-from ._config import FeeConfig, FixedFee, PlatformConfig, PlatformCurrencyConfig
-from ._customers import (
-    Address,
-    BusinessCustomer,
-    Customer,
-    CustomerBase,
-    IndividualCustomer,
-    UnknownCustomer,
-)
-from ._enums import (
-    COARSE_PAYOUT_FAILURE_REASON,
-    GRANULAR_PAYOUT_FAILURE_REASONS,
-    REMOVED_OUTGOING_FAILURE_REASONS,
-    AccountType,
-    AuthMethodType,
-    BeneficiaryVerificationStatus,
-    CardBrand,
-    CardForm,
-    CardState,
-    CardStateReason,
-    CardTransactionStatus,
-    CryptoNetwork,
-    CustomerType,
-    DestinationType,
-    ExternalAccountStatus,
-    FeeType,
-    IncomingTransactionFailureReason,
-    InternalAccountStatus,
-    InternalAccountType,
-    KycStatus,
-    OutgoingTransactionFailureReason,
-    OutgoingTransactionStatus,
-    OwnershipType,
-    PaymentRail,
-    QuoteStatus,
-    RailSelectionMode,
-    RefundReason,
-    RefundStatus,
-    SourceType,
-    TransactionDirection,
-    TransactionPendingReason,
-    TransactionStatus,
-    TransactionType,
-)
-from ._errors import ERROR_CODES, ErrorBody, FieldError
-from ._money import Currency, CurrencyAmount, format_minor
-from ._pages import ItemList, Page
-from ._parsing import (
-    CUSTOMER_ADAPTER,
-    TRANSACTION_ADAPTER,
-    TRANSACTION_PAGE_ADAPTER,
-    WireData,
-    page_adapter,
-    parse_customer,
-    parse_page,
-    parse_transaction,
-)
-from ._quotes import ExchangeRate, ExchangeRateFees, Quote
-from ._sources import (
-    AccountDestination,
-    AccountSource,
-    OnChainTransaction,
-    RealtimeFundingSource,
-    TransactionDestination,
-    TransactionSource,
-    UmaAddressDestination,
-    UmaAddressSource,
-    UnknownDestination,
-    UnknownSource,
-)
-from ._transactions import (
-    CardTransaction,
-    CounterpartyInformation,
-    IncomingTransaction,
-    OutgoingRateDetails,
-    OutgoingTransaction,
-    PaymentTransactionBase,
-    ReconciliationInstructions,
-    Refund,
-    Transaction,
-    TransactionBase,
-    UnknownTransaction,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._account_info import (
+        AccountOrWalletInfo,
+        BankAccountInfo,
+        CryptoWalletInfo,
+        EmbeddedWalletInfo,
+        LightningInfo,
+        PaymentInstructions,
+        UnknownAccountInfo,
+    )
+    from ._accounts import ExternalAccount, InternalAccount
+    from ._auth import (
+        AuthMethod,
+        AuthSession,
+        InternalAccountExport,
+        PasskeyAssertion,
+        PasskeyAttestation,
+        PasskeyAuthChallenge,
+        Session,
+        SignedRetryChallenge,
+        WalletOperationProcessing,
+    )
+    from ._base import Count, MinorUnits, OpenEnum, Rate, UtcDatetime, WireModel
+    from ._cards import (
+        Card,
+        CardMerchant,
+        CardPullSummary,
+        CardRefundSummary,
+        CardSettlementSummary,
+    )
+    from ._config import FeeConfig, FixedFee, PlatformConfig, PlatformCurrencyConfig
+    from ._customers import (
+        Address,
+        BusinessCustomer,
+        Customer,
+        CustomerBase,
+        IndividualCustomer,
+        UnknownCustomer,
+    )
+    from ._enums import (
+        COARSE_PAYOUT_FAILURE_REASON,
+        GRANULAR_PAYOUT_FAILURE_REASONS,
+        REMOVED_OUTGOING_FAILURE_REASONS,
+        AccountType,
+        AuthMethodType,
+        BeneficiaryVerificationStatus,
+        CardBrand,
+        CardForm,
+        CardState,
+        CardStateReason,
+        CardTransactionStatus,
+        CryptoNetwork,
+        CustomerType,
+        DestinationType,
+        ExternalAccountStatus,
+        FeeType,
+        IncomingTransactionFailureReason,
+        InternalAccountStatus,
+        InternalAccountType,
+        KycStatus,
+        OutgoingTransactionFailureReason,
+        OutgoingTransactionStatus,
+        OwnershipType,
+        PaymentRail,
+        QuoteStatus,
+        RailSelectionMode,
+        RefundReason,
+        RefundStatus,
+        SourceType,
+        TransactionDirection,
+        TransactionPendingReason,
+        TransactionStatus,
+        TransactionType,
+    )
+    from ._errors import ERROR_CODES, ErrorBody, FieldError
+    from ._money import Currency, CurrencyAmount, format_minor
+    from ._pages import ItemList, Page
+    from ._parsing import (
+        CUSTOMER_ADAPTER,
+        TRANSACTION_ADAPTER,
+        TRANSACTION_PAGE_ADAPTER,
+        WireData,
+        page_adapter,
+        parse_customer,
+        parse_page,
+        parse_transaction,
+    )
+    from ._quotes import ExchangeRate, ExchangeRateFees, Quote
+    from ._sources import (
+        AccountDestination,
+        AccountSource,
+        OnChainTransaction,
+        RealtimeFundingSource,
+        TransactionDestination,
+        TransactionSource,
+        UmaAddressDestination,
+        UmaAddressSource,
+        UnknownDestination,
+        UnknownSource,
+    )
+    from ._transactions import (
+        CardTransaction,
+        CounterpartyInformation,
+        IncomingTransaction,
+        OutgoingRateDetails,
+        OutgoingTransaction,
+        PaymentTransactionBase,
+        ReconciliationInstructions,
+        Refund,
+        Transaction,
+        TransactionBase,
+        UnknownTransaction,
+    )
+
+#: Where each name is defined: a model module loads when one of its names is first asked for
+#: (building pydantic models is most of what importing paylens would cost; a sync needs few).
+_WHERE = {
+    "AccountOrWalletInfo": "_account_info",
+    "BankAccountInfo": "_account_info",
+    "CryptoWalletInfo": "_account_info",
+    "EmbeddedWalletInfo": "_account_info",
+    "LightningInfo": "_account_info",
+    "PaymentInstructions": "_account_info",
+    "UnknownAccountInfo": "_account_info",
+    "ExternalAccount": "_accounts",
+    "InternalAccount": "_accounts",
+    "AuthMethod": "_auth",
+    "AuthSession": "_auth",
+    "InternalAccountExport": "_auth",
+    "PasskeyAssertion": "_auth",
+    "PasskeyAttestation": "_auth",
+    "PasskeyAuthChallenge": "_auth",
+    "Session": "_auth",
+    "SignedRetryChallenge": "_auth",
+    "WalletOperationProcessing": "_auth",
+    "Count": "_base",
+    "MinorUnits": "_base",
+    "OpenEnum": "_base",
+    "Rate": "_base",
+    "UtcDatetime": "_base",
+    "WireModel": "_base",
+    "Card": "_cards",
+    "CardMerchant": "_cards",
+    "CardPullSummary": "_cards",
+    "CardRefundSummary": "_cards",
+    "CardSettlementSummary": "_cards",
+    "FeeConfig": "_config",
+    "FixedFee": "_config",
+    "PlatformConfig": "_config",
+    "PlatformCurrencyConfig": "_config",
+    "Address": "_customers",
+    "BusinessCustomer": "_customers",
+    "Customer": "_customers",
+    "CustomerBase": "_customers",
+    "IndividualCustomer": "_customers",
+    "UnknownCustomer": "_customers",
+    "COARSE_PAYOUT_FAILURE_REASON": "_enums",
+    "GRANULAR_PAYOUT_FAILURE_REASONS": "_enums",
+    "REMOVED_OUTGOING_FAILURE_REASONS": "_enums",
+    "AccountType": "_enums",
+    "AuthMethodType": "_enums",
+    "BeneficiaryVerificationStatus": "_enums",
+    "CardBrand": "_enums",
+    "CardForm": "_enums",
+    "CardState": "_enums",
+    "CardStateReason": "_enums",
+    "CardTransactionStatus": "_enums",
+    "CryptoNetwork": "_enums",
+    "CustomerType": "_enums",
+    "DestinationType": "_enums",
+    "ExternalAccountStatus": "_enums",
+    "FeeType": "_enums",
+    "IncomingTransactionFailureReason": "_enums",
+    "InternalAccountStatus": "_enums",
+    "InternalAccountType": "_enums",
+    "KycStatus": "_enums",
+    "OutgoingTransactionFailureReason": "_enums",
+    "OutgoingTransactionStatus": "_enums",
+    "OwnershipType": "_enums",
+    "PaymentRail": "_enums",
+    "QuoteStatus": "_enums",
+    "RailSelectionMode": "_enums",
+    "RefundReason": "_enums",
+    "RefundStatus": "_enums",
+    "SourceType": "_enums",
+    "TransactionDirection": "_enums",
+    "TransactionPendingReason": "_enums",
+    "TransactionStatus": "_enums",
+    "TransactionType": "_enums",
+    "ERROR_CODES": "_errors",
+    "ErrorBody": "_errors",
+    "FieldError": "_errors",
+    "Currency": "_money",
+    "CurrencyAmount": "_money",
+    "format_minor": "_money",
+    "ItemList": "_pages",
+    "Page": "_pages",
+    "CUSTOMER_ADAPTER": "_parsing",
+    "TRANSACTION_ADAPTER": "_parsing",
+    "TRANSACTION_PAGE_ADAPTER": "_parsing",
+    "WireData": "_parsing",
+    "page_adapter": "_parsing",
+    "parse_customer": "_parsing",
+    "parse_page": "_parsing",
+    "parse_transaction": "_parsing",
+    "ExchangeRate": "_quotes",
+    "ExchangeRateFees": "_quotes",
+    "Quote": "_quotes",
+    "AccountDestination": "_sources",
+    "AccountSource": "_sources",
+    "OnChainTransaction": "_sources",
+    "RealtimeFundingSource": "_sources",
+    "TransactionDestination": "_sources",
+    "TransactionSource": "_sources",
+    "UmaAddressDestination": "_sources",
+    "UmaAddressSource": "_sources",
+    "UnknownDestination": "_sources",
+    "UnknownSource": "_sources",
+    "CardTransaction": "_transactions",
+    "CounterpartyInformation": "_transactions",
+    "IncomingTransaction": "_transactions",
+    "OutgoingRateDetails": "_transactions",
+    "OutgoingTransaction": "_transactions",
+    "PaymentTransactionBase": "_transactions",
+    "ReconciliationInstructions": "_transactions",
+    "Refund": "_transactions",
+    "Transaction": "_transactions",
+    "TransactionBase": "_transactions",
+    "UnknownTransaction": "_transactions",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "COARSE_PAYOUT_FAILURE_REASON",

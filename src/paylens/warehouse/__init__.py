@@ -6,7 +6,8 @@
     wh.sql("SELECT currency, sum(amount_minor) FROM transactions GROUP BY 1")
 
 Tables: transactions, outgoing_fees, card_transactions, payment_instructions, cards, customers,
-internal_accounts, external_accounts, status_history, rejected_records, sync_runs, sync_slices;
+internal_accounts, external_accounts, status_history, rejected_records, sync_runs, sync_slices,
+resource_reads;
 the wallet inventory (`wh.sync_wallets(client)`): wallet_credentials, wallet_sessions,
 wallet_inventory.
 """
@@ -19,13 +20,13 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import duckdb
-import pandas as pd
 import pyarrow as pa
 
 from paylens.client import Client
@@ -42,10 +43,23 @@ from paylens.frames import to_pandas
 from . import _journal, _staged, _store, _wallets
 from ._open import WriterLock, close_store, open_store, storage_errors
 from ._store import SCHEMA_VERSION
-from .sync import SMALL_RESOURCES, SyncOptions, TransactionSync, sync_small_resource, utcnow
+from .sync import (
+    SMALL_RESOURCES,
+    Freshness,
+    ResourceResult,
+    ResourceSync,
+    SyncOptions,
+    TransactionSync,
+    utcnow,
+)
+from .sync.resources import age_text
+
+if TYPE_CHECKING:  # pandas loads when a frame is first asked for, not for a sync
+    import pandas as pd
 
 __all__ = [
     "SCHEMA_VERSION",
+    "Freshness",
     "SyncOptions",
     "SyncReport",
     "Warehouse",
@@ -57,6 +71,9 @@ __all__ = [
 logger = logging.getLogger("paylens.warehouse")
 
 DEFAULT_PATH = Path("data/paylens.duckdb")
+#: A sync checkpoints the file when its log holds more than this; a smaller log costs its next
+#: open little to replay, and closing the file checkpoints it anyway (`paylens sync` does).
+CHECKPOINT_WAL_BYTES = 16 << 20
 SANDBOX_LABEL = "SANDBOX DATA"
 
 
@@ -64,7 +81,9 @@ SANDBOX_LABEL = "SANDBOX DATA"
 class SyncReport:
     """What one sync did. `source` is where the data came from; sandbox data says so.
     `reverified`: records re-read by the rolling re-verification (its cost; they are counted
-    in `unchanged` or `changed` too)."""
+    in `unchanged` or `changed` too). `reads`: how each smaller resource was read ("whole",
+    "changes" or "not re-read", and why); `not_reread`: the resources this sync did not
+    re-read (by the `Freshness` policy), with how old their last whole read is."""
 
     run_id: int
     mode: str
@@ -79,6 +98,8 @@ class SyncReport:
     retries: int = 0
     duration_seconds: float = 0.0
     resources: dict[str, dict[str, int]] = field(default_factory=dict)
+    reads: dict[str, str] = field(default_factory=dict)
+    not_reread: dict[str, timedelta | None] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -94,6 +115,7 @@ class SyncReport:
         ]
         lines += [
             f"  {name}: {c['new']:,} new, {c['changed']:,} changed, {c['unchanged']:,} unchanged"
+            + (f" ({self.reads[name]})" if name in self.reads else "")
             for name, c in self.resources.items()
         ]
         return "\n".join(lines)
@@ -103,7 +125,7 @@ class SyncReport:
         rows = "".join(
             f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>"
             for k, v in asdict(self).items()
-            if k != "resources"
+            if k not in ("resources", "reads", "not_reread")
         )
         return f"<div>{banner}sync report<table>{rows}</table></div>"
 
@@ -176,6 +198,7 @@ class Warehouse:
         progress: bool = True,
         resources: Sequence[str] | None = None,
         verify_syncs: int = 7,
+        freshness: Freshness | None = None,
         options: SyncOptions | None = None,
     ) -> SyncReport:
         """Bring the warehouse in step with the service and say what changed.
@@ -187,8 +210,12 @@ class Warehouse:
         report's `reverified` is that cost). `concurrency` time slices are paged at once, under
         `rate_limit` requests per second when given. Works in scripts, cron and inside a
         running Jupyter kernel (threads, no event loop). `resources` limits the sync to some
-        of: transactions, customers, cards, internal_accounts, external_accounts. `options`
-        (a `SyncOptions`) sets everything at once, instead of the keyword arguments.
+        of: transactions, customers, cards, internal_accounts, external_accounts; naming
+        customers, cards or accounts re-reads them whole whatever their age. `freshness` (a
+        `Freshness`) says how old cards and accounts may grow before a sync re-reads them
+        whole (customers are read by what changed on every sync); `full=True` re-reads
+        everything. `options` (a `SyncOptions`) sets everything at once, instead of the
+        keyword arguments.
         """
         if self.read_only:
             raise WarehouseError(f"{self.path} is open read-only; open it read-write to sync")
@@ -205,6 +232,7 @@ class Warehouse:
                 ("rate_limit", rate_limit, None),
                 ("progress", progress, True),
                 ("verify_syncs", verify_syncs, 7),
+                ("freshness", freshness, None),
             )
             if value != default
         }
@@ -221,14 +249,24 @@ class Warehouse:
             full=full,
             progress=progress,
             verify_syncs=verify_syncs,
+            freshness=freshness or Freshness(),
         )
-        wanted = list(resources or ["transactions", *SMALL_RESOURCES])
+        known = ("transactions", *SMALL_RESOURCES)
+        unknown = [r for r in resources or () if r not in known]
+        if unknown or (resources is not None and not resources):
+            raise InvalidArgumentError(
+                "resources", f"must name some of {', '.join(known)}; got {list(resources or [])!r}"
+            )
+        wanted = [r for r in known if r in (resources or known)]
+        forced = frozenset(resources or ())
         # one sync of a file at a time in this process (a second waits): two would reconcile
         # counts against each other's half-written state
         with self._store.sync_lock, storage_errors(self.path):
-            return self._sync(client, opts, wanted)
+            return self._sync(client, opts, wanted, forced)
 
-    def _sync(self, client: Client, opts: SyncOptions, wanted: list[str]) -> SyncReport:
+    def _sync(
+        self, client: Client, opts: SyncOptions, wanted: list[str], forced: frozenset[str]
+    ) -> SyncReport:
         self._check_source(client)
         started_clock = time.perf_counter()
         started = utcnow()
@@ -244,7 +282,25 @@ class Warehouse:
             )
         report = SyncReport(run_id, "incremental", client.base_url, client.is_sandbox)
         bar = _Progress(opts.progress, client.is_sandbox)
+        # one pool of readers for every resource: one request budget (with the client's rate)
+        pool = ThreadPoolExecutor(max_workers=opts.concurrency, thread_name_prefix="paylens-sync")
+        small = [r for r in wanted if r != "transactions"]
+        small_sync = ResourceSync(
+            self._con,
+            self._lock,
+            client,
+            pool,
+            run_id,
+            started,
+            freshness=opts.freshness,
+            full=opts.full,
+            forced=forced,
+            parts=opts.concurrency,
+        )
+        beside = _Beside(small_sync.run, small)
         try:
+            if small:
+                beside.start()
             if "transactions" in wanted:
                 engine = TransactionSync(
                     self._con,
@@ -254,6 +310,7 @@ class Warehouse:
                     started,
                     opts,
                     bar.update,
+                    pool=pool,
                     on_expect=bar.expect,
                     on_phase=bar.phase,
                 )
@@ -261,16 +318,18 @@ class Warehouse:
                 report.rejected += engine.tally.rejected
                 report.reverified = engine.reverified
                 report.resources["transactions"] = self._run_counts("transactions", run_id)
-            for resource in wanted:
-                if resource != "transactions":
-                    bar.phase(resource.replace("_", " "))
-                    report.rejected += sync_small_resource(
-                        self._con, self._lock, client, resource, run_id, started
-                    )
-                    report.resources[resource] = self._run_counts(resource, run_id)
+            if small:
+                bar.phase("customers, cards, accounts")
+                for name, result in beside.outcome().items():
+                    report.rejected += result.rejected
+                    report.resources[name] = self._run_counts(name, run_id)
+                    report.reads[name] = _describe(result)
+                    if result.read == "not re-read":
+                        report.not_reread[name] = result.age
             bar.phase("checkpoint")
             self._finish(run_id, report, started_clock, client, stats_before, status="succeeded")
         except BaseException as exc:
+            small_sync.stop.set()
             # the run's failure is recorded when it can be (a full disk may refuse even that);
             # the error raised is the one that stopped the sync
             with contextlib.suppress(Exception):
@@ -285,6 +344,10 @@ class Warehouse:
                 )
             raise
         finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            if small:
+                with contextlib.suppress(BaseException):
+                    beside.outcome()  # its threads are done before the run ends
             bar.close()
         logger.info("%s", report)
         return report
@@ -352,7 +415,14 @@ class Warehouse:
                     run_id,
                 ],
             )
-            self._con.execute("CHECKPOINT")
+            if self._wal_bytes() > CHECKPOINT_WAL_BYTES:
+                self._con.execute("CHECKPOINT")
+
+    def _wal_bytes(self) -> int:
+        try:
+            return self.path.with_name(self.path.name + ".wal").stat().st_size
+        except OSError:  # in memory, or nothing written since the last checkpoint
+            return 0
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -658,6 +728,37 @@ class Warehouse:
         self.close()
 
 
+class _Beside(threading.Thread):
+    """The smaller resources' sync on a thread beside the transactions' (both read on one
+    pool); `outcome` waits for it and hands on what it raised."""
+
+    def __init__(self, run: Any, wanted: list[str]) -> None:
+        super().__init__(name="paylens-resources", daemon=True)
+        self._run, self._wanted = run, wanted
+        self._result: dict[str, ResourceResult] = {}
+        self._error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._result = self._run(self._wanted)
+        except BaseException as exc:  # handed to the caller
+            self._error = exc
+
+    def outcome(self) -> dict[str, ResourceResult]:
+        if self.is_alive() or self.ident is not None:
+            self.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+def _describe(result: ResourceResult) -> str:
+    if result.read == "not re-read":
+        age = "never read" if result.age is None else f"last read whole {age_text(result.age)} ago"
+        return f"not re-read: {age}"
+    return f"{result.read}: {result.reason}"
+
+
 def _since(value: date | datetime | str | None) -> datetime | None:
     if value is None:
         return None
@@ -721,6 +822,7 @@ def sync_file(
     progress: bool = True,
     resources: Sequence[str] | None = None,
     verify_syncs: int = 7,
+    freshness: Freshness | None = None,
 ) -> SyncReport:
     """Sync a warehouse file for cron: take the file's writer lock (or wait up to `wait`
     seconds for it), sync a staged copy (`<path>.syncing`, resumed by the next run when a run
@@ -750,6 +852,7 @@ def sync_file(
                     progress=progress,
                     resources=resources,
                     verify_syncs=verify_syncs,
+                    freshness=freshness,
                 )
         except WarehouseStorageError:
             # the copy holds the space that ran out: free it (the target is intact)

@@ -14,8 +14,9 @@ import pyarrow as pa
 from paylens.errors import WarehouseError
 from paylens.frames import TABLES, arrow_schema
 
-#: Version of the file layout; `migrate` brings older files up to it.
-SCHEMA_VERSION = 1
+#: Version of the file layout; `ensure_schema` brings older files up to it (2: resource_reads,
+#: removed_at of the smaller resources).
+SCHEMA_VERSION = 2
 
 #: Keys of the record tables (payment instructions hang off their transaction); unique by
 #: construction (see `upsert`), not by an index.
@@ -53,6 +54,10 @@ _BOOKKEEPING = [
     # whose in-doubt requests are resolved by reading the record)
     """ALTER TABLE ops_journal ADD COLUMN IF NOT EXISTS claim VARCHAR""",
     """ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS reverified_records BIGINT""",
+    # when each smaller resource was last read (whole_at: whole), in the service's time
+    """CREATE TABLE IF NOT EXISTS resource_reads (
+        resource VARCHAR PRIMARY KEY, read_at TIMESTAMPTZ, whole_at TIMESTAMPTZ, run_id BIGINT,
+        records BIGINT)""",
     """CREATE TABLE IF NOT EXISTS status_history (
         id VARCHAR, type VARCHAR, previous_status VARCHAR, status VARCHAR,
         record_updated_at TIMESTAMPTZ, observed_at TIMESTAMPTZ, run_id BIGINT)""",
@@ -80,12 +85,18 @@ _TRACKING = {
 }
 
 
+#: Tables read whole now and then: a record a whole read no longer lists keeps its row, with
+#: `removed_at` (the service's time of that read) set.
+_LISTED_WHOLE = ("customers", "cards", "internal_accounts", "external_accounts")
+
+
 def _columns(table: str) -> dict[str, str]:
     """Every column of a record table with its DuckDB type: declared, then tracking."""
     columns = {f.name: _DUCK_TYPES[f.type] for f in arrow_schema(table)}
     if "raw" in columns:
         columns["raw_hash"] = "UBIGINT"
-    return columns | _TRACKING
+    removed = {"removed_at": "TIMESTAMPTZ"} if table in _LISTED_WHOLE else {}
+    return columns | _TRACKING | removed
 
 
 #: The raw JSON is most of the bytes and is read rarely: zstd stores it in a third of the space
@@ -118,9 +129,22 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create what is missing and migrate an older file, in one transaction; never drops data."""
+    """Create what is missing and migrate an older file, in one transaction; never drops data.
+    A file already at this version costs one query (no statement per table on every open)."""
+    if _version(con) == SCHEMA_VERSION:
+        return
     with transaction(con):
         _ensure_schema(con)
+
+
+def _version(con: duckdb.DuckDBPyConnection) -> int | None:
+    try:
+        found = con.execute(
+            "SELECT value FROM paylens_meta WHERE key = 'schema_version'"
+        ).fetchall()
+    except duckdb.CatalogException:
+        return None
+    return int(found[0][0]) if found else None
 
 
 def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:

@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from paylens import models as m
 
 from . import _store
@@ -35,6 +33,7 @@ from .sync import utcnow
 
 if TYPE_CHECKING:
     import duckdb
+    import pandas as pd
 
     from paylens.client import Client
 
@@ -215,6 +214,8 @@ def _frame(wh: Warehouse, query: str, params: Any = None) -> pd.DataFrame:
     if not _has_tables(wh):
         with wh._lock:
             if wh.read_only:
+                import pandas as pd
+
                 return pd.DataFrame()
             ensure_tables(wh._con)
     return wh.sql(query, params)

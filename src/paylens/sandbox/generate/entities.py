@@ -22,6 +22,7 @@ from ..currencies import (
     USD_PRICE,
     to_minor,
 )
+from .profiles import DEFAULT, Profile, card_accounts, internal_holders
 
 US_PER_DAY = 86_400_000_000
 NO_ROW = -1
@@ -265,11 +266,15 @@ class Entities:
     platform_internal: np.ndarray  # platform internal account per currency, or NO_ROW
 
 
-def customer_count(transactions: int) -> int:
+def customer_count(transactions: int, profile: Profile = DEFAULT) -> int:
+    if profile.customers_per_transaction is not None:
+        return max(30, round(transactions * profile.customers_per_transaction))
     return int(min(20_000, max(30, transactions // 50)))
 
 
-def generate_entities(rng: np.random.Generator, n_customers: int, start_us: int) -> Entities:
+def generate_entities(
+    rng: np.random.Generator, n_customers: int, start_us: int, profile: Profile = DEFAULT
+) -> Entities:
     people = People(
         rng.integers(0, len(FIRST_NAMES), 4096),
         rng.integers(0, len(LAST_NAMES), 4096),
@@ -277,9 +282,9 @@ def generate_entities(rng: np.random.Generator, n_customers: int, start_us: int)
     )
     customers = _customers(rng, n_customers, start_us)
     accounts, internal_of, bene_of, own_external, usd_internal, platform_internal = _accounts(
-        rng, customers, people, start_us
+        rng, customers, people, start_us, profile
     )
-    cards = _cards(rng, customers, accounts, start_us)
+    cards = _cards(rng, customers, accounts, start_us, profile)
     home = ~accounts.external & (accounts.owner >= 0) & (accounts.kind == 0)
     home &= accounts.currency == customers.home[np.maximum(accounts.owner, 0)]
     home_internal = np.full(len(customers), NO_ROW, dtype=np.int64)
@@ -345,7 +350,11 @@ def _customers(rng: np.random.Generator, n: int, start_us: int) -> Customers:
 
 
 def _accounts(
-    rng: np.random.Generator, customers: Customers, people: People, start_us: int
+    rng: np.random.Generator,
+    customers: Customers,
+    people: People,
+    start_us: int,
+    profile: Profile = DEFAULT,
 ) -> tuple[Accounts, ItemsByOwner, ItemsByOwner, np.ndarray, np.ndarray, np.ndarray]:
     n = len(customers)
     usd, usdc, btc = CURRENCY_INDEX["USD"], CURRENCY_INDEX["USDC"], CURRENCY_INDEX["BTC"]
@@ -363,18 +372,21 @@ def _accounts(
         external.append(np.full(len(who), ext))
         third.append(np.full(len(who), third_party))
 
-    add(cust, customers.home, np.zeros(n, np.int64), False, False)  # home fiat
-    extra_usd = cust[(customers.home != usd) & (rng.random(n) < 0.35)]
-    add(extra_usd, np.full(len(extra_usd), usd), np.zeros(len(extra_usd), np.int64), False, False)
-    wallet = cust[rng.random(n) < 0.12]
-    add(wallet, np.full(len(wallet), usdc), np.full(len(wallet), 2), False, False)
-    crypto = cust[rng.random(n) < 0.08]
-    add(crypto, np.full(len(crypto), btc), np.ones(len(crypto), np.int64), False, False)
+    holders = internal_holders(rng, customers, profile)  # home fiat
+    add(holders, customers.home[holders], np.zeros(len(holders), np.int64), False, False)
+    if profile.extra_internal:  # extra USD, embedded wallets, crypto
+        extra_usd = cust[(customers.home != usd) & (rng.random(n) < 0.35)]
+        zeros = np.zeros(len(extra_usd), np.int64)
+        add(extra_usd, np.full(len(extra_usd), usd), zeros, False, False)
+        wallet = cust[rng.random(n) < 0.12]
+        add(wallet, np.full(len(wallet), usdc), np.full(len(wallet), 2), False, False)
+        crypto = cust[rng.random(n) < 0.08]
+        add(crypto, np.full(len(crypto), btc), np.ones(len(crypto), np.int64), False, False)
     home_option = np.array([HOME_OPTION[REGIONS[r][1]] for r in range(len(REGIONS))])[
         customers.region
     ]
     add(cust, customers.home, home_option, True, False)  # own bank account
-    n_bene = np.minimum(rng.poisson(1.6, n), 4)
+    n_bene = np.minimum(rng.poisson(profile.beneficiaries, n), 4)
     bene_owner = np.repeat(cust, n_bene)
     bene_option = pick_weighted(rng, OPTION_POPULARITY, len(bene_owner))
     add(
@@ -463,6 +475,7 @@ def _cards(
     customers: Customers,
     accounts: Accounts,
     start_us: int,
+    profile: Profile = DEFAULT,
 ) -> Cards:
     card_currencies = np.array(
         [CURRENCY_INDEX["USD"], CURRENCY_INDEX["EUR"], CURRENCY_INDEX["GBP"]]
@@ -474,8 +487,11 @@ def _cards(
         & np.isin(accounts.currency, card_currencies)
     )
     eligible = eligible[customers.kyc[accounts.owner[eligible]] == 0]
-    chosen = eligible[rng.random(len(eligible)) < 0.35]
-    chosen = np.concatenate([chosen, chosen[rng.random(len(chosen)) < 0.1]])
+    if profile.cards_per_customer is None:
+        chosen = eligible[rng.random(len(eligible)) < 0.35]
+        chosen = np.concatenate([chosen, chosen[rng.random(len(chosen)) < 0.1]])
+    else:
+        chosen = card_accounts(rng, eligible, len(customers), profile)
     n = len(chosen)
     hi, lo = new_uuids(rng, n)
     created = (

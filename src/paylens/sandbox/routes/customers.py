@@ -18,6 +18,19 @@ from .registry import route
 from .wallets import signed_request
 
 
+def current_updated(w: Any) -> np.ndarray:
+    """Each customer's `updatedAt` as served now: an email change (PATCH) moves it."""
+    updated: np.ndarray = w.entities.customers.updated
+    changes: dict[int, int] = w.wallets.email_updates
+    if not changes:
+        return updated
+    current = updated.copy()
+    rows = np.fromiter(changes.keys(), np.int64, len(changes))
+    moved = np.fromiter(changes.values(), np.int64, len(changes))
+    current[rows] = np.maximum(current[rows], moved)
+    return current
+
+
 @route("GET", "/customers")
 def list_customers(r: Request) -> tuple[int, Any]:
     w, q = r.world, Query(r.params)
@@ -29,8 +42,8 @@ def list_customers(r: Request) -> tuple[int, Any]:
         for name, column, upper in (
             ("createdAfter", c.created, False),
             ("createdBefore", c.created, True),
-            ("updatedAfter", c.updated, False),
-            ("updatedBefore", c.updated, True),
+            ("updatedAfter", current_updated(w), False),
+            ("updatedBefore", current_updated(w), True),
         )
     ]
     region, currency, uma = q.text("region"), q.text("currency"), q.text("umaAddress")

@@ -12,6 +12,7 @@ from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+from email.utils import format_datetime
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
@@ -148,7 +149,9 @@ class SandboxApp:
             method, path, query, headers, body, fault.status, fault.code, fault.retry_after
         )
         self.log.record(method, path or raw_path, reply.status)
-        return Reply(reply.status, reply.headers, reply.body, delay=fault.delay)
+        # the service's clock, as an HTTP server says it (clients age what they read by it)
+        dated = [*reply.headers, ("date", format_datetime(self.world.now, usegmt=True))]
+        return Reply(reply.status, dated, reply.body, delay=fault.delay)
 
     def _control(self, method: str, action: str, headers: Mapping[str, str], body: bytes) -> Reply:
         """The sandbox's own control channel (not part of the service): move the clock, set

@@ -39,7 +39,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
             return
-        self.send_response(reply.status)
+        # not `send_response`: its Date is this machine's clock, the reply's is the sandbox's
+        self.send_response_only(reply.status)
+        self.send_header("Server", self.version_string())
         for name, value in reply.headers:
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(reply.body)))

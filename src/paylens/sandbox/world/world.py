@@ -70,6 +70,7 @@ from ..generate.entities import (
     pick_weighted,
     uuid_text,
 )
+from ..generate.profiles import Profile, profile_named
 from ..generate.schema import STATUSES
 from ..generate.transactions import generate, plant_scenarios, scenario_count
 from ..wire.idempotency import IdempotencyKeys
@@ -97,7 +98,8 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
     Options: `seed`; `transactions` generated over [`start`, `end`] (default: the 180 days before
     2025-10-13T00:00:00Z); `customers` (default: one per ~50 transactions, 30 to 20,000);
     `platform_fee_bps` and `platform_fixed_fee` (minor units of USD) of the platform's
-    cross-currency fee config; `mix`: shares of INCOMING, OUTGOING and CARD transactions.
+    cross-currency fee config; `mix`: shares of INCOMING, OUTGOING and CARD transactions;
+    `profile`: the entities' shape, "default" or "remittance" (see `generate.profiles`).
     """
 
     def __init__(
@@ -112,6 +114,7 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
         platform_fixed_fee: int = 25,
         mix: tuple[float, float, float] = DEFAULT_MIX,
         scenarios: int | None = None,
+        profile: str | Profile = "default",
     ) -> None:
         if transactions < 0:
             raise ValueError("transactions must be >= 0")
@@ -126,8 +129,13 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
         self._mix = np.asarray(mix, dtype=np.float64)
         self.fee_config = (CURRENCY_INDEX["USD"], int(platform_fee_bps), int(platform_fixed_fee))
         streams = [np.random.default_rng([seed % 2**64, s]) for s in range(5)]
+        shape = profile_named(profile)
+        self.profile = shape.name
         self.entities = generate_entities(
-            streams[_STREAM_ENTITIES], customers or customer_count(transactions), start_us
+            streams[_STREAM_ENTITIES],
+            customers or customer_count(transactions, shape),
+            start_us,
+            shape,
         )
         self.views = EntityViews(self.entities)
         self._arrivals = Arrivals(start_us // 1000, end_us // 1000)

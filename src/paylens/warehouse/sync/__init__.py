@@ -35,10 +35,25 @@ long such a difference lasts.)
 
 The parts: `plan` (pure: which windows to read), `fetch` (generators of pages and landings),
 `save` (typed batches, each committed with its checkpoint; the questions about what is stored),
-`run` (the pool of readers and the writer), `resources` (the smaller resources).
+`run` (the pool of readers and the writer), `resources` (the smaller resources: customers by
+what changed, the others by a freshness policy, read on the same pool).
 """
 
-from .resources import SMALL_RESOURCES, sync_small_resource, utcnow
+from datetime import UTC, datetime
+
+from .resources import SMALL_RESOURCES, Freshness, ResourceResult, ResourceSync
 from .run import SyncOptions, TransactionSync
 
-__all__ = ["SMALL_RESOURCES", "SyncOptions", "TransactionSync", "sync_small_resource", "utcnow"]
+__all__ = [
+    "SMALL_RESOURCES",
+    "Freshness",
+    "ResourceResult",
+    "ResourceSync",
+    "SyncOptions",
+    "TransactionSync",
+    "utcnow",
+]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)

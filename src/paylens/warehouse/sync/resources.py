@@ -1,90 +1,621 @@
-"""The smaller resources (customers, cards, accounts): thousands of rows, not millions, so each
-sync re-reads them whole."""
+"""The smaller resources: customers, cards, internal and external accounts.
+
+The interface lists customers by `updatedAfter`, the others only whole. So a sync:
+
+- reads the customers changed since the newest `updatedAt` it stored (deleted ones included,
+  so a deletion the service stamps is seen), then compares the service's counts (with and
+  without deleted customers) with what is stored; when they do not explain each other, or
+  the last whole read is older than `Freshness.customers`, it reads them whole;
+- re-reads cards and accounts whole when their last whole read is older than their
+  `Freshness` limit (ages in the service's time: its `Date` header), when `full=True`, when
+  `resources=` names them, or while a record of theirs is quarantined; the report says what
+  it did not re-read and how old it is.
+
+A whole read is cut into parts read at once on the sync's pool (customers by creation time,
+accounts by currency when the per-currency counts add up to the total), typed on the Arrow
+path (pydantic only for the records it refuses, which go to `rejected_records`) and committed
+in one transaction with the resource's read time (`resource_reads`). A record a whole read
+no longer lists keeps its row, with `removed_at` set: history is not lost.
+"""
 
 from __future__ import annotations
 
+import itertools
+import json
+import logging
 import threading
-import time
-from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import duckdb
-import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import TypeAdapter, ValidationError
 
 from paylens import models
-from paylens.client import Client, RawPage
+from paylens.client import Client, Paginator, TextPage
+from paylens.errors import InvalidArgumentError, PaylensError
 from paylens.frames import to_arrow
 
 from .. import _store
+from .fetch import checked_count
+from .plan import Window
+from .save import RejectRow, instant, unreadable
 
-#: Resource name -> (how to list it from the client, its table).
-SMALL_RESOURCES: dict[str, Callable[[Client], Iterable[RawPage]]] = {
-    "customers": lambda c: c.customers.list().pages(raw=True),
-    "cards": lambda c: c.cards.list().pages(raw=True),
-    "internal_accounts": lambda c: c.internal_accounts.list().pages(raw=True),
-    "external_accounts": lambda c: c.external_accounts.list().pages(raw=True),
+logger = logging.getLogger("paylens.warehouse")
+
+#: Resources the interface lists only whole.
+WHOLE_ONLY = ("cards", "internal_accounts", "external_accounts")
+#: Every resource beside transactions, in the order a sync reports them.
+SMALL_RESOURCES = ("customers", *WHOLE_ONLY)
+
+#: The typed model of each resource (loaded when a record is refused, to say why).
+_MODELS = {
+    "customers": "Customer",
+    "cards": "Card",
+    "internal_accounts": "InternalAccount",
+    "external_accounts": "ExternalAccount",
 }
 
-_RESOURCE_MODELS: dict[str, Any] = {
-    "customers": models.Customer,
-    "cards": models.Card,
-    "internal_accounts": models.InternalAccount,
-    "external_accounts": models.ExternalAccount,
+
+def _model(resource: str) -> Any:
+    return getattr(models, _MODELS[resource])
+
+
+#: Columns whose null makes the typed models judge the record (they may refuse it).
+_JUDGED = {
+    "customers": ("platform_customer_id", "customer_type"),
+    "cards": ("cardholder_id", "state", "form", "created_at", "updated_at"),
+    "internal_accounts": ("customer_id", "type", "status"),
+    "external_accounts": ("customer_id", "status", "currency"),
 }
+#: Fewest records a part of a whole read is cut for (a few pages); and the instants (days back
+#: from now) whose counts place the cuts of customers when nothing is stored.
+_PART_RECORDS = 400
+_PROBE_DAYS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 
 
-def sync_small_resource(
-    con: duckdb.DuckDBPyConnection,
-    db_lock: threading.Lock | threading.RLock,
-    client: Client,
-    resource: str,
-    run_id: int,
-    started: datetime,
-) -> int:
-    """Re-read a small resource whole (thousands of rows, not millions) and upsert it;
-    returns how many records were rejected."""
-    adapter = models.page_adapter(_RESOURCE_MODELS[resource])
-    item = _RESOURCE_MODELS[resource]
-    one = TypeAdapter(item)
-    records: list[dict[str, Any]] = []
-    rejects: list[tuple[Any, ...]] = []
-    for page in SMALL_RESOURCES[resource](client):
+@dataclass(frozen=True)
+class Freshness:
+    """How old a resource may grow before a sync re-reads it whole (in the service's time).
+
+    Cards and accounts are listed only whole, so each is re-read when its last whole read is
+    at least this old (or `full=True`, or `resources=` names it). Customers are read every
+    sync by what changed (`updatedAfter`) and checked by counts; `customers` is how often
+    they are read whole anyway, to find what no filter shows.
+
+    The defaults: balances (internal accounts) move with every payment and are what operators
+    look at, so 10 minutes; a card's state (frozen, closed) matters within the hour; external
+    (beneficiary) accounts change rarely and are the largest listing, so 12 hours. A `timedelta(0)`
+    re-reads on every sync."""
+
+    internal_accounts: timedelta = timedelta(minutes=10)
+    cards: timedelta = timedelta(hours=1)
+    external_accounts: timedelta = timedelta(hours=12)
+    customers: timedelta = timedelta(hours=24)
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if not isinstance(value, timedelta) or value < timedelta(0):
+                raise InvalidArgumentError(
+                    f"freshness.{item.name}", f"must be a timedelta, 0 or more; got {value!r}"
+                )
+
+    def limit(self, resource: str) -> timedelta:
+        value: timedelta = getattr(self, resource)
+        return value
+
+
+@dataclass(frozen=True)
+class LastRead:
+    """What the warehouse knows of a resource's last reads."""
+
+    whole_at: datetime | None = None  # the service's time when its last whole read began
+    watermark: datetime | None = None  # customers: the newest stored `updatedAt`
+    quarantined: int = 0  # records rejected and not stored since
+
+
+def whole_reason(
+    resource: str, last: LastRead, now: datetime, freshness: Freshness, *, forced: bool
+) -> str | None:
+    """Why the resource is read whole now, or None (customers: read by what changed)."""
+    if forced:
+        return "asked for"
+    if last.whole_at is None:
+        return "never read whole"
+    if last.quarantined:
+        return f"{last.quarantined} quarantined record(s) to retry"
+    limit = freshness.limit(resource)
+    if now - last.whole_at >= limit:
+        return f"last read whole {age_text(now - last.whole_at)} ago (limit {age_text(limit)})"
+    return None
+
+
+def age_text(delta: timedelta) -> str:
+    """A duration as a person reads it: 45s, 10m, 2.5h, 3.0d."""
+    seconds = max(0, int(delta.total_seconds()))
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"
+
+
+def time_cuts(counts_before: list[tuple[datetime, int]], total: int, parts: int) -> list[datetime]:
+    """Instants cutting creation time into about `parts` parts of equal counts, from counts of
+    records created before known instants (interpolated linearly between them)."""
+    points = sorted(counts_before)
+    cuts: list[datetime] = []
+    for k in range(1, parts):
+        target = total * k / parts
+        for (t0, n0), (t1, n1) in itertools.pairwise(points):
+            if n0 <= target <= n1 and n1 > n0:
+                cuts.append(t0 + (t1 - t0) * ((target - n0) / (n1 - n0)))
+                break
+    return sorted(set(cuts))
+
+
+def slices_between(cuts: list[datetime]) -> list[dict[str, Any]]:
+    """Filters covering all creation time with parts cut at `cuts`: the bounds are inclusive
+    on both sides, so neighbours overlap at the cut (a record read twice is kept once) and no
+    rounding of an instant by the service can open a gap."""
+    bounds: list[datetime | None] = [None, *cuts, None]
+    return [
+        {"created_after": start, "created_before": end} for start, end in itertools.pairwise(bounds)
+    ]
+
+
+# -- the service ------------------------------------------------------------------------------
+
+
+def listing(
+    client: Client, resource: str, filters: dict[str, Any], limit: int | None = None
+) -> Paginator[Any]:
+    """The list of a resource with filters (customers: deleted ones included unless the
+    filters say otherwise)."""
+    given = {k: v for k, v in filters.items() if v is not None}
+    if resource == "customers":
+        given.setdefault("include_deleted", True)
+        return client.customers.list(**given, limit=limit)
+    lists: dict[str, Callable[..., Paginator[Any]]] = {
+        "cards": client.cards.list,
+        "internal_accounts": client.internal_accounts.list,
+        "external_accounts": client.external_accounts.list,
+    }
+    return lists[resource](**given, limit=limit)
+
+
+def count(client: Client, resource: str, filters: dict[str, Any]) -> int | None:
+    page: TextPage = next(iter(listing(client, resource, filters, limit=1).pages(raw="text")))
+    return checked_count(page.total_count, Window(None, None))
+
+
+@dataclass
+class Read:
+    """Records read from some listings of a resource: JSON texts by id, and the texts of
+    records without a string id."""
+
+    records: dict[str, bytes] = field(default_factory=dict)
+    rejects: list[bytes] = field(default_factory=list)
+    pages: int = 0
+
+    def add(self, other: Read) -> None:
+        self.records.update(other.records)
+        self.rejects += other.rejects
+        self.pages += other.pages
+
+
+def read(
+    client: Client, resource: str, filters: dict[str, Any], stop: threading.Event | None = None
+) -> Read:
+    """Every page of one listing (until `stop` is set: then what is read is incomplete)."""
+    out = Read()
+    for page in listing(client, resource, filters).pages(raw="text"):
+        if stop is not None and stop.is_set():
+            break
+        checked_count(page.total_count, Window(None, None))
+        out.pages += 1
+        for record_id, text in zip(page.ids, page.records, strict=True):
+            if record_id is None:
+                out.rejects.append(text)
+            else:
+                out.records[record_id] = text
+    return out
+
+
+# -- typing and saving ------------------------------------------------------------------------
+
+
+def reject_row(resource: str, text: bytes, error: str, run_id: int, at: datetime) -> RejectRow:
+    """A rejected_records row, the error told by the typed model where it refuses the record."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        record = None
+    if isinstance(record, dict):
         try:
-            adapter.validate_json(page.content)
-            records += page.data
-        except ValidationError:
-            for record in page.data:
-                try:
-                    one.validate_python(record)
-                    records.append(record)
-                except ValidationError as exc:
-                    rid = record.get("id") if isinstance(record, dict) else None
-                    rejects.append(
-                        (
-                            run_id,
-                            resource,
-                            rid,
-                            None,
-                            None,
-                            str(exc)[:2000],
-                            orjson.dumps(record).decode(),
-                            started,
-                        )
-                    )
-    unique = list({r["id"]: r for r in records}.values())
-    batch: pa.Table = to_arrow(resource, unique)
-    with db_lock, _store.transaction(con):
-        _store.upsert(con, resource, batch, run_id=run_id, now=started)
+            TypeAdapter(_model(resource)).validate_python(record)
+        except ValidationError as exc:
+            error = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]
+            )
+    fields_ = record if isinstance(record, dict) else {}
+    rid = fields_.get("id")
+    logger.warning("rejected %s record %s: %s", resource, rid, error)
+    return (
+        run_id,
+        resource,
+        rid if isinstance(rid, str) else None,
+        None,
+        None,
+        error[:2000],
+        text.decode("utf-8", "replace"),
+        at,
+    )
+
+
+def typed(resource: str, got: Read, run_id: int, at: datetime) -> tuple[pa.Table, list[RejectRow]]:
+    """The records as the resource's typed table (one vectorised read when they are valid);
+    those that do not fit, each alone, as rejects."""
+    buffer = dict(got.records)
+    rejects = [
+        reject_row(resource, t, "not a record with a string id", run_id, at) for t in got.rejects
+    ]
+
+    def convert(raw: list[bytes]) -> pa.Table:
+        return to_arrow(resource, [], raw=raw)
+
+    while True:
+        try:
+            table = convert(list(buffer.values()))
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            for record_id in unreadable(list(buffer.items()), convert):
+                rejects.append(reject_row(resource, buffer.pop(record_id), str(exc), run_id, at))
+            continue
+        missing = None
+        for name in _JUDGED[resource]:
+            nulls = pc.is_null(table.column(name))
+            missing = nulls if missing is None else pc.or_(missing, nulls)
+        suspects = table.filter(missing).column("id").to_pylist() if missing is not None else []
+        dropped = []
+        adapter = TypeAdapter(_model(resource))
+        for record_id in suspects:
+            try:
+                adapter.validate_json(buffer[record_id])
+            except ValidationError:
+                rejects.append(reject_row(resource, buffer[record_id], "", run_id, at))
+                dropped.append(record_id)
+        if not dropped:
+            return table, rejects
+        for record_id in dropped:
+            del buffer[record_id]
+
+
+def last_reads(con: duckdb.DuckDBPyConnection) -> dict[str, LastRead]:
+    """Each small resource's last reads and quarantined records."""
+    rows = con.execute("SELECT resource, whole_at FROM resource_reads").fetchall()
+    whole = {name: at for name, at in rows}
+    (mark,) = con.execute(
+        "SELECT max(updated_at) FROM customers WHERE removed_at IS NULL"
+    ).fetchall()
+    out = {}
+    for name in SMALL_RESOURCES:
+        (n,) = con.execute(
+            f"""SELECT count(DISTINCT r.record_id) FROM rejected_records r
+                LEFT JOIN {name} t ON t.id = r.record_id
+                WHERE r.resource = ? AND r.record_id IS NOT NULL
+                  AND (t.id IS NULL OR r.run_id >= t.sync_run_id)""",
+            [name],
+        ).fetchall()
+        out[name] = LastRead(
+            _utc(whole.get(name)), _utc(mark[0]) if name == "customers" else None, int(n[0])
+        )
+    return out
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    return None if value is None else value.astimezone(UTC)
+
+
+def stored_customers(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
+    """(customers listed, of which not deleted) as stored."""
+    (row,) = con.execute(
+        """SELECT count(*), count(*) FILTER (WHERE NOT coalesce(is_deleted, false))
+           FROM customers WHERE removed_at IS NULL"""
+    ).fetchall()
+    return int(row[0]), int(row[1])
+
+
+def commit(
+    con: duckdb.DuckDBPyConnection,
+    resource: str,
+    table: pa.Table,
+    rejects: list[RejectRow],
+    *,
+    whole: bool,
+    run_id: int,
+    at: datetime,
+    service_now: datetime,
+) -> None:
+    """Land a resource's records, their rejects and its read time in one transaction; a whole
+    read also marks what it no longer lists as removed (rejected records are not removed:
+    they are listed, only unreadable)."""
+    with _store.transaction(con):
+        _store.upsert(con, resource, table, run_id=run_id, now=at)
         _store.record_rejects(con, rejects)
-    return len(rejects)
+        if whole:
+            listed = pa.table(
+                {
+                    "id": pa.concat_arrays(
+                        [
+                            table.column("id").combine_chunks(),
+                            pa.array([r[2] for r in rejects], pa.string()),
+                        ]
+                    )
+                }
+            )
+            con.register("_listed", listed)
+            try:
+                con.execute(
+                    f"""UPDATE {resource} SET removed_at = ?, last_changed_run_id = ?
+                        WHERE removed_at IS NULL AND id NOT IN (SELECT id FROM _listed WHERE id IS NOT NULL)""",
+                    [service_now, run_id],
+                )
+            finally:
+                con.unregister("_listed")
+        con.execute(
+            """INSERT INTO resource_reads VALUES (?, ?, ?, ?, ?)
+               ON CONFLICT (resource) DO UPDATE SET read_at = excluded.read_at,
+                   whole_at = coalesce(excluded.whole_at, resource_reads.whole_at),
+                   run_id = excluded.run_id, records = excluded.records""",
+            [resource, service_now, service_now if whole else None, run_id, table.num_rows],
+        )
 
 
-def utcnow() -> datetime:
-    return datetime.now(UTC)
+# -- running ----------------------------------------------------------------------------------
 
 
-def elapsed_since(start: float) -> float:
-    return time.perf_counter() - start
+@dataclass
+class ResourceResult:
+    """What a sync did with one resource: `read` is "whole", "changes" or "not re-read";
+    `age` is how old its last whole read is (as of this sync's start, in the service's time)."""
+
+    resource: str
+    read: str
+    reason: str
+    records: int = 0
+    rejected: int = 0
+    age: timedelta | None = None
+
+
+class SyncStopped(Exception):
+    """A resource's reads were stopped (the sync failed elsewhere): nothing of it commits."""
+
+
+class ResourceSync:
+    """One sync of some small resources, their listings read on the sync's pool beside the
+    transactions. `run` blocks until they are committed; call it from a thread of its own."""
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        db_lock: threading.Lock | threading.RLock,
+        client: Client,
+        pool: Executor,
+        run_id: int,
+        started: datetime,
+        *,
+        freshness: Freshness,
+        full: bool,
+        forced: frozenset[str],
+        parts: int = 16,
+    ) -> None:
+        self.con, self.db_lock, self.client, self.pool = con, db_lock, client, pool
+        self.run_id, self.started = run_id, started
+        self.freshness, self.full, self.forced, self.parts = freshness, full, forced, parts
+        self.stop = threading.Event()  # set when the run fails: reads end, nothing commits
+        self._listed: Future[int | None] | None = None
+
+    def _submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        return self.pool.submit(fn, *args)
+
+    def service_now(self) -> datetime:
+        """The service's clock (its latest `Date`), the wall clock when it sends none."""
+        return self.client.stats.service_time or datetime.now(UTC)
+
+    def run(self, wanted: list[str]) -> dict[str, ResourceResult]:
+        with self.db_lock:
+            last = last_reads(self.con)
+        # a first count tells the service's clock before deciding what is due (the customers'
+        # count, which their check needs anyway)
+        self._listed = self._submit(count, self.client, wanted[0], {})
+        if self.client.stats.service_time is None:
+            self._listed.result()
+        now = self.service_now()
+        decisions = {
+            name: whole_reason(
+                name, last[name], now, self.freshness, forced=self.full or name in self.forced
+            )
+            for name in wanted
+        }
+        # customers are read every sync (by what changed); the others only when due
+        results: dict[str, ResourceResult] = {}
+        threads = []
+        for name in wanted:
+            if name != "customers" and decisions[name] is None:
+                whole_at = last[name].whole_at
+                age = None if whole_at is None else now - whole_at
+                results[name] = ResourceResult(name, "not re-read", "fresh enough", age=age)
+                continue
+            thread = _Runner(self._resource, name, decisions[name], last[name], now)
+            threads.append(thread)
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            results[thread.name] = thread.outcome()
+        return {name: results[name] for name in wanted}
+
+    def _resource(
+        self, name: str, reason: str | None, last: LastRead, now: datetime
+    ) -> ResourceResult:
+        age = now - last.whole_at if last.whole_at else None
+        if reason is None:  # customers, by what changed since the newest stored update
+            result = self._changes(last, now)
+            if result is not None:
+                result.age = age
+                return result
+            reason = "counts differ from what is stored"
+        records, rejected = self._land(name, self._whole(name), whole=True, now=now)
+        return ResourceResult(name, "whole", reason, records, rejected, timedelta(0))
+
+    def _land(self, name: str, got: Read, *, whole: bool, now: datetime) -> tuple[int, int]:
+        """Type what was read and commit it with the resource's read time: (records, rejected)."""
+        if self.stop.is_set():
+            raise SyncStopped(name)
+        table, rejects = typed(name, got, self.run_id, self.started)
+        with self.db_lock:
+            commit(
+                self.con,
+                name,
+                table,
+                rejects,
+                whole=whole,
+                run_id=self.run_id,
+                at=self.started,
+                service_now=now,
+            )
+        return table.num_rows, len(rejects)
+
+    def _changes(self, last: LastRead, now: datetime) -> ResourceResult | None:
+        """Customers changed since the watermark, committed; then their counts checked against
+        the service's. None when the counts do not explain each other (read them whole)."""
+        listed = self._listed  # taken first (`run`): customers are first when wanted
+        assert listed is not None
+        active = self._submit(count, self.client, "customers", {"include_deleted": False})
+        changed = {"updated_after": last.watermark}
+        got = self._submit(read, self.client, "customers", changed, self.stop).result()
+        records, rejected = self._land("customers", got, whole=False, now=now)
+        with self.db_lock:
+            stored = stored_customers(self.con)
+        service = (listed.result(), active.result())
+        if rejected or service != stored:
+            logger.info(
+                "customers: the service counts %s, the warehouse %s: reading them whole",
+                service,
+                stored,
+            )
+            return None
+        since = last.watermark.isoformat() if last.watermark else "the start"
+        return ResourceResult("customers", "changes", f"updated since {since}", records, 0)
+
+    def _whole(self, name: str) -> Read:
+        if name == "customers":
+            parts = self._customer_parts()
+        elif name == "cards":  # a few pages: their filters would not split them evenly
+            parts = [{}]
+        else:
+            parts = self._currency_parts(name)
+        futures = [self._submit(read, self.client, name, f, self.stop) for f in parts]
+        out = Read()
+        for future in futures:
+            out.add(future.result())
+        return out
+
+    def _customer_parts(self) -> list[dict[str, Any]]:
+        """Creation-time parts of about equal counts (a few pages each at least): cut at the
+        stored quantiles, or (nothing stored) where one round of counts of the customers
+        created before instants going back from now places them."""
+        fractions = [k / self.parts for k in range(1, self.parts)]
+        with self.db_lock:
+            ((stored, quantiles),) = self.con.execute(
+                """SELECT count(*), list_transform(quantile_disc(created_at, ?), lambda t: epoch_us(t))
+                   FROM customers WHERE created_at IS NOT NULL AND removed_at IS NULL""",
+                [fractions],
+            ).fetchall()
+        if stored:
+            parts = min(self.parts, stored // _PART_RECORDS)
+            cuts = sorted({t for us in quantiles or [] if (t := instant(us)) is not None})
+            step = -(-len(cuts) // parts) if parts > 1 else 0
+            return slices_between(cuts[step - 1 :: step] if step else [])
+        total = count(self.client, "customers", {})
+        if total is None or total < 2 * _PART_RECORDS:
+            return [{}]
+        now = self.service_now()
+        instants = [now - timedelta(days=d) for d in _PROBE_DAYS]
+        counts = [
+            self._submit(count, self.client, "customers", {"created_before": t}) for t in instants
+        ]
+        known = [(t, f.result()) for t, f in zip(instants, counts, strict=True)]
+        if any(n is None for _, n in known):
+            return [{}]
+        points = [(t, int(n or 0)) for t, n in known] + [(now + timedelta(days=1), total)]
+        parts = min(self.parts, total // _PART_RECORDS)
+        return slices_between(time_cuts(points, total, parts))
+
+    def _currency_parts(self, name: str) -> list[dict[str, Any]]:
+        """Parts by currency when the per-currency counts add up to the whole's (candidates:
+        the stored currencies and the platform's); else the whole listing at once."""
+        column = "balance_currency" if name == "internal_accounts" else "currency"
+        with self.db_lock:
+            rows = self.con.execute(
+                f"SELECT DISTINCT {column} FROM {name} WHERE {column} IS NOT NULL"
+            ).fetchall()
+        candidates = {r[0] for r in rows}
+        config = None if candidates else self._submit(self.client.config.get)
+        total = self._submit(count, self.client, name, {})
+        if config is not None:
+            try:
+                candidates |= {c.currency_code for c in config.result().supported_currencies or []}
+            except PaylensError:  # no configuration to read: the stored currencies only
+                logger.info("%s: no currencies from the platform's configuration", name)
+        parts = self._refined(name, [{"currency": c} for c in sorted(candidates)], total.result())
+        if parts is None:
+            return [{}]
+        if name == "internal_accounts":  # a large currency is cut again by account type
+            large = max(_PART_RECORDS * 4, sum(n for _, n in parts) // self.parts)
+            for i, (filters, n) in enumerate(parts):
+                if n > large:
+                    by_type = [{**filters, "type": t} for t in models.InternalAccountType]
+                    parts[i : i + 1] = self._refined(name, by_type, n) or [(filters, n)]
+        # the longest listings first: they bound how long the whole read takes
+        return [filters for filters, n in sorted(parts, key=lambda part: -part[1])]
+
+    def _refined(
+        self, name: str, candidates: list[dict[str, Any]], total: int | None
+    ) -> list[tuple[dict[str, Any], int]] | None:
+        """The candidates' non-empty parts with their counts, when those add up to `total`
+        (so the parts hold every record); else None."""
+        futures = [self._submit(count, self.client, name, filters) for filters in candidates]
+        found = [f.result() for f in futures]
+        if total is None or any(n is None for n in found) or sum(n or 0 for n in found) != total:
+            return None
+        return [(filters, n) for filters, n in zip(candidates, found, strict=True) if n]
+
+
+class _Runner(threading.Thread):
+    """One resource's sync on a thread of its own (it waits on the pool, so never on it)."""
+
+    def __init__(self, fn: Callable[..., ResourceResult], name: str, *args: Any) -> None:
+        super().__init__(name=name, daemon=True)
+        self._fn, self._args = fn, (name, *args)
+        self._result: ResourceResult | None = None
+        self._error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._result = self._fn(*self._args)
+        except BaseException as exc:  # handed to the caller
+            self._error = exc
+
+    def outcome(self) -> ResourceResult:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result

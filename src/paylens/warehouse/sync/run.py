@@ -26,6 +26,7 @@ from paylens.client import Client
 from . import fetch, plan, save
 from .fetch import Landing, Service
 from .plan import OPEN_STATUSES, Verification, Window
+from .resources import Freshness
 from .save import Batch, StoredTransactions
 
 logger = logging.getLogger("paylens.warehouse")
@@ -40,7 +41,9 @@ class SyncOptions:
     syncs (the rolling re-verification: about 1/`verify_syncs` of it each sync); `hold_window`:
     open card holds are re-read on every sync while they are younger than this at the start
     of the sync (against the newest stored record: the service's time, not the wall clock);
-    no filter lists card statuses, so older holds are left to the re-verification."""
+    no filter lists card statuses, so older holds are left to the re-verification.
+    `freshness`: how old cards and accounts may grow before they are re-read whole, and how
+    often customers are read whole (`Freshness`)."""
 
     concurrency: int = 16
     rate_limit: float | None = None
@@ -50,6 +53,7 @@ class SyncOptions:
     progress: bool = True
     verify_syncs: int = 7
     hold_window: timedelta = timedelta(days=7)
+    freshness: Freshness = field(default_factory=Freshness)
     slice_records: int = 5_000
     leaf_records: int = 2_000
     land_records: int = 1_000
@@ -233,11 +237,13 @@ class TransactionSync:
         *,
         service: Service | None = None,
         threads: bool = True,
+        pool: Executor | None = None,
         on_expect: Callable[[int], None] = lambda records: None,
         on_phase: Callable[[str], None] = lambda phase: None,
     ) -> None:
         """`service` stands in for the client's list endpoint (tests); `threads=False` reads
-        every window and commits every landing on the calling thread, in order. `on_page`
+        every window and commits every landing on the calling thread, in order; `pool` is
+        the readers' pool when the caller shares one (it is not shut down here). `on_page`
         hears of each page's records, `on_expect` of how many records a full sync will read
         (the service's `totalCount`), `on_phase` of each step (reading, reconciling,
         committing)."""
@@ -253,13 +259,15 @@ class TransactionSync:
         self.tally = Tally()
         self._sched = threading.Lock()  # the counts below, for splitting windows
         self._futures: list[Future[None]] = []
+        self._stopping = threading.Event()  # a failed or interrupted run: readers stop
         self._queued = 0  # windows submitted and not started
         self._active = 0  # windows being read
         prepare = functools.partial(save.typed_batch, run_id=run_id, at=started)
         self.pool: Executor
         self.writer: Writer | InlineWriter
+        self._own_pool = pool is None
         if threads:
-            self.pool = ThreadPoolExecutor(
+            self.pool = pool or ThreadPoolExecutor(
                 max_workers=options.concurrency, thread_name_prefix="paylens-sync"
             )
             self.writer = Writer(
@@ -300,7 +308,15 @@ class TransactionSync:
             self.writer.flush()
             return mode
         finally:
-            self.pool.shutdown(wait=True, cancel_futures=True)
+            self._stopping.set()
+            if self._own_pool:
+                self.pool.shutdown(wait=True, cancel_futures=True)
+            else:  # a shared pool: this run's readers end before the writer does
+                with self._sched:
+                    mine = list(self._futures)
+                for future in mine:
+                    future.cancel()
+                wait(mine)
             self.writer.close()
 
     def _full(self) -> None:
@@ -487,6 +503,8 @@ class TransactionSync:
                 split=lambda resume, end: self._split(window, resume, end),
                 on_page=self.on_page,
             ):
+                if self._stopping.is_set():  # the run is ending: what is read stays unsaved
+                    return
                 self.writer.put(landing)
         finally:
             with self._sched:

@@ -106,7 +106,7 @@ def _missing_required(table: pa.Table) -> list[str]:
     return table.filter(missing).column("id").to_pylist()
 
 
-def _unreadable(items: list[tuple[str, bytes]], read: Callable[[list[bytes]], Any]) -> list[str]:
+def unreadable(items: list[tuple[str, bytes]], read: Callable[[list[bytes]], Any]) -> list[str]:
     """Ids of the records `read` refuses (a wrong type, an integer out of range), found by
     bisection: a few reads, not one per record."""
     try:
@@ -116,7 +116,7 @@ def _unreadable(items: list[tuple[str, bytes]], read: Callable[[list[bytes]], An
         if len(items) == 1:
             return [items[0][0]]
     middle = len(items) // 2
-    return _unreadable(items[:middle], read) + _unreadable(items[middle:], read)
+    return unreadable(items[:middle], read) + unreadable(items[middle:], read)
 
 
 def _parse(raw: list[bytes]) -> Any:
@@ -146,7 +146,7 @@ def typed_batch(landings: list[Landing], run_id: int, at: datetime) -> Batch:
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             # the JSON read refuses most bad records, and costs less than the whole typing
             items = list(buffer.items())
-            for record_id in _unreadable(items, _parse) or _unreadable(items, _typed):
+            for record_id in unreadable(items, _parse) or unreadable(items, _typed):
                 rejects.append(reject_row(buffer.pop(record_id), str(exc), run_id, at))
             continue
         dropped = set()

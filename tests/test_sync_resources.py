@@ -1,0 +1,258 @@
+"""The smaller resources' sync (customers by what changed, cards and accounts by the freshness
+policy), against the sandbox's answers, with time driven by the sandbox's clock."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from paylens import Client, Freshness, Sandbox
+from paylens.errors import InvalidArgumentError
+from paylens.warehouse import SyncOptions, Warehouse
+
+from ._helpers import same_instants
+
+SMALL = ["customers", "cards", "internal_accounts", "external_accounts"]
+LISTS = {
+    "customers": "/customers",
+    "cards": "/cards",
+    "internal_accounts": "/customers/internal-accounts",
+    "external_accounts": "/customers/external-accounts",
+}
+
+
+@pytest.fixture
+def wh(tmp_path: Path) -> Any:
+    with Warehouse(tmp_path / "w.duckdb") as warehouse:
+        yield warehouse
+
+
+def truth(client: Client, resource: str) -> dict[str, Any]:
+    """Every record the service lists now (customers: deleted ones too), by id."""
+    pages = {
+        "customers": lambda: client.customers.list(include_deleted=True),
+        "cards": client.cards.list,
+        "internal_accounts": client.internal_accounts.list,
+        "external_accounts": client.external_accounts.list,
+    }[resource]().pages(raw=True)
+    return {r["id"]: same_instants(r) for page in pages for r in page.data}
+
+
+def stored(wh: Warehouse, resource: str) -> dict[str, Any]:
+    rows = wh.sql(f"SELECT id, raw FROM {resource} WHERE removed_at IS NULL")
+    return {
+        i: same_instants(orjson.loads(raw)) for i, raw in zip(rows["id"], rows["raw"], strict=True)
+    }
+
+
+def list_requests(sandbox: Sandbox, resource: str) -> int:
+    """Requests that listed a resource (counts, parts and pages)."""
+    path = LISTS[resource]
+    return sum(
+        1 for method, p, _ in sandbox.requests.entries if method == "GET" and p.endswith(path)
+    )
+
+
+def sync(wh: Warehouse, client: Client, **kw: Any) -> Any:
+    return wh.sync(client, progress=False, **kw)
+
+
+def test_a_first_sync_stores_every_resource_as_the_service_lists_it(
+    sandbox: Sandbox, client: Client, wh: Warehouse
+) -> None:
+    report = sync(wh, client)
+    for name in SMALL:
+        assert stored(wh, name) == truth(client, name), name
+        assert report.reads[name].startswith("whole"), report.reads[name]
+        assert report.resources[name]["new"] == len(truth(client, name))
+    reads = wh.sql("SELECT resource, whole_at, run_id FROM resource_reads ORDER BY 1")
+    assert list(reads["resource"]) == sorted(SMALL)
+    assert set(reads["run_id"]) == {report.run_id}
+    assert {t.to_pydatetime() for t in reads["whole_at"]} == {sandbox.now}
+    assert report.not_reread == {}
+
+
+def test_a_resource_not_due_is_not_reread_and_the_report_says_how_old(
+    sandbox: Sandbox, client: Client, wh: Warehouse
+) -> None:
+    sync(wh, client)
+    sandbox.advance(timedelta(minutes=5))
+    sandbox.requests.reset()
+    report = sync(wh, client)
+    five = timedelta(minutes=5)
+    assert report.not_reread == {
+        "cards": five,
+        "internal_accounts": five,
+        "external_accounts": five,
+    }
+    for name in ("cards", "internal_accounts", "external_accounts"):
+        assert list_requests(sandbox, name) == 0
+        assert report.reads[name] == "not re-read: last read whole 5m ago"
+    assert report.reads["customers"].startswith("changes")
+    assert "not re-read: last read whole 5m ago" in str(report)
+
+
+def test_each_resource_is_reread_once_its_interval_has_passed(
+    sandbox: Sandbox, client: Client, wh: Warehouse
+) -> None:
+    sync(wh, client)
+    sandbox.advance(timedelta(minutes=10))
+    report = sync(wh, client)
+    ten = timedelta(minutes=10)
+    assert report.not_reread == {"cards": ten, "external_accounts": ten}
+    assert report.reads["internal_accounts"] == "whole: last read whole 10m ago (limit 10m)"
+    sandbox.advance(timedelta(minutes=50))  # an hour since cards were read
+    report = sync(wh, client)
+    assert report.not_reread == {"external_accounts": timedelta(hours=1)}
+    assert report.reads["cards"] == "whole: last read whole 60m ago (limit 60m)"
+    sandbox.advance(timedelta(hours=11))
+    report = sync(wh, client)
+    assert report.not_reread == {}
+    assert report.reads["external_accounts"] == "whole: last read whole 12.0h ago (limit 12.0h)"
+    assert report.reads["customers"].startswith("changes")
+    sandbox.advance(timedelta(hours=12))  # a day since customers were read whole
+    report = sync(wh, client)
+    assert report.reads["customers"] == "whole: last read whole 24.0h ago (limit 24.0h)"
+
+
+def test_full_or_naming_a_resource_rereads_it_whatever_its_age(
+    sandbox: Sandbox, client: Client, wh: Warehouse
+) -> None:
+    sync(wh, client)
+    sandbox.requests.reset()
+    report = sync(wh, client, resources=["cards"])
+    assert list(report.resources) == ["cards"]
+    assert report.reads["cards"] == "whole: asked for"
+    assert list_requests(sandbox, "cards") > 0
+    assert list_requests(sandbox, "external_accounts") == 0
+    report = sync(wh, client, full=True)
+    assert {name: report.reads[name] for name in SMALL} == dict.fromkeys(SMALL, "whole: asked for")
+
+
+def test_the_policy_is_an_option_like_the_others(
+    sandbox: Sandbox, client: Client, wh: Warehouse
+) -> None:
+    sync(wh, client)
+    sandbox.advance(timedelta(minutes=1))
+    every_sync = Freshness(internal_accounts=timedelta(0), cards=timedelta(0))
+    report = sync(wh, client, freshness=every_sync)
+    assert set(report.not_reread) == {"external_accounts"}
+    report = wh.sync(client, options=SyncOptions(progress=False, freshness=every_sync))
+    assert set(report.not_reread) == {"external_accounts"}
+    with pytest.raises(InvalidArgumentError, match="not both"):
+        wh.sync(client, options=SyncOptions(), freshness=every_sync)
+    with pytest.raises(InvalidArgumentError, match=r"freshness\.cards"):
+        Freshness(cards=timedelta(minutes=-1))
+    with pytest.raises(InvalidArgumentError, match="resources"):
+        sync(wh, client, resources=["accounts"])
+
+
+def test_a_closed_card_is_stored_closed_within_the_policy(
+    sandbox: Sandbox, client: Client, wh: Warehouse
+) -> None:
+    sync(wh, client)
+    card = next(c for c in client.cards.list() if str(c.state) == "ACTIVE")
+    client.cards.update(card.id, state="CLOSED")
+    sandbox.advance(timedelta(minutes=30))
+    sync(wh, client)  # not due: the stored state is half an hour old, as the report says
+    state = "SELECT state FROM cards WHERE id = ?"
+    assert wh.sql(state, [card.id])["state"].iloc[0] == "ACTIVE"
+    sandbox.advance(timedelta(minutes=30))
+    report = sync(wh, client)
+    assert wh.sql(state, [card.id])["state"].iloc[0] == "CLOSED"
+    assert report.resources["cards"]["changed"] == 1
+    assert stored(wh, "cards") == truth(client, "cards")
+
+
+def test_customers_changed_between_syncs_are_read_by_what_changed_exactly(
+    sandbox: Sandbox, client: Client, wh: Warehouse
+) -> None:
+    sync(wh, client)
+    customers = list(client.customers.list())
+    sandbox.advance(timedelta(hours=1))
+    changed = customers[3]
+    client.auth.update_customer_email(
+        changed.id, "moved@example.com", customer_type=str(changed.customer_type)
+    )
+    sandbox.advance(timedelta(hours=1))
+    sandbox.requests.reset()
+    report = sync(wh, client)
+    assert report.reads["customers"].startswith("changes: updated since")
+    # two counts and the filter's one page: not the whole listing
+    assert list_requests(sandbox, "customers") == 3
+    # what the filter brings: the changed customer, and those at the watermark (inclusive)
+    everyone = truth(client, "customers")
+    watermark = max(c["updatedAt"] for i, c in everyone.items() if i != changed.id)
+    at_mark = sum(1 for i, c in everyone.items() if i != changed.id and c["updatedAt"] == watermark)
+    assert report.resources["customers"] == {"new": 0, "changed": 1, "unchanged": at_mark}
+    assert stored(wh, "customers") == everyone
+    row = wh.sql("SELECT email, updated_at FROM customers WHERE id = ?", [changed.id]).iloc[0]
+    assert row["email"] == "moved@example.com"
+
+
+def test_customers_the_filter_cannot_show_are_found_by_the_counts(wh: Warehouse) -> None:
+    sandbox = Sandbox(seed=7, transactions=3_000)  # one of its customers is deleted
+    client = sandbox.client()
+    sync(wh, client)
+    gone = wh.sql("SELECT id FROM customers ORDER BY id LIMIT 2")["id"].tolist()
+    with wh._writing() as con:  # as if a sync had missed them (the counts no longer match)
+        con.execute("DELETE FROM customers WHERE id IN (SELECT unnest(?::VARCHAR[]))", [gone])
+    report = sync(wh, client)
+    assert report.reads["customers"] == "whole: counts differ from what is stored"
+    assert report.resources["customers"]["new"] == 2
+    assert stored(wh, "customers") == truth(client, "customers")
+    deleted = [i for i, c in truth(client, "customers").items() if c.get("isDeleted")]
+    assert deleted  # the sandbox has deleted customers: kept, marked so
+    flags = wh.sql("SELECT id FROM customers WHERE is_deleted")["id"].tolist()
+    assert sorted(flags) == sorted(deleted)
+
+
+def test_a_record_no_longer_listed_keeps_its_row_marked_removed(
+    sandbox: Sandbox, client: Client, wh: Warehouse
+) -> None:
+    sync(wh, client)
+    with wh._writing() as con:  # a card the service once listed and no longer does
+        con.execute(
+            """INSERT INTO cards (id, state, raw, first_run_id, last_changed_run_id, sync_run_id)
+               VALUES ('Card:gone', 'ACTIVE', '{"id": "Card:gone"}', 1, 1, 1)"""
+        )
+    report = sync(wh, client, resources=["cards"])
+    row = wh.sql("SELECT removed_at, last_changed_run_id FROM cards WHERE id = 'Card:gone'")
+    assert row["removed_at"].iloc[0].to_pydatetime() == sandbox.now
+    assert row["last_changed_run_id"].iloc[0] == report.run_id
+    assert stored(wh, "cards") == truth(client, "cards")
+
+
+def test_rejected_records_are_quarantined_and_retried_until_stored(
+    sandbox: Sandbox, client: Client, wh: Warehouse
+) -> None:
+    accounts = list(truth(client, "internal_accounts"))
+    bad = {accounts[1], accounts[-1]}
+    sandbox.faults.corrupt_ids = bad
+    report = sync(wh, client)
+    rejected = wh.rejected_records()
+    mine = rejected[rejected["resource"] == "internal_accounts"]
+    assert set(mine["record_id"]) == bad
+    assert all("balance" in e for e in mine["error"])
+    assert report.rejected == 2
+    assert set(stored(wh, "internal_accounts")) == set(accounts) - bad
+    report = sync(wh, client)  # not due by age, but quarantined records are retried
+    assert report.reads["internal_accounts"] == "whole: 2 quarantined record(s) to retry"
+    sandbox.faults.corrupt_ids = set()
+    report = sync(wh, client)
+    assert report.reads["internal_accounts"] == "whole: 2 quarantined record(s) to retry"
+    assert report.resources["internal_accounts"]["new"] == 2
+    assert stored(wh, "internal_accounts") == truth(client, "internal_accounts")
+    report = sync(wh, client)
+    assert "internal_accounts" in report.not_reread  # nothing left to retry
+
+
+def test_an_unchanged_resync_reads_little(sandbox: Sandbox, client: Client, wh: Warehouse) -> None:
+    full = sync(wh, client)
+    again = sync(wh, client)
+    assert again.new == again.changed == 0
+    assert again.requests <= full.requests / 5
