@@ -73,7 +73,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     are handed out in collection order, so the slowest are put first."""
     groups: dict[str, str] = {}
     for item in items:
-        path = item.nodeid.split("::")[0]
+        # from the item's file, not its node id (nbval's ids differ between pytest versions)
+        path = item.path.relative_to(item.config.rootpath).as_posix()
         kernel = path.endswith((".ipynb", *_KERNELS))
         groups[item.nodeid] = group = "kernels" if kernel else path
         item.add_marker(pytest.mark.xdist_group(group))
