@@ -459,7 +459,13 @@ def test_approve_and_reject_agent_transactions(fresh: World) -> None:
     status, body = call(
         fresh, "POST", f"/transactions/{second['id']}/reject", body={"reason": "over budget"}
     )
-    assert (status, body["status"]) == (200, "FAILED") and "failureReason" not in body
+    # FAILED always carries a reason (spec section 3); nothing was debited, so no refund
+    assert (status, body["status"], body["failureReason"]) == (
+        200,
+        "FAILED",
+        "QUOTE_EXECUTION_FAILED",
+    )
+    assert "refund" not in body
     assert call(fresh, "POST", f"/transactions/{second['id']}/reject")[0] == 409
     fresh.advance(timedelta(days=4))
     assert fresh.get_transaction_wire(first["id"])["status"] == "COMPLETED"

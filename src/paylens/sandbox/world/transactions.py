@@ -258,7 +258,7 @@ class TransactionOps(WorldBase):
             t1=t,
             t2=t,
             final=STATUS_CODE["FAILED"],
-            failure=NO_CODE,
+            failure=OUT_FAILURE_CODE["QUOTE_EXECUTION_FAILED"],
             touched=t,
             flags=int(self.store.col("flags")[row]) & ~AWAITING_APPROVAL,
         )

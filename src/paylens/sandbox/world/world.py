@@ -24,7 +24,10 @@ Decisions where the specification is silent (see also `generate` for money and l
   what tells a cancellation from other failures.
 - Approval: agent-initiated OUTGOING transactions (`agentId` set) wait in PENDING for the
   platform's decision for up to 3 days, then expire (EXPIRED). Approve moves one to PROCESSING
-  (it then settles on its rail); reject makes it FAILED without a `failureReason`. Incoming UMA
+  (it then settles on its rail); reject makes it FAILED with `failureReason`
+  QUOTE_EXECUTION_FAILED and no refund (FAILED always carries a reason, spec section 3; no
+  reason names a platform's refusal, and this one covers "any failure on the way to
+  settlement, whether or not funds were debited": none were, so no refund). Incoming UMA
   payments received through `POST /sandbox/uma/receive` wait for the decision for 5 seconds
   (see `world.incoming`) and answer the IncomingTransaction. Anything else answers 409
   TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL.
