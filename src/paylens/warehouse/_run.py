@@ -1,0 +1,228 @@
+"""One sync of a warehouse, start to end: the run's row in `sync_runs`, the transactions'
+engine and the smaller resources' sync on one pool of readers, the report, and the checkpoint.
+`Warehouse.sync` checks the arguments and calls `SyncRun.run` under the file's sync lock."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from paylens.client import Client
+from paylens.client._params import timestamp
+from paylens.errors import WarehouseError
+
+from . import _store
+from ._progress import _Progress
+from ._report import SyncReport, describe_read
+from .sync import ResourceResult, ResourceSync, SyncOptions, TransactionSync, utcnow
+
+logger = logging.getLogger("paylens.warehouse")
+
+#: A sync checkpoints the file when its log holds more than this; a smaller log costs its next
+#: open little to replay, and closing the file checkpoints it anyway (`paylens sync` does).
+CHECKPOINT_WAL_BYTES = 16 << 20
+
+
+class SyncRun:
+    """The sync of one warehouse's connection (under its lock) at `path`."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, lock: Any, path: Path) -> None:
+        self._con, self._lock, self.path = con, lock, path
+
+    def run(
+        self, client: Client, opts: SyncOptions, wanted: list[str], forced: frozenset[str]
+    ) -> SyncReport:
+        check_source(self._con, self._lock, self.path, client)
+        started_clock = time.perf_counter()
+        started = utcnow()
+        # a sibling for this run: its own rate budget and request counts, the caller's
+        # client untouched (it may be shared with other threads)
+        client = client.with_options(rate_limit=opts.rate_limit)
+        stats_before = client.stats.snapshot()
+        with self._lock:
+            run_id = _store.next_run_id(self._con)
+            self._con.execute(
+                "INSERT INTO sync_runs (run_id, started_at, status, source_url, is_sandbox) VALUES (?, ?, 'running', ?, ?)",
+                [run_id, started, client.base_url, client.is_sandbox],
+            )
+        report = SyncReport(run_id, "incremental", client.base_url, client.is_sandbox)
+        bar = _Progress(opts.progress, client.is_sandbox)
+        # one pool of readers for every resource: one request budget (with the client's rate)
+        pool = ThreadPoolExecutor(max_workers=opts.concurrency, thread_name_prefix="paylens-sync")
+        small = [r for r in wanted if r != "transactions"]
+        small_sync = ResourceSync(
+            self._con,
+            self._lock,
+            client,
+            pool,
+            run_id,
+            started,
+            freshness=opts.freshness,
+            full=opts.full,
+            forced=forced,
+            parts=opts.concurrency,
+        )
+        beside = _Beside(small_sync.run, small)
+        try:
+            if small:
+                beside.start()
+            if "transactions" in wanted:
+                engine = TransactionSync(
+                    self._con,
+                    self._lock,
+                    client,
+                    run_id,
+                    started,
+                    opts,
+                    bar.update,
+                    pool=pool,
+                    on_expect=bar.expect,
+                    on_phase=bar.phase,
+                )
+                report.mode = engine.run()
+                report.rejected += engine.tally.rejected
+                report.reverified = engine.reverified
+                report.resources["transactions"] = self._run_counts("transactions", run_id)
+            if small:
+                bar.phase("customers, cards, accounts")
+                for name, result in beside.outcome().items():
+                    report.rejected += result.rejected
+                    report.resources[name] = self._run_counts(name, run_id)
+                    report.reads[name] = describe_read(result)
+                    if result.read == "not re-read":
+                        report.not_reread[name] = result.age
+            bar.phase("checkpoint")
+            self._finish(run_id, report, started_clock, client, stats_before, status="succeeded")
+        except BaseException as exc:
+            small_sync.stop.set()
+            # the run's failure is recorded when it can be (a full disk may refuse even that);
+            # the error raised is the one that stopped the sync
+            with contextlib.suppress(Exception):
+                self._finish(
+                    run_id,
+                    report,
+                    started_clock,
+                    client,
+                    stats_before,
+                    status="failed",
+                    error=repr(exc)[:2000],
+                )
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            if small:
+                with contextlib.suppress(BaseException):
+                    beside.outcome()  # its threads are done before the run ends
+            bar.close()
+        logger.info("%s", report)
+        return report
+
+    def _run_counts(self, table: str, run_id: int) -> dict[str, int]:
+        with self._lock:
+            row = self._con.execute(
+                f"""SELECT count(*) FILTER (WHERE first_run_id = $run),
+                           count(*) FILTER (WHERE last_changed_run_id = $run AND first_run_id <> $run),
+                           count(*) FILTER (WHERE sync_run_id = $run AND last_changed_run_id <> $run)
+                    FROM {table}""",
+                {"run": run_id},
+            ).fetchall()[0]
+        return {"new": row[0], "changed": row[1], "unchanged": row[2]}
+
+    def _finish(
+        self,
+        run_id: int,
+        report: SyncReport,
+        started: float,
+        client: Client,
+        before: dict[str, float],
+        *,
+        status: str,
+        error: str | None = None,
+    ) -> None:
+        after = client.stats.snapshot()
+        report.requests = int(after["requests"] - before["requests"])
+        report.retries = int(after["retries"] - before["retries"])
+        report.duration_seconds = round(time.perf_counter() - started, 2)
+        for counts in report.resources.values():
+            report.new += counts["new"]
+            report.changed += counts["changed"]
+            report.unchanged += counts["unchanged"]
+        with self._lock:
+            self._con.execute(
+                """UPDATE sync_runs SET finished_at = ?, status = ?, mode = ?, new_records = ?,
+                       changed_records = ?, unchanged_records = ?, rejected_records = ?,
+                       reverified_records = ?, requests = ?, duration_seconds = ?, error = ?
+                   WHERE run_id = ?""",
+                [
+                    utcnow(),
+                    status,
+                    report.mode,
+                    report.new,
+                    report.changed,
+                    report.unchanged,
+                    report.rejected,
+                    report.reverified,
+                    report.requests,
+                    report.duration_seconds,
+                    error,
+                    run_id,
+                ],
+            )
+            if self._wal_bytes() > CHECKPOINT_WAL_BYTES:
+                self._con.execute("CHECKPOINT")
+
+    def _wal_bytes(self) -> int:
+        try:
+            return self.path.with_name(self.path.name + ".wal").stat().st_size
+        except OSError:  # in memory, or nothing written since the last checkpoint
+            return 0
+
+
+def check_source(con: duckdb.DuckDBPyConnection, lock: Any, path: Path, client: Client) -> None:
+    """Refuse to mix another service's data into a warehouse; record the source on the first sync."""
+    with lock:
+        known = _store.meta(con).get("source_url")
+        if known is not None and known != client.base_url:
+            raise WarehouseError(
+                f"{path} holds data from {known}; refusing to mix in {client.base_url}. "
+                "Use another database file for another service."
+            )
+        _store.set_meta(con, source_url=client.base_url, is_sandbox=str(client.is_sandbox).lower())
+
+
+class _Beside(threading.Thread):
+    """The smaller resources' sync on a thread beside the transactions' (both read on one
+    pool); `outcome` waits for it and hands on what it raised."""
+
+    def __init__(self, run: Any, wanted: list[str]) -> None:
+        super().__init__(name="paylens-resources", daemon=True)
+        self._run, self._wanted = run, wanted
+        self._result: dict[str, ResourceResult] = {}
+        self._error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._result = self._run(self._wanted)
+        except BaseException as exc:  # handed to the caller
+            self._error = exc
+
+    def outcome(self) -> dict[str, ResourceResult]:
+        if self.is_alive() or self.ident is not None:
+            self.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+def parse_since(value: date | datetime | str | None) -> datetime | None:
+    if value is None:
+        return None
+    return datetime.fromisoformat(timestamp("since", value).replace("Z", "+00:00"))

@@ -1,0 +1,71 @@
+"""`sync_file`: the scheduled sync of a warehouse file, on a staged copy swapped in."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from datetime import date, datetime
+from pathlib import Path
+
+from paylens.client import Client
+from paylens.errors import WarehouseFileError, WarehouseStorageError
+
+from . import _staged
+from ._open import WriterLock
+from ._report import SyncReport
+from ._warehouse import Warehouse
+from .sync import Freshness
+
+
+def sync_file(
+    path: str | os.PathLike[str],
+    client: Client,
+    *,
+    wait: float = 0.0,
+    since: date | datetime | str | None = None,
+    full: bool = False,
+    concurrency: int = 16,
+    rate_limit: float | None = None,
+    progress: bool = True,
+    resources: Sequence[str] | None = None,
+    verify_syncs: int = 7,
+    freshness: Freshness | None = None,
+) -> SyncReport:
+    """Sync a warehouse file for cron: take the file's writer lock (or wait up to `wait`
+    seconds for it), sync a staged copy (`<path>.syncing`, resumed by the next run when a run
+    is killed) and swap it in. Readers holding the file read-only keep their snapshot and are
+    never blocked; a writer (a notebook's read-write Warehouse, an apply) makes it wait or
+    fail with `WarehouseLockedError`, never lose what that writer wrote. The scheduled
+    `paylens sync` uses this; see `paylens.warehouse._staged` for the protocol."""
+    target = Path(path)
+    lock = WriterLock(target, wait=wait, holder="paylens sync")
+    try:
+        _staged.recover(target)
+        staged = _staged.prepare(target)
+        try:
+            wh = Warehouse(staged)
+        except WarehouseFileError:
+            _staged.discard(target)
+            staged = _staged.prepare(target)
+            wh = Warehouse(staged)
+        try:
+            with wh:
+                report = wh.sync(
+                    client,
+                    since=since,
+                    full=full,
+                    concurrency=concurrency,
+                    rate_limit=rate_limit,
+                    progress=progress,
+                    resources=resources,
+                    verify_syncs=verify_syncs,
+                    freshness=freshness,
+                )
+        except WarehouseStorageError:
+            # the copy holds the space that ran out: free it (the target is intact)
+            _staged.discard(target)
+            raise
+        _staged.swap(target, staged)
+    finally:
+        lock.release()
+    return report

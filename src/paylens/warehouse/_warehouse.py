@@ -1,0 +1,471 @@
+"""The `Warehouse`: a DuckDB file of the service's data, its readers, its sync's door, the
+bulk-operations journal and the wallet inventory (see the package's docstring)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
+
+import duckdb
+import pyarrow as pa
+
+from paylens.client import Client
+from paylens.client._params import timestamp
+from paylens.errors import InvalidArgumentError, WarehouseError
+from paylens.frames import to_pandas
+
+from . import _journal, _store, _wallets
+from ._open import close_store, open_store, storage_errors
+from ._report import SANDBOX_LABEL, SyncReport
+from ._run import SyncRun, check_source, parse_since
+from .sync import SMALL_RESOURCES, Freshness, SyncOptions, utcnow
+
+if TYPE_CHECKING:  # pandas loads when a frame is first asked for, not for a sync
+    import pandas as pd
+
+DEFAULT_PATH = Path("data/paylens.duckdb")
+
+
+class Warehouse:
+    """A DuckDB file holding the service's data. Open it read-write to sync into it and to
+    journal bulk actions, or `read_only=True` to query it.
+
+    Who may hold the file at once: any number of read-only readers (notebooks, the report)
+    beside the scheduled `paylens sync`, which writes a staged copy and swaps it in; and one
+    writer, across processes and within one (a read-write `Warehouse`, an apply, a sync).
+    Every `Warehouse` on one file in one process shares one connection, so they take turns.
+    A second writer gets `WarehouseLockedError` naming the holder, or waits up to `wait`
+    seconds for it. A file that is not a paylens warehouse is refused and never altered.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = DEFAULT_PATH,
+        *,
+        read_only: bool = False,
+        wait: float = 0.0,
+    ) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        self._closed = False
+        self._store = open_store(self.path, read_only=read_only, wait=wait)
+        self._con = self._store.con
+        self._lock = self._store.lock
+        if not self._store.read_only:
+            try:
+                with self._lock, storage_errors(self.path):
+                    _store.ensure_schema(self._con)
+            except BaseException:
+                self.close()
+                raise
+        elif "paylens_meta" not in {r[0] for r in self._con.execute("SHOW TABLES").fetchall()}:
+            self.close()
+            raise WarehouseError(f"{self.path} is not a paylens warehouse")
+
+    def __repr__(self) -> str:
+        mode = "read-only" if self.read_only else "read-write"
+        return f"Warehouse({str(self.path)!r}, {mode}, source={self.source or 'none yet'})"
+
+    # -- provenance ------------------------------------------------------------------------
+
+    @property
+    def source(self) -> str | None:
+        """The service base URL the data came from (None before the first sync)."""
+        return self._meta().get("source_url")
+
+    @property
+    def is_sandbox(self) -> bool:
+        return self._meta().get("is_sandbox") == "true"
+
+    def _meta(self) -> dict[str, str]:
+        with self._lock:
+            return _store.meta(self._con)
+
+    # -- sync ------------------------------------------------------------------------------
+
+    def sync(
+        self,
+        client: Client,
+        *,
+        since: date | datetime | str | None = None,
+        full: bool = False,
+        concurrency: int = 16,
+        rate_limit: float | None = None,
+        progress: bool = True,
+        resources: Sequence[str] | None = None,
+        verify_syncs: int = 7,
+        freshness: Freshness | None = None,
+        options: SyncOptions | None = None,
+    ) -> SyncReport:
+        """Bring the warehouse in step with the service and say what changed.
+
+        The first sync reads everything (from `since`, if given); later ones read what is new
+        or changed (see `paylens.warehouse.sync` for how and what it guarantees): a change any
+        listing shows is stored by the next sync, and any other difference is gone within
+        `verify_syncs` syncs (each re-reads about 1/`verify_syncs` of the older range; the
+        report's `reverified` is that cost). `concurrency` time slices are paged at once, under
+        `rate_limit` requests per second when given. Works in scripts, cron and inside a
+        running Jupyter kernel (threads, no event loop). `resources` limits the sync to some
+        of: transactions, customers, cards, internal_accounts, external_accounts; naming
+        customers, cards or accounts re-reads them whole whatever their age. `freshness` (a
+        `Freshness`) says how old cards and accounts may grow before a sync re-reads them
+        whole (customers are read by what changed on every sync); `full=True` re-reads
+        everything. `options` (a `SyncOptions`) sets everything at once, instead of the
+        keyword arguments.
+        """
+        if self.read_only:
+            raise WarehouseError(f"{self.path} is open read-only; open it read-write to sync")
+        if isinstance(verify_syncs, bool) or not isinstance(verify_syncs, int) or verify_syncs < 1:
+            raise InvalidArgumentError(
+                "verify_syncs", f"must be a whole number of syncs, 1 or more; got {verify_syncs!r}"
+            )
+        given = {
+            name
+            for name, value, default in (
+                ("since", since, None),
+                ("full", full, False),
+                ("concurrency", concurrency, 16),
+                ("rate_limit", rate_limit, None),
+                ("progress", progress, True),
+                ("verify_syncs", verify_syncs, 7),
+                ("freshness", freshness, None),
+            )
+            if value != default
+        }
+        if options is not None and given:
+            raise InvalidArgumentError(
+                "options",
+                f"give either options= or {', '.join(sorted(given))}, not both "
+                "(options would silently win)",
+            )
+        opts = options or SyncOptions(
+            concurrency=concurrency,
+            rate_limit=rate_limit,
+            since=parse_since(since),
+            full=full,
+            progress=progress,
+            verify_syncs=verify_syncs,
+            freshness=freshness or Freshness(),
+        )
+        known = ("transactions", *SMALL_RESOURCES)
+        unknown = [r for r in resources or () if r not in known]
+        if unknown or (resources is not None and not resources):
+            raise InvalidArgumentError(
+                "resources", f"must name some of {', '.join(known)}; got {list(resources or [])!r}"
+            )
+        wanted = [r for r in known if r in (resources or known)]
+        forced = frozenset(resources or ())
+        # one sync of a file at a time in this process (a second waits): two would reconcile
+        # counts against each other's half-written state
+        with self._store.sync_lock, storage_errors(self.path):
+            return SyncRun(self._con, self._lock, self.path).run(client, opts, wanted, forced)
+
+    def _check_source(self, client: Client) -> None:
+        check_source(self._con, self._lock, self.path, client)
+
+    # -- reading ---    # -- reading -----------------------------------------------------------------------------
+
+    def sql(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None) -> pd.DataFrame:
+        """Run parameterised SQL (`?` or `$name`) and return an Arrow-backed DataFrame."""
+        with self._lock:
+            table = self._con.sql(query, params=params).to_arrow_table()
+        frame = to_pandas(table)
+        frame.attrs["source"] = self._label()
+        return frame
+
+    def _label(self) -> str:
+        meta = self._meta()
+        source = meta.get("source_url", "nowhere yet")
+        return f"{SANDBOX_LABEL} from {source}" if meta.get("is_sandbox") == "true" else source
+
+    def _select(
+        self, table: str, filters: dict[str, Any], order: str = "created_at", raw: bool = False
+    ) -> pd.DataFrame:
+        clauses, params = [], []
+        for column, value in filters.items():
+            if value is None:
+                continue
+            if column in ("start", "end"):
+                op = ">=" if column == "start" else "<="
+                clauses.append(f"created_at {op} ?::TIMESTAMPTZ")
+                params.append(timestamp(column, value, end_of_day=column == "end"))
+            elif isinstance(value, (list, tuple, set, frozenset)):
+                clauses.append(f"{column} IN ({', '.join('?' * len(value))})")
+                params.extend(value)
+            else:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        where = " AND ".join(clauses) or "TRUE"
+        # the raw JSON is most of a frame's memory: only when asked for
+        hidden = [] if raw else [c for c in ("raw", "raw_hash") if c in self._column_names(table)]
+        columns = f"* EXCLUDE ({', '.join(hidden)})" if hidden else "*"
+        return self.sql(f"SELECT {columns} FROM {table} WHERE {where} ORDER BY {order}", params)
+
+    def transactions(
+        self,
+        *,
+        type: str | None = None,
+        status: str | Sequence[str] | None = None,
+        customer_id: str | None = None,
+        currency: str | None = None,
+        payment_rail: str | None = None,
+        start: date | datetime | str | None = None,
+        end: date | datetime | str | None = None,
+        raw: bool = False,
+    ) -> pd.DataFrame:
+        """Transactions of every kind (common fields), oldest first; `start`/`end` bound
+        `created_at` inclusively (a date is a whole UTC day); `raw=True` adds each record's
+        JSON as the service sent it."""
+        return self._select(
+            "transactions",
+            {
+                "type": type,
+                "status": status,
+                "customer_id": customer_id,
+                "currency": currency,
+                "payment_rail": payment_rail,
+                "start": start,
+                "end": end,
+            },
+            raw=raw,
+        )
+
+    def fees(
+        self,
+        *,
+        status: str | Sequence[str] | None = None,
+        payment_rail: str | None = None,
+        start: date | datetime | str | None = None,
+        end: date | datetime | str | None = None,
+        raw: bool = False,
+    ) -> pd.DataFrame:
+        """One row per outgoing transaction with its fees and every rate detail."""
+        return self._select(
+            "outgoing_fees",
+            {"status": status, "payment_rail": payment_rail, "start": start, "end": end},
+            raw=raw,
+        )
+
+    def card_transactions(
+        self,
+        *,
+        status: str | Sequence[str] | None = None,
+        card_id: str | None = None,
+        start: date | datetime | str | None = None,
+        end: date | datetime | str | None = None,
+        raw: bool = False,
+    ) -> pd.DataFrame:
+        """Card transactions with their pull, settlement and refund summaries and merchant."""
+        return self._select(
+            "card_transactions",
+            {"status": status, "card_id": card_id, "start": start, "end": end},
+            raw=raw,
+        )
+
+    def payment_instructions(self) -> pd.DataFrame:
+        return self.sql("SELECT * FROM payment_instructions ORDER BY transaction_id, position")
+
+    def cards(self) -> pd.DataFrame:
+        return self.sql("SELECT * FROM cards ORDER BY created_at")
+
+    def customers(self) -> pd.DataFrame:
+        return self.sql("SELECT * FROM customers ORDER BY created_at")
+
+    def internal_accounts(self) -> pd.DataFrame:
+        return self.sql("SELECT * FROM internal_accounts ORDER BY created_at")
+
+    def external_accounts(self) -> pd.DataFrame:
+        return self.sql("SELECT * FROM external_accounts ORDER BY id")
+
+    def status_history(self, transaction_id: str | None = None) -> pd.DataFrame:
+        """Every status change observed: previous and new status, and when it was seen."""
+        if transaction_id is None:
+            return self.sql("SELECT * FROM status_history ORDER BY observed_at, id")
+        return self.sql(
+            "SELECT * FROM status_history WHERE id = ? ORDER BY observed_at", [transaction_id]
+        )
+
+    def rejected_records(self) -> pd.DataFrame:
+        return self.sql("SELECT * FROM rejected_records ORDER BY rejected_at")
+
+    def sync_runs(self) -> pd.DataFrame:
+        return self.sql("SELECT * FROM sync_runs ORDER BY run_id")
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise WarehouseError(f"{self.path} is open read-only; open it read-write to write")
+        if self._closed:
+            raise WarehouseError(f"{self.path}: this Warehouse is closed")
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The connection for a write: refused on a read-only or closed Warehouse, under the
+        file's lock, with storage errors typed."""
+        self._writable()
+        with self._lock, storage_errors(self.path):
+            yield self._con
+
+    # -- the bulk-operations journal (paylens.ops writes it through these) -------------------
+
+    def journal_claim(
+        self,
+        *,
+        fingerprint: str,
+        action: str,
+        item_id: str,
+        success: str,
+        token: str,
+        live: Sequence[str] | set[str],
+    ) -> _journal.Claim:
+        """Claim an item for an apply run in one transaction, before its request is sent:
+        refused when the journal records `success` for it or a live run (`live` tokens) holds
+        it; the claim lists the in-doubt entries of dead runs, to resolve by reading the
+        record. Every Warehouse on the file shares one lock, and one process writes the file,
+        so no two runs can claim one item."""
+        with self._writing() as con:
+            return _journal.claim(
+                con,
+                fingerprint=fingerprint,
+                action=action,
+                item_id=item_id,
+                success=success,
+                token=token,
+                live=live,
+            )
+
+    def journal_finish(
+        self,
+        entry_ids: Sequence[int],
+        outcome: str,
+        *,
+        http_status: int | None = None,
+        error_code: str | None = None,
+        message: str | None = None,
+        attempts: int | None = None,
+    ) -> None:
+        """Complete journal entries with their outcome."""
+        with self._writing() as con:
+            _journal.finish(
+                con,
+                entry_ids,
+                outcome,
+                http_status=http_status,
+                error_code=error_code,
+                message=message,
+                attempts=attempts,
+            )
+
+    def journal_record(
+        self, *, fingerprint: str, action: str, item_id: str, outcome: str, message: str
+    ) -> None:
+        """Journal an outcome reached without a request (a skip decided at apply time)."""
+        with self._writing() as con:
+            _journal.record(
+                con,
+                fingerprint=fingerprint,
+                action=action,
+                item_id=item_id,
+                outcome=outcome,
+                message=message,
+            )
+
+    def journal_in_doubt(
+        self, action: str, live: Sequence[str] | set[str]
+    ) -> list[tuple[int, str]]:
+        """(entry id, item id) of `action`'s journal entries whose outcome is not known, left
+        by runs not in `live`: to resolve by reading the record."""
+        with self._lock:
+            return _journal.in_doubt(self._con, action, live)
+
+    def journal_succeeded(self, action: str, success: str, ids: Sequence[str]) -> set[str]:
+        """Items the journal records `action` as having succeeded on."""
+        with self._lock:
+            return _journal.succeeded(self._con, action, success, ids)
+
+    def mark_sessions_ended(self, session_ids: Sequence[str], reason: str) -> None:
+        """Record wallet sessions ended by paylens itself (e.g. a bulk revoke)."""
+        _wallets.mark_sessions_ended(self, session_ids, reason)
+
+    def ensure_wallet_tables(self) -> None:
+        """Create the wallet inventory's tables when missing (read-write only)."""
+        if self.read_only:
+            return
+        with self._lock:
+            _wallets.ensure_tables(self._con)
+
+    def store_transactions(self, records: Sequence[dict[str, Any]]) -> None:
+        """Store transaction records just read from the service (e.g. the answers of a bulk
+        action), exactly as a sync would, status history included."""
+        from paylens.frames import encode, transaction_tables
+
+        if not records:
+            return
+        tables = transaction_tables(raw=encode(records))
+        now = utcnow()
+        with self._writing() as con, _store.transaction(con):
+            _store.upsert_transaction_tables(con, tables, run_id=0, now=now)
+
+    # -- wallet inventory (credentials and sessions of embedded wallets; see _wallets) ----------
+
+    def sync_wallets(
+        self, client: Client, account_ids: Sequence[str] | None = None, *, concurrency: int = 8
+    ) -> dict[str, int]:
+        """Inventory the credentials and sessions of `account_ids` (default: every embedded
+        wallet account); returns how many accounts, credentials and sessions it found."""
+        return _wallets.sync_wallets(self, client, account_ids, concurrency=concurrency)
+
+    def credentials(self, *, include_removed: bool = False) -> pd.DataFrame:
+        """Wallet credentials of the inventory, by account."""
+        return _wallets.credentials(self, include_removed=include_removed)
+
+    def sessions(self, *, include_ended: bool = False) -> pd.DataFrame:
+        """Wallet sessions of the inventory (active at its last look, unless `include_ended`)."""
+        return _wallets.sessions(self, include_ended=include_ended)
+
+    def single_credential_accounts(self) -> pd.DataFrame:
+        """Inventoried wallet accounts that hold exactly one credential."""
+        return _wallets.single_credential_accounts(self)
+
+    def stale_sessions(
+        self, *, max_age: timedelta = timedelta(hours=8), as_of: datetime | None = None
+    ) -> pd.DataFrame:
+        """Sessions still active at `as_of` (default now; pass the service's clock, e.g.
+        `sandbox.now`) that were opened more than `max_age` before it."""
+        return _wallets.stale_sessions(self, max_age=max_age, as_of=as_of)
+
+    def journal(self) -> pd.DataFrame:
+        """The bulk-operations journal: every request sent, before and after."""
+        return self.sql("SELECT * FROM ops_journal ORDER BY entry_id")
+
+    def _column_names(self, table: str) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._con.execute(f"DESCRIBE {table}").fetchall()]
+
+    def snapshot(self, table: str) -> pa.Table:
+        """An Arrow copy of a table without its raw JSON, to evaluate a user's expression on
+        away from the file (see `paylens.ops`)."""
+        kept = ", ".join(c for c in self._column_names(table) if c != "raw")
+        with self._lock:
+            return self._con.sql(f"SELECT {kept} FROM {table}").to_arrow_table()
+
+    def relation(self, table: str) -> duckdb.DuckDBPyRelation:
+        """A lazy DuckDB relation over a table, for analysis on millions of rows."""
+        return self._con.table(table)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Let go of the file (the last Warehouse on it in this process closes it)."""
+        if not self._closed:
+            self._closed = True
+            close_store(self._store)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
