@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 
 from .sync import ResourceResult
-from .sync.resources import age_text
+from .sync.freshness import age_text
 
 SANDBOX_LABEL = "SANDBOX DATA"
 

@@ -35,13 +35,16 @@ long such a difference lasts.)
 
 The parts: `plan` (pure: which windows to read), `fetch` (generators of pages and landings),
 `save` (typed batches, each committed with its checkpoint; the questions about what is stored),
-`run` (the pool of readers and the writer), `resources` (the smaller resources: customers by
-what changed, the others by a freshness policy, read on the same pool).
+`run` (the pool of readers and the writer); for the smaller resources, `freshness` (when each
+is read whole), `resources` (reading them: customers by what changed, the others whole, on the
+same pool) and `resource_save` (typing and landing them).
 """
 
 from datetime import UTC, datetime
 
-from .resources import SMALL_RESOURCES, Freshness, ResourceResult, ResourceSync
+from .freshness import Freshness
+from .resource_save import SMALL_RESOURCES
+from .resources import ResourceResult, ResourceSync
 from .run import SyncOptions, TransactionSync
 
 __all__ = [

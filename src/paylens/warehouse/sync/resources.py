@@ -21,130 +21,38 @@ no longer lists keeps its row, with `removed_at` set: history is not lost.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import duckdb
-import pyarrow as pa
-import pyarrow.compute as pc
-from pydantic import TypeAdapter, ValidationError
 
 from paylens import models
 from paylens.client import Client, Paginator, TextPage
-from paylens.errors import InvalidArgumentError, PaylensError
-from paylens.frames import to_arrow
+from paylens.errors import PaylensError
 
-from .. import _store
 from .fetch import checked_count
+from .freshness import Freshness, LastRead, whole_reason
 from .plan import Window
-from .save import RejectRow, instant, unreadable
+from .resource_save import (
+    Read,
+    commit,
+    last_reads,
+    stored_customers,
+    typed,
+)
+from .save import instant
 
 logger = logging.getLogger("paylens.warehouse")
 
-#: Resources the interface lists only whole.
-WHOLE_ONLY = ("cards", "internal_accounts", "external_accounts")
-#: Every resource beside transactions, in the order a sync reports them.
-SMALL_RESOURCES = ("customers", *WHOLE_ONLY)
-
-#: The typed model of each resource (loaded when a record is refused, to say why).
-_MODELS = {
-    "customers": "Customer",
-    "cards": "Card",
-    "internal_accounts": "InternalAccount",
-    "external_accounts": "ExternalAccount",
-}
-
-
-def _model(resource: str) -> Any:
-    return getattr(models, _MODELS[resource])
-
-
-#: Columns whose null makes the typed models judge the record (they may refuse it).
-_JUDGED = {
-    "customers": ("platform_customer_id", "customer_type"),
-    "cards": ("cardholder_id", "state", "form", "created_at", "updated_at"),
-    "internal_accounts": ("customer_id", "type", "status"),
-    "external_accounts": ("customer_id", "status", "currency"),
-}
 #: Fewest records a part of a whole read is cut for (a few pages); and the instants (days back
 #: from now) whose counts place the cuts of customers when nothing is stored.
 _PART_RECORDS = 400
 _PROBE_DAYS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
-
-
-@dataclass(frozen=True)
-class Freshness:
-    """How old a resource may grow before a sync re-reads it whole (in the service's time).
-
-    Cards and accounts are listed only whole, so each is re-read when its last whole read is
-    at least this old (or `full=True`, or `resources=` names it). Customers are read every
-    sync by what changed (`updatedAfter`) and checked by counts; `customers` is how often
-    they are read whole anyway, to find what no filter shows.
-
-    The defaults: balances (internal accounts) move with every payment and are what operators
-    look at, so 10 minutes; a card's state (frozen, closed) matters within the hour; external
-    (beneficiary) accounts change rarely and are the largest listing, so 12 hours. A `timedelta(0)`
-    re-reads on every sync."""
-
-    internal_accounts: timedelta = timedelta(minutes=10)
-    cards: timedelta = timedelta(hours=1)
-    external_accounts: timedelta = timedelta(hours=12)
-    customers: timedelta = timedelta(hours=24)
-
-    def __post_init__(self) -> None:
-        for item in fields(self):
-            value = getattr(self, item.name)
-            if not isinstance(value, timedelta) or value < timedelta(0):
-                raise InvalidArgumentError(
-                    f"freshness.{item.name}", f"must be a timedelta, 0 or more; got {value!r}"
-                )
-
-    def limit(self, resource: str) -> timedelta:
-        value: timedelta = getattr(self, resource)
-        return value
-
-
-@dataclass(frozen=True)
-class LastRead:
-    """What the warehouse knows of a resource's last reads."""
-
-    whole_at: datetime | None = None  # the service's time when its last whole read began
-    watermark: datetime | None = None  # customers: the newest stored `updatedAt`
-    quarantined: int = 0  # records rejected and not stored since
-
-
-def whole_reason(
-    resource: str, last: LastRead, now: datetime, freshness: Freshness, *, forced: bool
-) -> str | None:
-    """Why the resource is read whole now, or None (customers: read by what changed)."""
-    if forced:
-        return "asked for"
-    if last.whole_at is None:
-        return "never read whole"
-    if last.quarantined:
-        return f"{last.quarantined} quarantined record(s) to retry"
-    limit = freshness.limit(resource)
-    if now - last.whole_at >= limit:
-        return f"last read whole {age_text(now - last.whole_at)} ago (limit {age_text(limit)})"
-    return None
-
-
-def age_text(delta: timedelta) -> str:
-    """A duration as a person reads it: 45s, 10m, 2.5h, 3.0d."""
-    seconds = max(0, int(delta.total_seconds()))
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m"
-    if seconds < 172800:
-        return f"{seconds / 3600:.1f}h"
-    return f"{seconds / 86400:.1f}d"
 
 
 def time_cuts(counts_before: list[tuple[datetime, int]], total: int, parts: int) -> list[datetime]:
@@ -196,21 +104,6 @@ def count(client: Client, resource: str, filters: dict[str, Any]) -> int | None:
     return checked_count(page.total_count, Window(None, None))
 
 
-@dataclass
-class Read:
-    """Records read from some listings of a resource: JSON texts by id, and the texts of
-    records without a string id."""
-
-    records: dict[str, bytes] = field(default_factory=dict)
-    rejects: list[bytes] = field(default_factory=list)
-    pages: int = 0
-
-    def add(self, other: Read) -> None:
-        self.records.update(other.records)
-        self.rejects += other.rejects
-        self.pages += other.pages
-
-
 def read(
     client: Client, resource: str, filters: dict[str, Any], stop: threading.Event | None = None
 ) -> Read:
@@ -227,155 +120,6 @@ def read(
             else:
                 out.records[record_id] = text
     return out
-
-
-# -- typing and saving ------------------------------------------------------------------------
-
-
-def reject_row(resource: str, text: bytes, error: str, run_id: int, at: datetime) -> RejectRow:
-    """A rejected_records row, the error told by the typed model where it refuses the record."""
-    try:
-        record = json.loads(text)
-    except ValueError:
-        record = None
-    if isinstance(record, dict):
-        try:
-            TypeAdapter(_model(resource)).validate_python(record)
-        except ValidationError as exc:
-            error = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]
-            )
-    fields_ = record if isinstance(record, dict) else {}
-    rid = fields_.get("id")
-    logger.warning("rejected %s record %s: %s", resource, rid, error)
-    return (
-        run_id,
-        resource,
-        rid if isinstance(rid, str) else None,
-        None,
-        None,
-        error[:2000],
-        text.decode("utf-8", "replace"),
-        at,
-    )
-
-
-def typed(resource: str, got: Read, run_id: int, at: datetime) -> tuple[pa.Table, list[RejectRow]]:
-    """The records as the resource's typed table (one vectorised read when they are valid);
-    those that do not fit, each alone, as rejects."""
-    buffer = dict(got.records)
-    rejects = [
-        reject_row(resource, t, "not a record with a string id", run_id, at) for t in got.rejects
-    ]
-
-    def convert(raw: list[bytes]) -> pa.Table:
-        return to_arrow(resource, [], raw=raw)
-
-    while True:
-        try:
-            table = convert(list(buffer.values()))
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            for record_id in unreadable(list(buffer.items()), convert):
-                rejects.append(reject_row(resource, buffer.pop(record_id), str(exc), run_id, at))
-            continue
-        missing = None
-        for name in _JUDGED[resource]:
-            nulls = pc.is_null(table.column(name))
-            missing = nulls if missing is None else pc.or_(missing, nulls)
-        suspects = table.filter(missing).column("id").to_pylist() if missing is not None else []
-        dropped = []
-        adapter = TypeAdapter(_model(resource))
-        for record_id in suspects:
-            try:
-                adapter.validate_json(buffer[record_id])
-            except ValidationError:
-                rejects.append(reject_row(resource, buffer[record_id], "", run_id, at))
-                dropped.append(record_id)
-        if not dropped:
-            return table, rejects
-        for record_id in dropped:
-            del buffer[record_id]
-
-
-def last_reads(con: duckdb.DuckDBPyConnection) -> dict[str, LastRead]:
-    """Each small resource's last reads and quarantined records."""
-    rows = con.execute("SELECT resource, whole_at FROM resource_reads").fetchall()
-    whole = {name: at for name, at in rows}
-    (mark,) = con.execute(
-        "SELECT max(updated_at) FROM customers WHERE removed_at IS NULL"
-    ).fetchall()
-    out = {}
-    for name in SMALL_RESOURCES:
-        (n,) = con.execute(
-            f"""SELECT count(DISTINCT r.record_id) FROM rejected_records r
-                LEFT JOIN {name} t ON t.id = r.record_id
-                WHERE r.resource = ? AND r.record_id IS NOT NULL
-                  AND (t.id IS NULL OR r.run_id >= t.sync_run_id)""",
-            [name],
-        ).fetchall()
-        out[name] = LastRead(
-            _utc(whole.get(name)), _utc(mark[0]) if name == "customers" else None, int(n[0])
-        )
-    return out
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    return None if value is None else value.astimezone(UTC)
-
-
-def stored_customers(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
-    """(customers listed, of which not deleted) as stored."""
-    (row,) = con.execute(
-        """SELECT count(*), count(*) FILTER (WHERE NOT coalesce(is_deleted, false))
-           FROM customers WHERE removed_at IS NULL"""
-    ).fetchall()
-    return int(row[0]), int(row[1])
-
-
-def commit(
-    con: duckdb.DuckDBPyConnection,
-    resource: str,
-    table: pa.Table,
-    rejects: list[RejectRow],
-    *,
-    whole: bool,
-    run_id: int,
-    at: datetime,
-    service_now: datetime,
-) -> None:
-    """Land a resource's records, their rejects and its read time in one transaction; a whole
-    read also marks what it no longer lists as removed (rejected records are not removed:
-    they are listed, only unreadable)."""
-    with _store.transaction(con):
-        _store.upsert(con, resource, table, run_id=run_id, now=at)
-        _store.record_rejects(con, rejects)
-        if whole:
-            listed = pa.table(
-                {
-                    "id": pa.concat_arrays(
-                        [
-                            table.column("id").combine_chunks(),
-                            pa.array([r[2] for r in rejects], pa.string()),
-                        ]
-                    )
-                }
-            )
-            con.register("_listed", listed)
-            try:
-                con.execute(
-                    f"""UPDATE {resource} SET removed_at = ?, last_changed_run_id = ?
-                        WHERE removed_at IS NULL AND id NOT IN (SELECT id FROM _listed WHERE id IS NOT NULL)""",
-                    [service_now, run_id],
-                )
-            finally:
-                con.unregister("_listed")
-        con.execute(
-            """INSERT INTO resource_reads VALUES (?, ?, ?, ?, ?)
-               ON CONFLICT (resource) DO UPDATE SET read_at = excluded.read_at,
-                   whole_at = coalesce(excluded.whole_at, resource_reads.whole_at),
-                   run_id = excluded.run_id, records = excluded.records""",
-            [resource, service_now, service_now if whole else None, run_id, table.num_rows],
-        )
 
 
 # -- running ----------------------------------------------------------------------------------

@@ -25,8 +25,8 @@ from paylens.client import Client
 
 from . import fetch, plan, save
 from .fetch import Landing, Service
+from .freshness import Freshness
 from .plan import OPEN_STATUSES, Verification, Window
-from .resources import Freshness
 from .save import Batch, StoredTransactions
 
 logger = logging.getLogger("paylens.warehouse")

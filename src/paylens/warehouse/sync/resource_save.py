@@ -1,0 +1,213 @@
+"""The smaller resources' records typed (on the Arrow path; the models judge only what may not
+fit, and say why a refused record is refused) and landed: one transaction per resource with its
+rejects and read time; what the warehouse knows of their last reads."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import TypeAdapter, ValidationError
+
+from paylens import models
+from paylens.frames import to_arrow
+
+from .. import _store
+from .freshness import LastRead
+from .save import RejectRow, unreadable
+
+logger = logging.getLogger("paylens.warehouse")
+
+#: Resources the interface lists only whole.
+WHOLE_ONLY = ("cards", "internal_accounts", "external_accounts")
+#: Every resource beside transactions, in the order a sync reports them.
+SMALL_RESOURCES = ("customers", *WHOLE_ONLY)
+
+
+@dataclass
+class Read:
+    """Records read from some listings of a resource: JSON texts by id, and the texts of
+    records without a string id."""
+
+    records: dict[str, bytes] = field(default_factory=dict)
+    rejects: list[bytes] = field(default_factory=list)
+    pages: int = 0
+
+    def add(self, other: Read) -> None:
+        self.records.update(other.records)
+        self.rejects += other.rejects
+        self.pages += other.pages
+
+
+#: The typed model of each resource (loaded when a record is refused, to say why).
+_MODELS = {
+    "customers": "Customer",
+    "cards": "Card",
+    "internal_accounts": "InternalAccount",
+    "external_accounts": "ExternalAccount",
+}
+
+
+def _model(resource: str) -> Any:
+    return getattr(models, _MODELS[resource])
+
+
+#: Columns whose null makes the typed models judge the record (they may refuse it).
+_JUDGED = {
+    "customers": ("platform_customer_id", "customer_type"),
+    "cards": ("cardholder_id", "state", "form", "created_at", "updated_at"),
+    "internal_accounts": ("customer_id", "type", "status"),
+    "external_accounts": ("customer_id", "status", "currency"),
+}
+
+
+def reject_row(resource: str, text: bytes, error: str, run_id: int, at: datetime) -> RejectRow:
+    """A rejected_records row, the error told by the typed model where it refuses the record."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        record = None
+    if isinstance(record, dict):
+        try:
+            TypeAdapter(_model(resource)).validate_python(record)
+        except ValidationError as exc:
+            error = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]
+            )
+    fields_ = record if isinstance(record, dict) else {}
+    rid = fields_.get("id")
+    logger.warning("rejected %s record %s: %s", resource, rid, error)
+    return (
+        run_id,
+        resource,
+        rid if isinstance(rid, str) else None,
+        None,
+        None,
+        error[:2000],
+        text.decode("utf-8", "replace"),
+        at,
+    )
+
+
+def typed(resource: str, got: Read, run_id: int, at: datetime) -> tuple[pa.Table, list[RejectRow]]:
+    """The records as the resource's typed table (one vectorised read when they are valid);
+    those that do not fit, each alone, as rejects."""
+    buffer = dict(got.records)
+    rejects = [
+        reject_row(resource, t, "not a record with a string id", run_id, at) for t in got.rejects
+    ]
+
+    def convert(raw: list[bytes]) -> pa.Table:
+        return to_arrow(resource, [], raw=raw)
+
+    while True:
+        try:
+            table = convert(list(buffer.values()))
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            for record_id in unreadable(list(buffer.items()), convert):
+                rejects.append(reject_row(resource, buffer.pop(record_id), str(exc), run_id, at))
+            continue
+        missing = None
+        for name in _JUDGED[resource]:
+            nulls = pc.is_null(table.column(name))
+            missing = nulls if missing is None else pc.or_(missing, nulls)
+        suspects = table.filter(missing).column("id").to_pylist() if missing is not None else []
+        dropped = []
+        adapter = TypeAdapter(_model(resource))
+        for record_id in suspects:
+            try:
+                adapter.validate_json(buffer[record_id])
+            except ValidationError:
+                rejects.append(reject_row(resource, buffer[record_id], "", run_id, at))
+                dropped.append(record_id)
+        if not dropped:
+            return table, rejects
+        for record_id in dropped:
+            del buffer[record_id]
+
+
+def last_reads(con: duckdb.DuckDBPyConnection) -> dict[str, LastRead]:
+    """Each small resource's last reads and quarantined records."""
+    rows = con.execute("SELECT resource, whole_at FROM resource_reads").fetchall()
+    whole = {name: at for name, at in rows}
+    (mark,) = con.execute(
+        "SELECT max(updated_at) FROM customers WHERE removed_at IS NULL"
+    ).fetchall()
+    out = {}
+    for name in SMALL_RESOURCES:
+        (n,) = con.execute(
+            f"""SELECT count(DISTINCT r.record_id) FROM rejected_records r
+                LEFT JOIN {name} t ON t.id = r.record_id
+                WHERE r.resource = ? AND r.record_id IS NOT NULL
+                  AND (t.id IS NULL OR r.run_id >= t.sync_run_id)""",
+            [name],
+        ).fetchall()
+        out[name] = LastRead(
+            _utc(whole.get(name)), _utc(mark[0]) if name == "customers" else None, int(n[0])
+        )
+    return out
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    return None if value is None else value.astimezone(UTC)
+
+
+def stored_customers(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
+    """(customers listed, of which not deleted) as stored."""
+    (row,) = con.execute(
+        """SELECT count(*), count(*) FILTER (WHERE NOT coalesce(is_deleted, false))
+           FROM customers WHERE removed_at IS NULL"""
+    ).fetchall()
+    return int(row[0]), int(row[1])
+
+
+def commit(
+    con: duckdb.DuckDBPyConnection,
+    resource: str,
+    table: pa.Table,
+    rejects: list[RejectRow],
+    *,
+    whole: bool,
+    run_id: int,
+    at: datetime,
+    service_now: datetime,
+) -> None:
+    """Land a resource's records, their rejects and its read time in one transaction; a whole
+    read also marks what it no longer lists as removed (rejected records are not removed:
+    they are listed, only unreadable)."""
+    with _store.transaction(con):
+        _store.upsert(con, resource, table, run_id=run_id, now=at)
+        _store.record_rejects(con, rejects)
+        if whole:
+            listed = pa.table(
+                {
+                    "id": pa.concat_arrays(
+                        [
+                            table.column("id").combine_chunks(),
+                            pa.array([r[2] for r in rejects], pa.string()),
+                        ]
+                    )
+                }
+            )
+            con.register("_listed", listed)
+            try:
+                con.execute(
+                    f"""UPDATE {resource} SET removed_at = ?, last_changed_run_id = ?
+                        WHERE removed_at IS NULL AND id NOT IN (SELECT id FROM _listed WHERE id IS NOT NULL)""",
+                    [service_now, run_id],
+                )
+            finally:
+                con.unregister("_listed")
+        con.execute(
+            """INSERT INTO resource_reads VALUES (?, ?, ?, ?, ?)
+               ON CONFLICT (resource) DO UPDATE SET read_at = excluded.read_at,
+                   whole_at = coalesce(excluded.whole_at, resource_reads.whole_at),
+                   run_id = excluded.run_id, records = excluded.records""",
+            [resource, service_now, service_now if whole else None, run_id, table.num_rows],
+        )
