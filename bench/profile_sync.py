@@ -25,12 +25,14 @@ import pyarrow as pa
 
 from paylens import Client
 from paylens.warehouse import Warehouse, _store, sync_file
+from paylens.warehouse._run import SyncRun
 from paylens.warehouse.sync import run, save
 
 PHASES = {
     run.TransactionSync: ("_balanced_slices", "_read_all", "_reconcile_range", "run"),
     run.Writer: ("flush",),
-    Warehouse: ("sync", "_finish", "close"),
+    Warehouse: ("sync", "close"),
+    SyncRun: ("_finish",),
 }
 STEPS = {save: ("typed_batch", "_checkpoint"), run.TransactionSync: ("_land",)}
 
