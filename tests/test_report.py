@@ -210,8 +210,11 @@ def test_a_failed_tie_out_fails_the_report_loudly(warehouse: Path, tmp_path: Pat
 
 def test_demo_syncs_reports_and_prints_headline_figures(tmp_path: Path) -> None:
     args = ["demo", "--transactions", "1500", "--db", "data/paylens.duckdb", "--out", "reports"]
-    done = _paylens(*args, cwd=tmp_path)
+    done = _paylens(*args, cwd=tmp_path, tty=True)
     assert done.returncode == 0, done.stderr
+    # the quick start's main job is never silent in a terminal: the report's phases show
+    assert re.search(r"computing the figures \(running the notebook\).* \d+/\d+", done.stderr)
+    assert "report: rendering the HTML" in done.stderr
     lines = done.stdout.strip().splitlines()
     assert lines[0].startswith("paylens ") and "SANDBOX DATA" in lines[0]
     assert lines[-1].endswith("the report: reports/paylens-report_all_all.html")

@@ -77,10 +77,11 @@ def _demo(args: argparse.Namespace) -> int:
         f"paylens {__version__} — SANDBOX DATA: the embedded sandbox, seed {args.seed}, "
         f"{args.transactions:,} transactions (generated in {time.perf_counter() - started:.1f}s)"
     )
+    progress = sys.stderr.isatty()
     try:
-        print(sync_file(args.db, sandbox.client(), progress=sys.stderr.isatty()))
+        print(sync_file(args.db, sandbox.client(), progress=progress))
         report_started = time.perf_counter()
-        page = render_report(args.db, out=args.out)
+        page = render_report(args.db, out=args.out, progress=progress)
     except ReportError as exc:
         print(
             f"paylens demo: the report failed: {exc}\n  partial report: {exc.html}", file=sys.stderr
