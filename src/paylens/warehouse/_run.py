@@ -40,6 +40,7 @@ class SyncRun:
     def run(
         self, client: Client, opts: SyncOptions, wanted: list[str], forced: frozenset[str]
     ) -> SyncReport:
+        """Sync the `wanted` resources (re-reading `forced` ones whole) and record the run."""
         check_source(self._con, self._lock, self.path, client)
         started_clock = time.perf_counter()
         started = utcnow()
