@@ -58,7 +58,7 @@ def http_client(sandbox: Sandbox, server: SandboxServer) -> Iterator[Client]:
 #: choice (bind to port 0, close, hand the port to the kernel) can lose the port to another
 #: worker's kernel or connection before the kernel binds it; from disjoint blocks outside that
 #: range, kernels on several workers start at once without racing.
-_KERNEL_PORTS_FROM, _KERNEL_PORTS_PER_WORKER = 20_000, 1_000
+_KERNEL_PORTS_FROM, _KERNEL_PORTS_PER_WORKER = 20_000, 500  # room for 25 workers
 
 
 def _worker_index() -> int:
@@ -67,7 +67,7 @@ def _worker_index() -> int:
 
 
 def _kernel_ports() -> Iterator[int]:
-    first = _KERNEL_PORTS_FROM + _KERNEL_PORTS_PER_WORKER * (_worker_index() % 10)
+    first = _KERNEL_PORTS_FROM + _KERNEL_PORTS_PER_WORKER * (_worker_index() % 25)
     return itertools.cycle(range(first, first + _KERNEL_PORTS_PER_WORKER))
 
 
