@@ -94,6 +94,13 @@ def _find_available_port(cache: LocalPortCache, ip: str) -> int:
 LocalPortCache.find_available_port = _find_available_port  # type: ignore[method-assign]
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker more than there are cores. About a sixth of the suite's time is
+    spent waiting (injected latency, retry back-off, processes and kernels starting), during
+    which a core would idle; a third worker on 2 cores took the suite from 183 s to 167 s."""
+    return (os.cpu_count() or 1) + 1
+
+
 #: Files parallel by test, not by file: their tests share no module fixture, and the file alone
 #: would keep one worker busy long after the others are done.
 _BY_TEST = ("tests/test_sync_differential.py",)
