@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+import os
+import socket
 from collections.abc import Iterator
 
 import pytest
+from jupyter_client.connect import LocalPortCache
 
 from paylens import Client, Sandbox
 from paylens.sandbox import SandboxServer
@@ -49,34 +53,87 @@ def http_client(sandbox: Sandbox, server: SandboxServer) -> Iterator[Client]:
         yield c
 
 
-#: Files whose tests start Jupyter kernels: they run on one worker, one kernel at a time (two
-#: kernels starting at once on one machine can race for the same ports and restart mid-run).
-_KERNELS = ("test_notebooks.py", "test_report.py")
+#: Jupyter kernels' ports, per xdist worker: a block of its own below the machine's ephemeral
+#: range (32768-60999 on Linux), which `bind(0)` and outgoing connections draw from. The stock
+#: choice (bind to port 0, close, hand the port to the kernel) can lose the port to another
+#: worker's kernel or connection before the kernel binds it; from disjoint blocks outside that
+#: range, kernels on several workers start at once without racing.
+_KERNEL_PORTS_FROM, _KERNEL_PORTS_PER_WORKER = 20_000, 500  # room for 25 workers
+
+
+def _worker_index() -> int:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")  # gw0, gw1, ...; "master" if -n 0
+    return int(worker[2:]) if worker[2:].isdigit() else 0
+
+
+def _kernel_ports() -> Iterator[int]:
+    first = _KERNEL_PORTS_FROM + _KERNEL_PORTS_PER_WORKER * (_worker_index() % 25)
+    return itertools.cycle(range(first, first + _KERNEL_PORTS_PER_WORKER))
+
+
+_PORTS = _kernel_ports()
+
+
+def _find_available_port(cache: LocalPortCache, ip: str) -> int:
+    """`LocalPortCache.find_available_port` drawing from this worker's block: the next port
+    that is free now and not handed to a kernel of this process already."""
+    for _ in range(_KERNEL_PORTS_PER_WORKER):
+        port = next(_PORTS)
+        if port in cache.currently_used_ports:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind((ip, port))
+            except OSError:
+                continue
+        cache.currently_used_ports.add(port)
+        return port
+    raise RuntimeError("no free port left in this worker's block for a kernel")
+
+
+LocalPortCache.find_available_port = _find_available_port  # type: ignore[method-assign]
+
+
+#: Files parallel by test, not by file: their tests share no module fixture, and the file alone
+#: would keep one worker busy long after the others are done.
+_BY_TEST = ("tests/test_sync_differential.py",)
 
 
 #: The longest groups (measured with --durations), started first so that no worker is left
 #: with one of them at the end while the others idle.
 _SLOWEST_FIRST = (
-    "kernels",
-    "tests/test_sync_differential.py",
+    "tests/test_report.py",
     "tests/test_warehouse_files.py",
     "tests/test_warehouse_sync.py",
+    "tests/test_sandbox_conformance.py",
     "tests/test_ops_at_most_once.py",
+    "tests/test_analysis_recompute.py",
+    "notebooks/01_fees.ipynb",
+    "notebooks/report.ipynb",
     "tests/test_ops.py",
+    "tests/test_sync_resources.py",
+    "tests/test_analysis_plots.py",
+    "tests/test_notebooks.py",
 )
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Parallel by file (`-n auto --dist loadgroup`): each file's tests share one worker and
-    their module fixtures; every notebook and kernel-starting file shares one worker. Groups
-    are handed out in collection order, so the slowest are put first."""
+    their module fixtures (a notebook's cells, one kernel); the files of `_BY_TEST` are spread
+    test by test. Groups are handed out in collection order (`--no-loadscope-reorder`), so
+    the slowest are put first."""
     groups: dict[str, str] = {}
+    items_by_file: set[str] = set()
     for item in items:
         # from the item's file, not its node id (nbval's ids differ between pytest versions)
         path = item.path.relative_to(item.config.rootpath).as_posix()
-        kernel = path.endswith((".ipynb", *_KERNELS))
-        groups[item.nodeid] = group = "kernels" if kernel else path
+        groups[item.nodeid] = group = item.nodeid if path in _BY_TEST else path
+        if group == path:
+            items_by_file.add(path)
         item.add_marker(pytest.mark.xdist_group(group))
+    # slowest first; then the other files; last the tests spread one by one, short units that
+    # fill whatever time the workers have left
     rank = {group: i for i, group in enumerate(_SLOWEST_FIRST)}
-    items.sort(key=lambda item: rank.get(groups[item.nodeid], len(rank)))
+    later = {group: len(rank) + (group not in items_by_file) for group in set(groups.values())}
+    items.sort(key=lambda item: rank.get(groups[item.nodeid], later[groups[item.nodeid]]))

@@ -5,6 +5,7 @@ straight from the warehouse; plus the `Period` the notebook reads, in process.""
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import io
 import logging
@@ -154,37 +155,6 @@ def _expected_rates(path: Path) -> list[str]:
     ]
 
 
-def test_report_holds_the_headline_figures_and_no_secret(warehouse: Path, tmp_path: Path) -> None:
-    done = _paylens(
-        "report",
-        "--db",
-        str(warehouse),
-        "--out",
-        "reports",
-        cwd=tmp_path,
-        PAYLENS_CLIENT_SECRET=SECRET,
-    )
-    assert done.returncode == 0, done.stderr
-    page = Path(done.stdout.strip().splitlines()[-1])
-    assert page == Path("reports/paylens-report_all_all.html")
-    content = (tmp_path / page).read_text(encoding="utf-8")
-    executed = (tmp_path / page.with_suffix(".ipynb")).read_text(encoding="utf-8")
-    text = _text(content)
-    assert "SANDBOX DATA — simulated by paylens' sandbox, not the service" in text
-    assert "all 10 tie-out checks passed" in text
-    headline = _expected_headline(warehouse)
-    assert len(headline) > 5
-    for row in headline.values():
-        assert row in text
-    for figure in _expected_rates(warehouse):
-        assert figure in text
-    assert content.count("data:image/png;base64,") >= 6  # every plot, embedded
-    assert "fx_margin_status" in text and "complete" in text  # the sandbox's own mid rates
-    assert "Period.open" not in text and "fee_breakdown(" not in text  # no code cells
-    assert SECRET not in content and SECRET not in executed
-    assert str(warehouse) in executed  # the parameters papermill injected
-
-
 def test_a_failed_tie_out_fails_the_report_loudly(warehouse: Path, tmp_path: Path) -> None:
     broken = tmp_path / "broken.duckdb"
     broken.write_bytes(warehouse.read_bytes())
@@ -209,8 +179,14 @@ def test_a_failed_tie_out_fails_the_report_loudly(warehouse: Path, tmp_path: Pat
 
 
 def test_demo_syncs_reports_and_prints_headline_figures(tmp_path: Path) -> None:
+    """`paylens demo` syncs, reports and prints; the report it wrote (`render_report` over the
+    default period, as `paylens report` runs it) holds the headline figures computed here from
+    the file, every plot, and no secret: the sandbox's, set in the environment too, as a
+    service's would be. (The report is run once here for both; `paylens report` itself is run
+    by the tests below.)"""
     args = ["demo", "--transactions", "1500", "--db", "data/paylens.duckdb", "--out", "reports"]
-    done = _paylens(*args, cwd=tmp_path, tty=True)
+    with mock.patch("paylens.sandbox.Sandbox", functools.partial(Sandbox, client_secret=SECRET)):
+        done = _paylens(*args, cwd=tmp_path, tty=True, PAYLENS_CLIENT_SECRET=SECRET)
     assert done.returncode == 0, done.stderr
     # the quick start's main job is never silent in a terminal: the report's phases show
     assert re.search(r"computing the figures \(running the notebook\).* \d+/\d+", done.stderr)
@@ -218,12 +194,27 @@ def test_demo_syncs_reports_and_prints_headline_figures(tmp_path: Path) -> None:
     lines = done.stdout.strip().splitlines()
     assert lines[0].startswith("paylens ") and "SANDBOX DATA" in lines[0]
     assert lines[-1].endswith("the report: reports/paylens-report_all_all.html")
-    assert (tmp_path / "reports/paylens-report_all_all.html").exists()
-    headline = _expected_headline(tmp_path / "data/paylens.duckdb")
+    warehouse = tmp_path / "data/paylens.duckdb"
+    headline = _expected_headline(warehouse)
     out = re.sub(r"\s+", " ", done.stdout)
-    usd = headline.pop("USD")
-    assert usd in out  # the busiest currency's row, as the report writes it
+    assert headline["USD"] in out  # the busiest currency's row, as the report writes it
     assert "sync #1 (full, SANDBOX DATA" in done.stdout
+    page = tmp_path / "reports/paylens-report_all_all.html"
+    content = page.read_text(encoding="utf-8")
+    executed = page.with_suffix(".ipynb").read_text(encoding="utf-8")
+    text = _text(content)
+    assert "SANDBOX DATA — simulated by paylens' sandbox, not the service" in text
+    assert "all 10 tie-out checks passed" in text
+    assert len(headline) > 5
+    for row in headline.values():
+        assert row in text
+    for figure in _expected_rates(warehouse):
+        assert figure in text
+    assert content.count("data:image/png;base64,") >= 6  # every plot, embedded
+    assert "fx_margin_status" in text and "complete" in text  # the sandbox's own mid rates
+    assert "Period.open" not in text and "fee_breakdown(" not in text  # no code cells
+    assert SECRET not in content and SECRET not in executed and SECRET not in done.stdout
+    assert str(warehouse.resolve()) in executed  # the parameters papermill injected
 
 
 def test_report_refuses_a_missing_database_and_an_empty_period(
@@ -347,11 +338,17 @@ def test_reference_rates_come_from_the_operators_file(warehouse: Path, tmp_path:
         _ = Period.open(warehouse, reference_rates=broken).reference_rates
     # in a lower-case currency too: the report names it in capitals
     args = ["--db", str(warehouse), "--out", "r", "--currency", "usd"]
-    done = _paylens("report", *args, "--reference-rates", str(rates), cwd=tmp_path)
+    # the environment holds the secret of the sandbox the file was synced from
+    done = _paylens(
+        "report", *args, "--reference-rates", str(rates), cwd=tmp_path, PAYLENS_CLIENT_SECRET=SECRET
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "r/paylens-report_all_all_USD.html"
     executed = (tmp_path / "r" / "paylens-report_all_all_USD.ipynb").read_text(encoding="utf-8")
     assert str(rates.resolve()) in executed  # passed to the notebook as a parameter
-    text = _text((tmp_path / "r" / "paylens-report_all_all_USD.html").read_text())
+    assert str(warehouse) in executed
+    content = (tmp_path / "r" / "paylens-report_all_all_USD.html").read_text()
+    assert SECRET not in content and SECRET not in executed
+    text = _text(content)
     assert "currency USD" in text and "all 10 tie-out checks passed" in text
     assert "partial" in text

@@ -61,8 +61,9 @@ def snapshot(wh: Warehouse) -> dict[Key, tuple[Any, ...]]:
     rows: dict[Key, tuple[Any, ...]] = {}
     for table, keys in KEYS.items():
         columns = [f.name for f in arrow_schema(table)]
-        for record in wh.relation(table).project(", ".join(columns)).to_arrow_table().to_pylist():
-            rows[(table, tuple(record[k] for k in keys))] = tuple(record.values())
+        at = [columns.index(k) for k in keys]
+        for record in wh.relation(table).project(", ".join(columns)).fetchall():
+            rows[(table, tuple(record[i] for i in at))] = record
     return rows
 
 

@@ -83,6 +83,8 @@ def test_foreign_files_are_refused_and_never_altered(
         Warehouse(path, read_only=read_only)
     assert _digest(path) == before
     assert {p for p in path.parent.iterdir() if not p.name.endswith(".lock")} == siblings
+    if read_only:
+        return  # the CLI below opens the file the same way whatever `read_only`: run it once
     # and the CLI says so in one line
     result = _cli("sync", "--db", str(path), "--sandbox", "--transactions", "200", "--quiet")
     assert result.returncode == 1 and _one_line(result).startswith("paylens sync:")
@@ -119,8 +121,8 @@ def _small_disk(tmp_path: Path, megabytes: int) -> Iterator[Path | None]:
 
 
 def test_a_full_disk_is_a_typed_error_that_loses_nothing(tmp_path: Path) -> None:
-    small, big = Sandbox(seed=1, transactions=300), Sandbox(seed=1, transactions=40_000)
-    with _small_disk(tmp_path, 24) as disk:
+    small, big = Sandbox(seed=1, transactions=300), Sandbox(seed=1, transactions=20_000)
+    with _small_disk(tmp_path, 12) as disk:
         if disk is None:
             pytest.skip("cannot mount a tmpfs here; the injected ENOSPC test covers the copy")
         path = disk / "w.duckdb"

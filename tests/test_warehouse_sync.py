@@ -115,7 +115,7 @@ def test_changes_between_syncs_are_caught(sandbox: Sandbox, client: Client, wh: 
 
 
 def test_incremental_reads_far_less_than_full(tmp_path: Path) -> None:
-    sandbox = Sandbox(seed=21, transactions=30_000)
+    sandbox = Sandbox(seed=21, transactions=10_000)  # a full sync of ~150 pages
     client = sandbox.client()
     with Warehouse(tmp_path / "w.duckdb") as wh:
         full = wh.sync(client, progress=False, resources=TX_ONLY)
@@ -361,7 +361,7 @@ def test_cli_sync_exit_codes(tmp_path: Path) -> None:
             str(db),
             "--sandbox",
             "--transactions",
-            "2000",
+            "500",
             "--quiet",
         ],
         capture_output=True,
@@ -370,7 +370,7 @@ def test_cli_sync_exit_codes(tmp_path: Path) -> None:
         timeout=300,
     )
     assert ok.returncode == 0, ok.stderr
-    assert "SANDBOX DATA" in ok.stdout and "transactions: 2,000 new" in ok.stdout
+    assert "SANDBOX DATA" in ok.stdout and "transactions: 500 new" in ok.stdout
     unconfigured = subprocess.run(
         [sys.executable, "-m", "paylens.cli", "sync", "--db", str(db)],
         capture_output=True,
