@@ -10,8 +10,9 @@ with "[sandbox]".
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -32,6 +33,8 @@ from ..generate.entities import (
     PURPOSES,
     Entities,
 )
+
+T = TypeVar("T")
 
 SANDBOX_DOMAIN = "sandbox.paylens.invalid"
 _B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
@@ -246,6 +249,13 @@ class EntityViews:
         # and never altered, so sharing is safe)
         self._derived: dict[tuple[str, int], Any] = {}
 
+    def _once(self, build: Callable[[int], T], i: int) -> T:
+        """`build(i)`, built on the first call for entity `i` and kept (see `_derived`)."""
+        key = (build.__name__, i)
+        if key not in self._derived:
+            self._derived[key] = build(i)
+        return cast(T, self._derived[key])
+
     def customer_by_uma(self, uma_address: str) -> int:
         """The customer with this UMA address, or -2 (matches no row)."""
         if self._by_uma is None:
@@ -287,7 +297,7 @@ class EntityViews:
 
     def customer(self, i: int) -> dict[str, Any]:
         c = self.e.customers
-        tag, address_, details = self._customer_details(i)
+        tag, address_, details = self._once(self._customer_details, i)
         out: dict[str, Any] = {
             "id": c.ids[i],
             "platformCustomerId": c.platform_ids[i],
@@ -311,9 +321,6 @@ class EntityViews:
 
     def _customer_details(self, i: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
         """A customer's handle, address and identity details, derived from its seed."""
-        found = self._derived.get(("customer", i))
-        if found is not None:
-            return found  # type: ignore[no-any-return]
         c = self.e.customers
         r = random.Random(int(c.hi[i]))
         country = REGIONS[c.region[i]][0]
@@ -339,8 +346,7 @@ class EntityViews:
                 ),
                 "nationality": country,
             }
-        found = self._derived[("customer", i)] = (self.customer_handle(i), address_, details)
-        return found
+        return self.customer_handle(i), address_, details
 
     # --- accounts ---------------------------------------------------------------------------
 
@@ -382,7 +388,7 @@ class EntityViews:
             "status": "ACTIVE",
             "balance": balance,
             "totalBalance": {"amount": int(a.balance[i]), "currency": currency_wire(currency)},
-            "fundingPaymentInstructions": self._funding_instructions(i),
+            "fundingPaymentInstructions": self._once(self._funding_instructions, i),
             "createdAt": created,
             "updatedAt": created,
         }
@@ -392,43 +398,37 @@ class EntityViews:
 
     def _funding_instructions(self, i: int) -> list[dict[str, Any]]:
         """An internal account's deposit instructions, derived from its seed."""
-        found = self._derived.get(("funding", i))
-        if found is None:
-            a = self.e.accounts
-            reference = f"SBX-DEP-{int(a.lo[i]) & 0xFFFFFFFF:08X}"
-            found = self._derived[("funding", i)] = [
-                self.deposit_instructions(
-                    int(a.currency[i]), reference, int(a.hi[i]), platform=a.owner[i] == NO_ROW
-                )
-            ]
-        return found  # type: ignore[no-any-return]
+        a = self.e.accounts
+        reference = f"SBX-DEP-{int(a.lo[i]) & 0xFFFFFFFF:08X}"
+        return [
+            self.deposit_instructions(
+                int(a.currency[i]), reference, int(a.hi[i]), platform=a.owner[i] == NO_ROW
+            )
+        ]
 
     def _external_details(self, i: int) -> dict[str, Any]:
         """An external account's `accountInfo`, derived from its seed."""
-        found = self._derived.get(("external", i))
-        if found is None:
-            a = self.e.accounts
-            option = RECEIVE_OPTIONS[a.kind[i]]
-            r = random.Random(int(a.hi[i]))
-            holder = self.holder_name(i)
-            found = account_details(
-                option.account_type,
-                option.currency,
-                option.country,
-                r,
-                holder,
-                [rail for rail, _ in option.rails if rail in _RAIL_NAMES],
-                payment=False,
-            )
-            if option.account_type not in _WALLETS:
-                found["beneficiary"] = self._beneficiary(i, holder, option.country, r)
-            self._derived[("external", i)] = found
-        return found  # type: ignore[no-any-return]
+        a = self.e.accounts
+        option = RECEIVE_OPTIONS[a.kind[i]]
+        r = random.Random(int(a.hi[i]))
+        holder = self.holder_name(i)
+        info = account_details(
+            option.account_type,
+            option.currency,
+            option.country,
+            r,
+            holder,
+            [rail for rail, _ in option.rails if rail in _RAIL_NAMES],
+            payment=False,
+        )
+        if option.account_type not in _WALLETS:
+            info["beneficiary"] = self._beneficiary(i, holder, option.country, r)
+        return info
 
     def external_account(self, i: int) -> dict[str, Any]:
         a = self.e.accounts
         option = RECEIVE_OPTIONS[a.kind[i]]
-        info = self._external_details(i)
+        info = self._once(self._external_details, i)
         out: dict[str, Any] = {"id": a.ids[i]}
         if a.owner[i] != NO_ROW:
             out["customerId"] = self.e.customers.ids[a.owner[i]]
