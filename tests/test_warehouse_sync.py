@@ -471,17 +471,17 @@ def test_every_status_and_refund_is_current_after_each_sync_without_reverificati
 def test_progress_shows_the_total_and_every_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from paylens.warehouse import _Progress
+    from paylens.warehouse._progress import Progress
 
     sandbox = Sandbox(seed=13, transactions=1_200)
-    seen: list[_Progress] = []
-    original = _Progress.__init__
+    seen: list[Progress] = []
+    original = Progress.__init__
 
-    def keep(self: _Progress, enabled: bool, is_sandbox: bool) -> None:
+    def keep(self: Progress, enabled: bool, is_sandbox: bool) -> None:
         original(self, enabled, is_sandbox)
         seen.append(self)
 
-    monkeypatch.setattr(_Progress, "__init__", keep)
+    monkeypatch.setattr(Progress, "__init__", keep)
     with Warehouse(tmp_path / "p.duckdb") as wh:
         wh.sync(sandbox.client(), progress=False)
         sandbox.advance(timedelta(hours=12))

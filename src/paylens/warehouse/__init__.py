@@ -16,10 +16,8 @@ from __future__ import annotations
 
 from paylens.errors import WarehouseError, WarehouseLockedError
 
-from ._progress import _Progress as _Progress
 from ._report import SANDBOX_LABEL as SANDBOX_LABEL
 from ._report import SyncReport
-from ._run import CHECKPOINT_WAL_BYTES as CHECKPOINT_WAL_BYTES
 from ._store import SCHEMA_VERSION
 from ._sync_file import sync_file
 from ._warehouse import DEFAULT_PATH as DEFAULT_PATH

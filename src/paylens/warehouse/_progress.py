@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 
-class _Progress:
+class Progress:
     """Records and pages read, on a tqdm bar (notebook-aware) or nowhere; thread-safe. A full
     sync knows how many records to expect (the service's `totalCount`), so the bar shows a
     total and an ETA; the step under way (reading, reconciling, committing, the small

@@ -20,7 +20,7 @@ from paylens.client._params import timestamp
 from paylens.errors import WarehouseError
 
 from . import _store
-from ._progress import _Progress
+from ._progress import Progress
 from ._report import SyncReport, describe_read
 from .sync import ResourceResult, ResourceSync, SyncOptions, TransactionSync, utcnow
 
@@ -55,7 +55,7 @@ class SyncRun:
                 [run_id, started, client.base_url, client.is_sandbox],
             )
         report = SyncReport(run_id, "incremental", client.base_url, client.is_sandbox)
-        bar = _Progress(opts.progress, client.is_sandbox)
+        bar = Progress(opts.progress, client.is_sandbox)
         # one pool of readers for every resource: one request budget (with the client's rate)
         pool = ThreadPoolExecutor(max_workers=opts.concurrency, thread_name_prefix="paylens-sync")
         small = [r for r in wanted if r != "transactions"]
