@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,10 @@ def test_a_sync_counts_only_its_own_requests_and_leaves_the_client_alone(tmp_pat
     def chatter() -> None:  # another thread using the same client meanwhile
         while not stop.is_set():
             client.transactions.get(tid)
+            # a breath between calls: a thread spinning in pure Python starves DuckDB's own
+            # calls back into the interpreter on an idle machine (seen: the sync's open took
+            # minutes when this test ran alone)
+            time.sleep(0.001)
 
     other = threading.Thread(target=chatter)
     other.start()
