@@ -1,0 +1,12 @@
+"""Loaded before any plugin (`-p tests._early` in `pyproject.toml`): the suite's processes
+skip building the grammar of an optional format checker that nothing here uses.
+
+jsonschema (imported by nbformat, which nbval and papermill load) imports `rfc3987_syntax`,
+when it is installed (jupyter_events asks for it), for its `iri` format checker; building
+that grammar at import costs each process ~1.2 s. No schema here, nor the interface
+description, uses the `iri` format. See `paylens.cli.main`, which does the same.
+"""
+
+import sys
+
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
