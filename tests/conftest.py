@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import socket
@@ -137,3 +138,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {group: i for i, group in enumerate(_SLOWEST_FIRST)}
     later = {group: len(rank) + (group not in items_by_file) for group in set(groups.values())}
     items.sort(key=lambda item: rank.get(groups[item.nodeid], later[groups[item.nodeid]]))
+
+
+def _freeze_what_lives_on() -> None:
+    """Everything imported and collected so far lives until the end: moved out of the cyclic
+    garbage collector's sight (`gc.freeze`), so each full collection during the tests walks
+    what the tests build, not every module of pandas, pyarrow and matplotlib again (the
+    full collections took ~10 % of a worker's CPU)."""
+    gc.collect()
+    gc.freeze()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _freeze_what_lives_on()  # xdist's controller collects nothing: its imports, here
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    _freeze_what_lives_on()  # a worker (or -n 0): the test modules too

@@ -115,7 +115,7 @@ def test_changes_between_syncs_are_caught(sandbox: Sandbox, client: Client, wh: 
 
 
 def test_incremental_reads_far_less_than_full(tmp_path: Path) -> None:
-    sandbox = Sandbox(seed=21, transactions=10_000)  # a full sync of ~150 pages
+    sandbox = Sandbox(seed=21, transactions=4_000)  # a full sync of ~75 pages
     client = sandbox.client()
     with Warehouse(tmp_path / "w.duckdb") as wh:
         full = wh.sync(client, progress=False, resources=TX_ONLY)

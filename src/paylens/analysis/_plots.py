@@ -29,6 +29,7 @@ from ._revenue import COMPLETE, SAME_CURRENCY, revenue
 from ._settlement import settlement_times
 
 if TYPE_CHECKING:
+    from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -52,19 +53,25 @@ def _labels(frame: pd.DataFrame, columns: Sequence[str]) -> list[str]:
 
 
 def _bars(
-    ax: Axes, labels: list[str], series: Mapping[str, Sequence[float] | np.ndarray], stacked: bool
+    ax: Axes,
+    labels: list[str],
+    series: Mapping[str, Sequence[float] | np.ndarray],
+    stacked: bool,
+    colors: Mapping[str, tuple[float, float, float, float]] | None = None,
 ) -> None:
-    """Horizontal bars from zero, one row per label: stacked, or side by side."""
+    """Horizontal bars from zero, one row per label: stacked, or side by side; `colors` gives
+    each series its own colour (else the axes' cycle, in order)."""
     y = np.arange(len(labels))
     left = np.zeros(len(labels))
     height = 0.8 if stacked else 0.8 / max(len(series), 1)
     for i, (name, values) in enumerate(series.items()):
         v = np.nan_to_num(np.asarray(values, dtype=float))
+        color = colors[name] if colors else None
         if stacked:
-            ax.barh(y, v, height, left=left, label=name)
+            ax.barh(y, v, height, left=left, label=name, color=color)
             left = left + v
         else:
-            ax.barh(y - 0.4 + height * (i + 0.5), v, height, label=name)
+            ax.barh(y - 0.4 + height * (i + 0.5), v, height, label=name, color=color)
     ax.set_yticks(y, labels)
     ax.invert_yaxis()
 
@@ -79,19 +86,36 @@ def _figure(rows: int, panels: int = 1) -> tuple[Figure, list[Axes]]:
 
 
 def _finish(
-    ax: Axes, frame: pd.DataFrame, title: str, xlabel: str, ylabel: str, note: str = ""
+    ax: Axes,
+    frame: pd.DataFrame,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    note: str = "",
+    *,
+    key: bool = True,
 ) -> None:
-    source = frame.attrs.get("source")
+    """Title (with the data's source), axis labels, and the legend right of the bars; `key=False`
+    for a panel whose legend and source the figure's first panel gives."""
+    source = frame.attrs.get("source") if key else None
     ax.set_title(f"{title}\n{source}" if source else title)
     ax.set_xlabel(xlabel + (f"\n{note}" if note else ""))
     ax.set_ylabel(ylabel)
     if len(ax.get_yticks()) and ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+        if key:
+            _legend(ax)
     else:
         ax.text(0.5, 0.5, "nothing to show", transform=ax.transAxes, ha="center", va="center")
         ax.set_yticks([])
     ax.set_xlim(left=0)
     ax.grid(axis="x", alpha=0.3)
+
+
+def _legend(ax: Axes, handles: Sequence[Artist] | None = None) -> None:
+    kwargs = {"handles": handles} if handles is not None else {}
+    ax.legend(
+        loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False, **kwargs
+    )
 
 
 def _top(
@@ -187,7 +211,11 @@ def plot_revenue(
     """Revenue of completed transfers per group (settlement month by default, in time
     order): service, platform and counterparty fees and the FX margin, stacked, in major units
     of each sending currency, one panel per currency. A group without a reference rate shows
-    no FX margin and says so in its label."""
+    no FX margin and says so in its label. A part has one colour in every panel; the first
+    panel gives the legend (every part drawn in any panel) and the data's source."""
+    from matplotlib.colors import to_rgba
+    from matplotlib.patches import Patch
+
     keys = _keys(by)
     frame = revenue(data, keys, reference_rates=reference_rates, major=True)
     parts = {
@@ -196,19 +224,29 @@ def plot_revenue(
         "counterparty fee": ("counterparty_fixed_fee_major",),
         "FX margin": ("fx_margin_major",),
     }
+    colors = {name: to_rgba(f"C{i}") for i, name in enumerate(parts)}
+    # each part's amount and whether any of its columns is non-zero, per row of the frame,
+    # computed once (panels take their rows from them)
+    amounts = {
+        name: frame[list(cols)].astype(float).sum(axis=1, min_count=1)
+        for name, cols in parts.items()
+    }
+    nonzero = {name: frame[list(cols)].fillna(0).ne(0).any(axis=1) for name, cols in parts.items()}
+    drawn: set[str] = set()
     fig, panels = _per_currency(frame, "sent_currency", top)
     for ax, currency, part in panels:
         shown, note = _top(part, keys, "transaction_count", top)
         series = {
-            name: shown[list(cols)].astype(float).sum(axis=1, min_count=1).to_numpy()
-            for name, cols in parts.items()
-            if shown[list(cols)].fillna(0).ne(0).any().any()
+            name: amounts[name].loc[shown.index].to_numpy()
+            for name in parts
+            if nonzero[name].loc[shown.index].any()
         }
+        drawn.update(series)
         labels = [
             label + ("" if status in (COMPLETE, SAME_CURRENCY) else " (no FX ref.)")
             for label, status in zip(_labels(shown, keys), shown["fx_margin_status"], strict=True)
         ]
-        _bars(ax, labels, series, stacked=True)
+        _bars(ax, labels, series, stacked=True, colors=colors)
         grouping = ", ".join(keys) or "all"
         _finish(
             ax,
@@ -217,7 +255,11 @@ def plot_revenue(
             f"{currency} (major units)",
             grouping,
             note,
+            key=ax is panels[0][0],
         )
+    first = panels[0][0]
+    if first.get_legend() is not None:  # the one legend: every part any panel draws
+        _legend(first, [Patch(color=colors[name], label=name) for name in parts if name in drawn])
     return fig
 
 

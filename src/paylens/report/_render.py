@@ -54,9 +54,6 @@ def render_report(
     the database is opened read-only. Raises `ReportError` (with the partial HTML) when a
     tie-out check or any cell failed, and when a secret of the environment shows in the output.
     """
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
-
     currency = currency.strip().upper() if currency and currency.strip() else None
     database = Path(db).resolve()
     if not database.exists():
@@ -64,6 +61,11 @@ def render_report(
     bounds = [_instant(start), _instant(end)]
     if bounds[0] and bounds[1] and bounds[0] >= bounds[1]:
         raise ValueError(f"the period is empty: start {start} is not before end {end}")
+    # after the checks: papermill's imports (nbformat, jsonschema) take ~2 s, and a command
+    # refused for a missing file or an empty period should say so at once
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     name = "paylens-report_" + "_".join(

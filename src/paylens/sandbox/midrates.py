@@ -21,13 +21,25 @@ if TYPE_CHECKING:
 
 def mid_rate_series(start: date | datetime | str, end: date | datetime | str) -> pd.DataFrame:
     """One row per UTC day in [start's day, end's day] and cross-currency corridor."""
+    import numpy as np
     import pandas as pd  # only when asked: the sandbox itself never needs pandas
 
     days = pd.date_range(pd.Timestamp(start).normalize(), pd.Timestamp(end).normalize(), freq="D")
     pairs = [(s, r, mid_rate(s, r)) for s in CURRENCY_CODES for r in CURRENCY_CODES if s != r]
-    frame = pd.DataFrame(
-        [(day.date(), s, r, mid) for day in days for s, r, mid in pairs],
-        columns=["date", "sent_currency", "received_currency", "mid_rate"],
+    sent, received, mids = (np.array(column, dtype=object) for column in zip(*pairs, strict=True))
+    # day by day, every corridor in the same order (columns built whole, not row by row)
+    columns = ["date", "sent_currency", "received_currency", "mid_rate"]
+    frame = (
+        pd.DataFrame([], columns=columns)
+        if days.empty
+        else pd.DataFrame(
+            {
+                "date": np.repeat(np.array([day.date() for day in days], dtype=object), len(pairs)),
+                "sent_currency": np.tile(sent, len(days)),
+                "received_currency": np.tile(received, len(days)),
+                "mid_rate": np.tile(mids.astype(float), len(days)),
+            }
+        )
     )
     frame.attrs["source"] = "SANDBOX DATA: reference mid rates of paylens' sandbox"
     return frame

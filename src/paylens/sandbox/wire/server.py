@@ -85,8 +85,12 @@ class SandboxServer:
         self._server = _Server((host, port), app)
         self.host, self.port = host, int(self._server.server_address[1])
         self.base_url = f"http://{self.host}:{self.port}{BASE_PATH}/{app.version}"
+        # `stop` waits for the serving loop to notice: every 50 ms, not the default 0.5 s
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="paylens-sandbox", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="paylens-sandbox",
+            daemon=True,
         )
         self._thread.start()
 
