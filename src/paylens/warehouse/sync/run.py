@@ -82,6 +82,13 @@ class Tally:
                 self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) + len(landing.buffer)
 
 
+class _Wake:
+    """A flush's marker in the writer's queue: gather no longer, type what came before it."""
+
+
+_WAKE = _Wake()
+
+
 class Writer:
     """Two threads behind the readers: one merges the landings that have arrived (a bounded
     queue) into large batches (up to `max_rows` records or `max_bytes` of JSON, so memory
@@ -104,8 +111,7 @@ class Writer:
         self._max_rows = max_rows
         self._max_bytes = max_bytes
         self._gather_seconds = gather_seconds
-        self._flushing = threading.Event()
-        self._queue: queue.Queue[Landing | None] = queue.Queue(maxsize=queue_size)
+        self._queue: queue.Queue[Landing | _Wake | None] = queue.Queue(maxsize=queue_size)
         self._typed: queue.Queue[tuple[list[Landing], Batch | None] | None] = queue.Queue(1)
         self._error: BaseException | None = None
         self._threads = [
@@ -120,12 +126,12 @@ class Writer:
         self._queue.put(landing)
 
     def flush(self) -> None:
-        """Wait until everything handed over is committed (or raise what went wrong)."""
-        self._flushing.set()
-        try:
+        """Wait until everything handed over is committed (or raise what went wrong). With
+        nothing pending this costs nothing; otherwise the typer is woken at once (behind what
+        was handed over), so the batch it gathers is typed now rather than at its deadline."""
+        if self._queue.unfinished_tasks:
+            self._queue.put(_WAKE)
             self._queue.join()
-        finally:
-            self._flushing.clear()
         self._raise()
 
     def close(self) -> None:
@@ -144,21 +150,23 @@ class Writer:
                 self._queue.task_done()
                 self._typed.put(None)
                 return
+            if isinstance(first, _Wake):  # a flush found nothing left to gather
+                self._queue.task_done()
+                continue
             landings, rows, size = [first], len(first.buffer), first.size
             # gather for a moment: under latency landings trickle in, and a commit each
-            # would cost a disk sync and a round of statements for a few hundred rows
+            # would cost a disk sync and a round of statements for a few hundred rows;
+            # a flush ends the gathering at once (its marker comes behind what it waits for)
             deadline = time.monotonic() + self._gather_seconds
             while rows < self._max_rows and size < self._max_bytes:
                 left = deadline - time.monotonic()
                 try:
-                    if left <= 0 or self._flushing.is_set():
-                        more = self._queue.get_nowait()
-                    else:
-                        more = self._queue.get(timeout=min(left, 0.02))
+                    more = self._queue.get(timeout=left) if left > 0 else self._queue.get_nowait()
                 except queue.Empty:
-                    if left <= 0 or self._flushing.is_set():
-                        break
-                    continue
+                    break
+                if isinstance(more, _Wake):
+                    self._queue.task_done()
+                    break
                 if more is None:
                     self._queue.put(None)  # seen again by the outer loop after this batch
                     self._queue.task_done()
