@@ -3,6 +3,7 @@ the sync bookkeeping tables. The database is the state: nothing about a sync liv
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import datetime
@@ -130,11 +131,27 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create what is missing and migrate an older file, in one transaction; never drops data.
-    A file already at this version costs one query (no statement per table on every open)."""
+    A file already at this version costs one query (no statement per table on every open),
+    a new database one script (nothing to migrate, so no table is described)."""
     if _version(con) == SCHEMA_VERSION:
         return
     with transaction(con):
-        _ensure_schema(con)
+        if not con.execute("SELECT count(*) FROM duckdb_tables()").fetchall()[0][0]:
+            con.execute(_new_schema())
+        else:
+            _ensure_schema(con)
+
+
+@functools.cache
+def _new_schema() -> str:
+    """Every statement creating this version's layout in an empty database, as one script."""
+    return ";\n".join(
+        [
+            *_BOOKKEEPING,
+            *(_ddl(table) for table in TABLES),
+            f"INSERT INTO paylens_meta VALUES ('schema_version', '{SCHEMA_VERSION}')",
+        ]
+    )
 
 
 def _version(con: duckdb.DuckDBPyConnection) -> int | None:
