@@ -197,9 +197,18 @@ def meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return dict(con.execute("SELECT key, value FROM paylens_meta").fetchall())
 
 
-def set_meta(con: duckdb.DuckDBPyConnection, **values: str) -> None:
-    for key, value in values.items():
-        con.execute("INSERT OR REPLACE INTO paylens_meta VALUES (?, ?)", [key, value])
+def set_meta(
+    con: duckdb.DuckDBPyConnection, known: dict[str, str] | None = None, **values: str
+) -> None:
+    """Write the values that differ from the stored ones (`known`: the meta the caller just
+    read), in one statement; nothing when none does."""
+    current = meta(con) if known is None else known
+    changed = [(k, v) for k, v in values.items() if current.get(k) != v]
+    if changed:
+        rows = ", ".join("(?, ?)" for _ in changed)
+        con.execute(
+            f"INSERT OR REPLACE INTO paylens_meta VALUES {rows}", [x for kv in changed for x in kv]
+        )
 
 
 def upsert(
