@@ -212,7 +212,13 @@ def set_meta(
 
 
 def upsert(
-    con: duckdb.DuckDBPyConnection, table: str, batch: pa.Table, *, run_id: int, now: datetime
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    batch: pa.Table,
+    *,
+    run_id: int,
+    now: datetime,
+    new: bool = False,
 ) -> None:
     """Insert or replace a batch with set-based statements, tracking when each row was first
     seen (`first_run_id`) and last changed (`last_changed_run_id`: its raw JSON differs, told by
@@ -220,8 +226,10 @@ def upsert(
 
     The tables have no primary-key index on purpose: an index of millions of keys must stay in
     memory, which would break the sync's memory bound. Existing rows are found by a semi-join
-    that reads only the key columns, so a batch costs one scan of those narrow columns. The
-    caller holds the only write lock, so delete-and-insert keeps keys unique."""
+    that reads only the key columns, so a batch costs one scan of those narrow columns (and
+    nothing is deleted when none is found). The caller holds the only write lock, so
+    delete-and-insert keeps keys unique. `new=True`: the caller knows none of the batch's keys
+    is stored (it just deleted them), so the rows are inserted as first seen now."""
     if batch.num_rows == 0:
         return
     keys = PRIMARY_KEYS[table]
@@ -229,14 +237,17 @@ def upsert(
     on_old = " AND ".join(f"o.{k} = b.{k}" for k in keys)
     con.register("_batch", batch)
     try:
+        if new:
+            _insert_new(con, table, batch, run_id=run_id, now=now)
+            return
         kept = [*keys, "first_seen_at", "first_run_id", "last_changed_run_id"]
         kept += ["raw_hash"] if has_raw else []
         kept += ["status"] if table == "transactions" else []
         semi = " AND ".join(f"t.{k} = b.{k}" for k in keys)
-        con.execute(
+        (found,) = con.execute(
             f"""CREATE OR REPLACE TEMP TABLE _old AS
                 SELECT {", ".join(f"t.{c}" for c in kept)} FROM {table} t SEMI JOIN _batch b ON {semi}"""
-        )
+        ).fetchall()[0]
         if table == "transactions":
             con.execute(
                 f"""INSERT INTO status_history
@@ -245,10 +256,11 @@ def upsert(
                     WHERE o.status IS DISTINCT FROM b.status""",
                 [now, run_id],
             )
-        con.execute(
-            f"DELETE FROM {table} t USING _old o WHERE "
-            + " AND ".join(f"t.{k} = o.{k}" for k in keys)
-        )
+        if found:
+            con.execute(
+                f"DELETE FROM {table} t USING _old o WHERE "
+                + " AND ".join(f"t.{k} = o.{k}" for k in keys)
+            )
         columns = ", ".join(batch.column_names)
         if has_raw:
             tracking = """hash(b.raw),
@@ -266,6 +278,21 @@ def upsert(
         )
     finally:
         con.unregister("_batch")
+
+
+def _insert_new(
+    con: duckdb.DuckDBPyConnection, table: str, batch: pa.Table, *, run_id: int, now: datetime
+) -> None:
+    """`upsert`'s insert for rows none of whose keys is stored (`_batch` registered)."""
+    columns = ", ".join(batch.column_names)
+    names = "first_seen_at, first_run_id, last_changed_run_id, last_synced_at, sync_run_id"
+    values = "$now, $run, $run, $now, $run"
+    if "raw" in batch.column_names:
+        names, values = f"raw_hash, {names}", f"hash(b.raw), {values}"
+    con.execute(
+        f"INSERT INTO {table} ({columns}, {names}) SELECT b.*, {values} FROM _batch b",
+        {"now": now, "run": run_id},
+    )
 
 
 def upsert_transaction_tables(
@@ -309,7 +336,8 @@ def replace_children(
     run_id: int,
     now: datetime,
 ) -> None:
-    """Payment instructions follow their transaction: drop the old rows, insert the new ones."""
+    """Payment instructions follow their transaction: drop the old rows, insert the new ones
+    (`batch`: rows of some of `parent_ids`)."""
     con.register("_parents", pa.table({"id": parent_ids}))
     try:
         con.execute(
@@ -317,7 +345,8 @@ def replace_children(
         )
     finally:
         con.unregister("_parents")
-    upsert(con, "payment_instructions", batch, run_id=run_id, now=now)
+    # every row of the batch belongs to one of the parents: none of its keys is left
+    upsert(con, "payment_instructions", batch, run_id=run_id, now=now, new=True)
 
 
 def next_run_id(con: duckdb.DuckDBPyConnection) -> int:
