@@ -206,23 +206,27 @@ def _checkpoint(con: duckdb.DuckDBPyConnection, landings: list[Landing], run_id:
 
 def register(con: duckdb.DuckDBPyConnection, windows: list[Window], run_id: int) -> None:
     """Record the windows to read (one statement: a statement or commit each would cost a
-    round of the interpreter and a disk sync per window)."""
+    round of the interpreter and a disk sync per window). A window this run registered before
+    keeps its row (and its progress); the anti-join costs less than INSERT OR IGNORE."""
+    unique = list({w.key: w for w in windows}.values())
     slices = pa.table(
         {
-            "slice_key": [w.key for w in windows],
-            "slice_start": pa.array([w.start for w in windows], _TIMESTAMP),
-            "slice_end": pa.array([w.end for w in windows], _TIMESTAMP),
-            "status_filter": [w.status or "" for w in windows],
+            "slice_key": [w.key for w in unique],
+            "slice_start": pa.array([w.start for w in unique], _TIMESTAMP),
+            "slice_end": pa.array([w.end for w in unique], _TIMESTAMP),
+            "status_filter": [w.status or "" for w in unique],
         }
     )
     con.register("_slices", slices)
     try:
         con.execute(
-            """INSERT OR IGNORE INTO sync_slices
-               SELECT ?, 'transactions', slice_key, slice_start, slice_end, status_filter,
+            """INSERT INTO sync_slices
+               SELECT $run, 'transactions', slice_key, slice_start, slice_end, status_filter,
                       NULL, false, 0
-               FROM _slices""",
-            [run_id],
+               FROM _slices
+               WHERE slice_key NOT IN (SELECT slice_key FROM sync_slices
+                                       WHERE run_id = $run AND resource = 'transactions')""",
+            {"run": run_id},
         )
     finally:
         con.unregister("_slices")
