@@ -319,12 +319,9 @@ def upsert_transaction_tables(
             con.execute(f"DELETE FROM {name} WHERE id IN (SELECT unnest(?::VARCHAR[]))", [changed])
     for name in ("transactions", "outgoing_fees", "card_transactions"):
         upsert(con, name, tables[name], run_id=run_id, now=now)
-    parents = pa.concat_arrays(
-        [
-            tables["outgoing_fees"].column("id").combine_chunks(),
-            pa.array(changed, pa.string()),
-        ]
-    )
+    # (an empty list is not converted: pyarrow imports pandas to convert Python values)
+    moved = pa.array(changed, pa.string()) if changed else pa.nulls(0, pa.string())
+    parents = pa.concat_arrays([tables["outgoing_fees"].column("id").combine_chunks(), moved])
     replace_children(con, parents, tables["payment_instructions"], run_id=run_id, now=now)
 
 

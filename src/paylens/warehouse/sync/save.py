@@ -231,26 +231,23 @@ def _checkpoint(con: duckdb.DuckDBPyConnection, landings: list[Landing], run_id:
         if landing.resume is not None and (resume is None or landing.resume > resume):
             resume = landing.resume
         by_key[landing.window.key] = (resume, done or landing.done, records + len(landing.buffer))
-    progress = pa.table(
+    con.execute(
+        """UPDATE sync_slices s
+           SET resume_from = coalesce(p.resume_max, s.resume_from),
+               done = s.done OR p.done_any, records = s.records + p.records_sum
+           FROM (SELECT unnest($keys::VARCHAR[]) AS slice_key,
+                        unnest($resumes::TIMESTAMPTZ[]) AS resume_max,
+                        unnest($done::BOOLEAN[]) AS done_any,
+                        unnest($records::BIGINT[]) AS records_sum) p
+           WHERE s.run_id = $run AND s.resource = 'transactions' AND s.slice_key = p.slice_key""",
         {
-            "slice_key": list(by_key),
-            "resume_max": pa.array([v[0] for v in by_key.values()], _TIMESTAMP),
-            "done_any": [v[1] for v in by_key.values()],
-            "records_sum": pa.array([v[2] for v in by_key.values()], pa.int64()),
-        }
+            "keys": list(by_key),
+            "resumes": [v[0] for v in by_key.values()],
+            "done": [v[1] for v in by_key.values()],
+            "records": [v[2] for v in by_key.values()],
+            "run": run_id,
+        },
     )
-    con.register("_progress", progress)
-    try:
-        con.execute(
-            """UPDATE sync_slices s
-               SET resume_from = coalesce(p.resume_max, s.resume_from),
-                   done = s.done OR p.done_any, records = s.records + p.records_sum
-               FROM _progress p
-               WHERE s.run_id = ? AND s.resource = 'transactions' AND s.slice_key = p.slice_key""",
-            [run_id],
-        )
-    finally:
-        con.unregister("_progress")
 
 
 def register(con: duckdb.DuckDBPyConnection, windows: list[Window], run_id: int) -> None:
@@ -258,27 +255,24 @@ def register(con: duckdb.DuckDBPyConnection, windows: list[Window], run_id: int)
     round of the interpreter and a disk sync per window). A window this run registered before
     keeps its row (and its progress); the anti-join costs less than INSERT OR IGNORE."""
     unique = list({w.key: w for w in windows}.values())
-    slices = pa.table(
+    con.execute(
+        """INSERT INTO sync_slices
+           SELECT $run, 'transactions', slice_key, slice_start, slice_end, status_filter,
+                  NULL, false, 0
+           FROM (SELECT unnest($keys::VARCHAR[]) AS slice_key,
+                        unnest($starts::TIMESTAMPTZ[]) AS slice_start,
+                        unnest($ends::TIMESTAMPTZ[]) AS slice_end,
+                        unnest($statuses::VARCHAR[]) AS status_filter)
+           WHERE slice_key NOT IN (SELECT slice_key FROM sync_slices
+                                   WHERE run_id = $run AND resource = 'transactions')""",
         {
-            "slice_key": [w.key for w in unique],
-            "slice_start": pa.array([w.start for w in unique], _TIMESTAMP),
-            "slice_end": pa.array([w.end for w in unique], _TIMESTAMP),
-            "status_filter": [w.status or "" for w in unique],
-        }
+            "keys": [w.key for w in unique],
+            "starts": [w.start for w in unique],
+            "ends": [w.end for w in unique],
+            "statuses": [w.status or "" for w in unique],
+            "run": run_id,
+        },
     )
-    con.register("_slices", slices)
-    try:
-        con.execute(
-            """INSERT INTO sync_slices
-               SELECT $run, 'transactions', slice_key, slice_start, slice_end, status_filter,
-                      NULL, false, 0
-               FROM _slices
-               WHERE slice_key NOT IN (SELECT slice_key FROM sync_slices
-                                       WHERE run_id = $run AND resource = 'transactions')""",
-            {"run": run_id},
-        )
-    finally:
-        con.unregister("_slices")
 
 
 def unfinished(con: duckdb.DuckDBPyConnection, run_id: int) -> list[Window]:
