@@ -209,6 +209,20 @@ def typed_batch(landings: list[Landing], run_id: int, at: datetime) -> Batch:
     return Batch(landings, tables, rejects, records)
 
 
+def merged(parts: list[Batch]) -> Batch:
+    """Batches typed apart from landings of distinct records, as one (committed in one
+    transaction): what `typed_batch` would make of all their landings at once."""
+    if len(parts) == 1:
+        return parts[0]
+    typed = [part.tables for part in parts if part.tables is not None]
+    return Batch(
+        [landing for part in parts for landing in part.landings],
+        {name: pa.concat_tables([t[name] for t in typed]) for name in typed[0]} if typed else None,
+        [row for part in parts for row in part.rejects],
+        sum(part.records for part in parts),
+    )
+
+
 # -- committing -----------------------------------------------------------------------------
 
 
