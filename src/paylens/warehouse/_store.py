@@ -219,10 +219,12 @@ def upsert(
     run_id: int,
     now: datetime,
     new: bool = False,
-) -> None:
+) -> list[str]:
     """Insert or replace a batch with set-based statements, tracking when each row was first
     seen (`first_run_id`) and last changed (`last_changed_run_id`: its raw JSON differs, told by
-    `raw_hash`). Transactions also log each status change they bring into `status_history`.
+    `raw_hash`). Transactions also log each status change they bring into `status_history`,
+    and the ids whose `type` changed are returned (their rows in the tables of the former
+    type are the caller's to drop); other tables return [].
 
     The tables have no primary-key index on purpose: an index of millions of keys must stay in
     memory, which would break the sync's memory bound. Existing rows are found by a semi-join
@@ -231,7 +233,7 @@ def upsert(
     delete-and-insert keeps keys unique. `new=True`: the caller knows none of the batch's keys
     is stored (it just deleted them), so the rows are inserted as first seen now."""
     if batch.num_rows == 0:
-        return
+        return []
     keys = PRIMARY_KEYS[table]
     has_raw = "raw" in batch.column_names
     on_old = " AND ".join(f"o.{k} = b.{k}" for k in keys)
@@ -239,15 +241,24 @@ def upsert(
     try:
         if new:
             _insert_new(con, table, batch, run_id=run_id, now=now)
-            return
+            return []
         kept = [*keys, "first_seen_at", "first_run_id", "last_changed_run_id"]
         kept += ["raw_hash"] if has_raw else []
-        kept += ["status"] if table == "transactions" else []
+        kept += ["status", "type"] if table == "transactions" else []
         semi = " AND ".join(f"t.{k} = b.{k}" for k in keys)
         (found,) = con.execute(
             f"""CREATE OR REPLACE TEMP TABLE _old AS
                 SELECT {", ".join(f"t.{c}" for c in kept)} FROM {table} t SEMI JOIN _batch b ON {semi}"""
         ).fetchall()[0]
+        moved: list[str] = []
+        if table == "transactions" and found:
+            moved = [
+                row[0]
+                for row in con.execute(
+                    f"""SELECT o.id FROM _old o JOIN _batch b ON {on_old}
+                        WHERE o.type IS DISTINCT FROM b.type"""
+                ).fetchall()
+            ]
         if table == "transactions":
             con.execute(
                 f"""INSERT INTO status_history
@@ -276,6 +287,7 @@ def upsert(
                 FROM _batch b LEFT JOIN _old o ON {on_old}""",
             {"now": now, "run": run_id},
         )
+        return moved
     finally:
         con.unregister("_batch")
 
@@ -301,23 +313,13 @@ def upsert_transaction_tables(
     """Land `frames.transaction_tables` output: each record table upserted, payment
     instructions replaced under their transactions (in the caller's transaction). A record
     whose `type` changed leaves no row behind in the tables of its former type."""
-    # a record whose type changed: found with one narrow join before the upsert (almost
-    # always empty, so the tables of the other types are not scanned on every batch)
-    con.register("_kinds", tables["transactions"].select(["id", "type"]))
-    try:
-        changed = [
-            row[0]
-            for row in con.execute(
-                """SELECT t.id FROM transactions t JOIN _kinds k ON t.id = k.id
-                   WHERE t.type IS DISTINCT FROM k.type"""
-            ).fetchall()
-        ]
-    finally:
-        con.unregister("_kinds")
+    # a record whose type changed: told by the rows the transactions' upsert found stored
+    # (no scan of its own), then dropped from the tables of its former type
+    changed = upsert(con, "transactions", tables["transactions"], run_id=run_id, now=now)
     if changed:
         for name in ("outgoing_fees", "card_transactions"):
             con.execute(f"DELETE FROM {name} WHERE id IN (SELECT unnest(?::VARCHAR[]))", [changed])
-    for name in ("transactions", "outgoing_fees", "card_transactions"):
+    for name in ("outgoing_fees", "card_transactions"):
         upsert(con, name, tables[name], run_id=run_id, now=now)
     # (an empty list is not converted: pyarrow imports pandas to convert Python values)
     moved = pa.array(changed, pa.string()) if changed else pa.nulls(0, pa.string())
