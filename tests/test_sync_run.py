@@ -260,3 +260,63 @@ def test_landings_and_batches_are_bounded_in_bytes_as_well_as_records() -> None:
         writer.close()
         assert [len(batch) for batch in committed] == expected, case
         assert [landing for batch in committed for landing in batch] == sent, case
+
+
+def test_a_batch_typed_in_parts_is_the_batch_typed_whole() -> None:
+    # with `merge`, the typer types parts of a batch while it gathers (nothing else to do):
+    # merged, they are what typing the whole batch makes; a batch in which a record comes
+    # twice is typed whole (its latest read kept), so no record is committed twice
+    from paylens.warehouse.sync import save
+
+    records = list(Sandbox(seed=23, transactions=120).world.all_transactions())
+    typed: list[int] = []
+    calls = threading.Semaphore(0)
+
+    def prepare(landings: list[Landing]) -> Batch:
+        typed.append(len(landings))
+        calls.release()
+        return save.typed_batch(landings, run_id=1, at=AT)
+
+    def landing(chunk: list[dict[str, Any]]) -> Landing:
+        texts = {r["id"]: orjson.dumps(r) for r in chunk}
+        return Landing(Window(None, None), texts, [], None, False, sum(map(len, texts.values())))
+
+    cases = {
+        "distinct records: typed in parts, merged": [records[i : i + 10] for i in range(0, 80, 10)],
+        "a record read twice: typed whole": [
+            *(records[i : i + 10] for i in range(0, 40, 10)),
+            [{**records[3], "status": "COMPLETED"}, *records[40:49]],
+            *(records[i : i + 10] for i in range(49, 79, 10)),
+        ],
+    }
+    for case, chunks in cases.items():
+        committed: list[Batch] = []
+        typed.clear()
+        writer = Writer(
+            prepare,
+            committed.append,
+            max_rows=80,  # parts of 10 rows
+            max_bytes=1 << 30,
+            queue_size=32,
+            gather_seconds=60,  # only the bounds or the flush end a batch
+            merge=save.merged,
+        )
+        sent = [landing(chunk) for chunk in chunks]
+        for n, item in enumerate(sent):
+            writer.put(item)
+            if n < 2:  # the first landings: typed ahead before the next comes
+                assert calls.acquire(timeout=30), case
+        writer.flush()
+        writer.close()
+        whole = save.typed_batch(sent, run_id=1, at=AT)
+        assert len(committed) == 1 and committed[0].landings == sent, case
+        batch = committed[0]
+        assert batch.records == whole.records and batch.rejects == whole.rejects, case
+        assert batch.tables is not None and whole.tables is not None
+        for name, table in whole.tables.items():
+            assert batch.tables[name].equals(table), (case, name)
+        if "twice" in case:
+            assert typed[-1] == len(sent), case  # typed whole at the end
+            assert batch.tables["transactions"].num_rows == whole.records == 79
+        else:
+            assert len(typed) > 1 and typed[-1] < len(sent), case

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import duckdb
 import orjson
+import pyarrow as pa
 import pytest
 
 from paylens import Sandbox
@@ -44,9 +45,13 @@ def landing(records: list[dict], window: Window | None = None, done: bool = True
     )
 
 
-def with_huge_amount(record: dict) -> bytes:
+def with_amount(record: dict, amount: object) -> bytes:
     key = next(k for k in ("sentAmount", "receivedAmount", "authorizedAmount") if k in record)
-    return json.dumps({**record, key: {**record[key], "amount": 2**64 + 5}}).encode()
+    return json.dumps({**record, key: {**record[key], "amount": amount}}).encode()
+
+
+def with_huge_amount(record: dict) -> bytes:
+    return with_amount(record, 2**64 + 5)
 
 
 def test_a_bad_record_is_set_aside_alone(records: list[dict]) -> None:
@@ -60,6 +65,30 @@ def test_a_bad_record_is_set_aside_alone(records: list[dict]) -> None:
     assert set(rejected) == {records[7]["id"], records[9]["id"]}
     assert "18446744073709551621" in rejected[records[7]["id"]][6]  # kept as it came
     assert "status" in rejected[records[9]["id"]][5]
+
+
+def test_refused_records_are_found_in_few_reads_whatever_the_error_points_at(
+    records: list[dict],
+) -> None:
+    # Arrow names the value it refused (its text, or its row): those records are tried alone
+    # first, so a few bad records cost a few reads; a hint that misleads costs only speed
+    items = [(r["id"], orjson.dumps(r)) for r in records[:128]]
+    bad = {3: 2**64 + 5, 40: 107400.5, 77: "12", 90: {"a": 1}}  # by text, by row (the last two)
+    for i, amount in bad.items():
+        items[i] = (items[i][0], with_amount(records[i], amount))
+    # the refused float's text in a good record too (a note), where it reads fine
+    items[5] = (items[5][0], orjson.dumps({**records[5], "note": "107400.5"}))
+    reads = []
+
+    def read(raw: list[bytes]) -> object:
+        reads.append(len(raw))
+        return save._parse(raw)
+
+    assert save.unreadable(items, read) == [items[i][0] for i in sorted(bad)]
+    assert len(reads) <= 3 * len(bad) + 2  # bisection alone: about 2 log2(128) reads a record
+    for i in sorted(bad):
+        with pytest.raises(pa.ArrowInvalid):
+            save._parse([items[i][1]])
 
 
 def test_a_batch_commits_with_its_checkpoint(

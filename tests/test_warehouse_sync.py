@@ -534,3 +534,26 @@ def test_a_hold_clearing_after_the_window_is_seen_when_the_window_covers_it(
         stored = "SELECT status FROM transactions WHERE id = ?"
         assert wide.sql(stored, [hold["id"]])["status"].tolist() == ["SETTLED"]
         assert kept.sql(stored, [hold["id"]])["status"].tolist() == ["AUTHORIZED"]
+
+
+def test_a_sync_does_not_load_pandas() -> None:
+    # pandas is for the frames a user asks for; pyarrow imports it on its first conversion of
+    # a Python value (pa.array, pa.scalar, a compute function handed a str): ~0.3 s of every
+    # `paylens sync` process. Quarantined records and whole reads of every resource included.
+    code = """
+import sys
+from datetime import timedelta
+from paylens import Sandbox
+from paylens.warehouse import Warehouse
+sandbox = Sandbox(seed=5, transactions=300)
+ids = [t["id"] for t in sandbox.world.all_transactions()]
+with sandbox.client(sleep=lambda s: None) as client, Warehouse(":memory:") as wh:
+    sandbox.faults.corrupt_ids = {ids[3], ids[-1]}
+    first = wh.sync(client, progress=False)
+    sandbox.advance(timedelta(hours=12))
+    sandbox.faults.corrupt_ids = set()
+    report = wh.sync(client, progress=False)
+    print(first.rejected, report.mode, "pandas" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["2", "incremental", "False"], done.stderr[-2000:]

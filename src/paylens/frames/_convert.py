@@ -7,8 +7,10 @@ integer) fails the read; callers validate records before converting them."""
 
 from __future__ import annotations
 
+import array
 import functools
 import io
+import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -93,7 +95,7 @@ def _column(parsed: pa.Table | pa.StructArray, column: Column) -> pa.Array:
         value = pc.coalesce(*[_pick(parsed, p) for p in column.path.paths])
     elif isinstance(column.path, ByType):
         kinds = _pick(parsed, ("type",))
-        conditions = [pc.equal(kinds, kind) for kind in column.path.paths]
+        conditions = [pc.equal(kinds, _text(kind)) for kind in column.path.paths]
         choices = [_pick(parsed, path) for path in column.path.paths.values()]
         value = pc.case_when(
             pa.StructArray.from_arrays(conditions, names=list(column.path.paths)), *choices
@@ -125,8 +127,32 @@ def _assemble(table: str, parsed: pa.Table | pa.StructArray, raw: pa.Array | Non
     return pa.Table.from_arrays(arrays, schema=arrow_schema(table))
 
 
+# Arrays and scalars are built here from their buffers: converting Python values (`pa.array`,
+# `pa.scalar`, a compute function handed a str) makes pyarrow import pandas on first use,
+# ~0.3 s of a sync's process that never needs it.
+
+
 def _raw_texts(raw: Sequence[bytes]) -> pa.Array:
-    return pa.array(raw, pa.binary()).cast(pa.string())
+    offsets = [0, *itertools.accumulate(map(len, raw))]
+    if offsets[-1] >= 1 << 31:  # beyond 32-bit offsets: Arrow chunks it
+        return pa.array(raw, pa.binary()).cast(pa.string())
+    buffers = [None, pa.py_buffer(array.array("i", offsets)), pa.py_buffer(b"".join(raw))]
+    return pa.Array.from_buffers(pa.binary(), len(raw), buffers).cast(pa.string())
+
+
+@functools.cache
+def _text(value: str) -> pa.StringScalar:
+    """A string scalar (for comparisons) built from its bytes."""
+    data = value.encode()
+    offsets = pa.py_buffer(array.array("i", [0, len(data)]))
+    return pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(data)])[0]
+
+
+def _positions(count: int) -> pa.Array:
+    """0, 1, ... count - 1 as int64."""
+    return pa.Array.from_buffers(
+        pa.int64(), count, [None, pa.py_buffer(array.array("q", range(count)))]
+    )
 
 
 def encode(records: Sequence[dict[str, Any]]) -> list[bytes]:
@@ -148,7 +174,7 @@ def _instructions(parsed: pa.Table, ids: pa.Array) -> pa.Table:
     items = pc.list_flatten(lists)
     parents = pc.list_parent_indices(lists)
     starts = pc.take(lists.offsets, parents)
-    positions = pc.subtract(pa.array(range(len(items)), pa.int64()), starts.cast(pa.int64()))
+    positions = pc.subtract(_positions(len(items)), starts.cast(pa.int64()))
     columns = {c.name: c for c in TABLES["payment_instructions"]}
     rest = [c for name, c in columns.items() if name not in ("transaction_id", "position")]
     arrays = [pc.take(ids, parents), positions.cast(pa.int32())]
@@ -165,8 +191,8 @@ def transaction_tables(
     texts = encode(records) if raw is None else raw
     parsed = parse_records("transactions", texts)
     kinds = parsed.column("type")
-    outgoing = parsed.filter(pc.equal(kinds, "OUTGOING"))
-    cards = parsed.filter(pc.equal(kinds, "CARD"))
+    outgoing = parsed.filter(pc.equal(kinds, _text("OUTGOING")))
+    cards = parsed.filter(pc.equal(kinds, _text("CARD")))
     fees = _assemble("outgoing_fees", outgoing, None)
     return {
         "transactions": _assemble("transactions", parsed, _raw_texts(texts)),

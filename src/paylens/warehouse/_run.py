@@ -190,13 +190,16 @@ class SyncRun:
 def check_source(con: duckdb.DuckDBPyConnection, lock: Any, path: Path, client: Client) -> None:
     """Refuse to mix another service's data into a warehouse; record the source on the first sync."""
     with lock:
-        known = _store.meta(con).get("source_url")
+        meta = _store.meta(con)
+        known = meta.get("source_url")
         if known is not None and known != client.base_url:
             raise WarehouseError(
                 f"{path} holds data from {known}; refusing to mix in {client.base_url}. "
                 "Use another database file for another service."
             )
-        _store.set_meta(con, source_url=client.base_url, is_sandbox=str(client.is_sandbox).lower())
+        _store.set_meta(
+            con, meta, source_url=client.base_url, is_sandbox=str(client.is_sandbox).lower()
+        )
 
 
 class _Beside(threading.Thread):

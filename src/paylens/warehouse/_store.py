@@ -3,6 +3,7 @@ the sync bookkeeping tables. The database is the state: nothing about a sync liv
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import datetime
@@ -130,11 +131,27 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create what is missing and migrate an older file, in one transaction; never drops data.
-    A file already at this version costs one query (no statement per table on every open)."""
+    A file already at this version costs one query (no statement per table on every open),
+    a new database one script (nothing to migrate, so no table is described)."""
     if _version(con) == SCHEMA_VERSION:
         return
     with transaction(con):
-        _ensure_schema(con)
+        if not con.execute("SELECT count(*) FROM duckdb_tables()").fetchall()[0][0]:
+            con.execute(_new_schema())
+        else:
+            _ensure_schema(con)
+
+
+@functools.cache
+def _new_schema() -> str:
+    """Every statement creating this version's layout in an empty database, as one script."""
+    return ";\n".join(
+        [
+            *_BOOKKEEPING,
+            *(_ddl(table) for table in TABLES),
+            f"INSERT INTO paylens_meta VALUES ('schema_version', '{SCHEMA_VERSION}')",
+        ]
+    )
 
 
 def _version(con: duckdb.DuckDBPyConnection) -> int | None:
@@ -180,37 +197,68 @@ def meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return dict(con.execute("SELECT key, value FROM paylens_meta").fetchall())
 
 
-def set_meta(con: duckdb.DuckDBPyConnection, **values: str) -> None:
-    for key, value in values.items():
-        con.execute("INSERT OR REPLACE INTO paylens_meta VALUES (?, ?)", [key, value])
+def set_meta(
+    con: duckdb.DuckDBPyConnection, known: dict[str, str] | None = None, **values: str
+) -> None:
+    """Write the values that differ from the stored ones (`known`: the meta the caller just
+    read), in one statement; nothing when none does."""
+    current = meta(con) if known is None else known
+    changed = [(k, v) for k, v in values.items() if current.get(k) != v]
+    if changed:
+        rows = ", ".join("(?, ?)" for _ in changed)
+        con.execute(
+            f"INSERT OR REPLACE INTO paylens_meta VALUES {rows}", [x for kv in changed for x in kv]
+        )
 
 
 def upsert(
-    con: duckdb.DuckDBPyConnection, table: str, batch: pa.Table, *, run_id: int, now: datetime
-) -> None:
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    batch: pa.Table,
+    *,
+    run_id: int,
+    now: datetime,
+    new: bool = False,
+) -> list[str]:
     """Insert or replace a batch with set-based statements, tracking when each row was first
     seen (`first_run_id`) and last changed (`last_changed_run_id`: its raw JSON differs, told by
-    `raw_hash`). Transactions also log each status change they bring into `status_history`.
+    `raw_hash`). Transactions also log each status change they bring into `status_history`,
+    and the ids whose `type` changed are returned (their rows in the tables of the former
+    type are the caller's to drop); other tables return [].
 
     The tables have no primary-key index on purpose: an index of millions of keys must stay in
     memory, which would break the sync's memory bound. Existing rows are found by a semi-join
-    that reads only the key columns, so a batch costs one scan of those narrow columns. The
-    caller holds the only write lock, so delete-and-insert keeps keys unique."""
+    that reads only the key columns, so a batch costs one scan of those narrow columns (and
+    nothing is deleted when none is found). The caller holds the only write lock, so
+    delete-and-insert keeps keys unique. `new=True`: the caller knows none of the batch's keys
+    is stored (it just deleted them), so the rows are inserted as first seen now."""
     if batch.num_rows == 0:
-        return
+        return []
     keys = PRIMARY_KEYS[table]
     has_raw = "raw" in batch.column_names
     on_old = " AND ".join(f"o.{k} = b.{k}" for k in keys)
     con.register("_batch", batch)
     try:
+        if new:
+            _insert_new(con, table, batch, run_id=run_id, now=now)
+            return []
         kept = [*keys, "first_seen_at", "first_run_id", "last_changed_run_id"]
         kept += ["raw_hash"] if has_raw else []
-        kept += ["status"] if table == "transactions" else []
+        kept += ["status", "type"] if table == "transactions" else []
         semi = " AND ".join(f"t.{k} = b.{k}" for k in keys)
-        con.execute(
+        (found,) = con.execute(
             f"""CREATE OR REPLACE TEMP TABLE _old AS
                 SELECT {", ".join(f"t.{c}" for c in kept)} FROM {table} t SEMI JOIN _batch b ON {semi}"""
-        )
+        ).fetchall()[0]
+        moved: list[str] = []
+        if table == "transactions" and found:
+            moved = [
+                row[0]
+                for row in con.execute(
+                    f"""SELECT o.id FROM _old o JOIN _batch b ON {on_old}
+                        WHERE o.type IS DISTINCT FROM b.type"""
+                ).fetchall()
+            ]
         if table == "transactions":
             con.execute(
                 f"""INSERT INTO status_history
@@ -219,10 +267,11 @@ def upsert(
                     WHERE o.status IS DISTINCT FROM b.status""",
                 [now, run_id],
             )
-        con.execute(
-            f"DELETE FROM {table} t USING _old o WHERE "
-            + " AND ".join(f"t.{k} = o.{k}" for k in keys)
-        )
+        if found:
+            con.execute(
+                f"DELETE FROM {table} t USING _old o WHERE "
+                + " AND ".join(f"t.{k} = o.{k}" for k in keys)
+            )
         columns = ", ".join(batch.column_names)
         if has_raw:
             tracking = """hash(b.raw),
@@ -238,8 +287,24 @@ def upsert(
                 FROM _batch b LEFT JOIN _old o ON {on_old}""",
             {"now": now, "run": run_id},
         )
+        return moved
     finally:
         con.unregister("_batch")
+
+
+def _insert_new(
+    con: duckdb.DuckDBPyConnection, table: str, batch: pa.Table, *, run_id: int, now: datetime
+) -> None:
+    """`upsert`'s insert for rows none of whose keys is stored (`_batch` registered)."""
+    columns = ", ".join(batch.column_names)
+    names = "first_seen_at, first_run_id, last_changed_run_id, last_synced_at, sync_run_id"
+    values = "$now, $run, $run, $now, $run"
+    if "raw" in batch.column_names:
+        names, values = f"raw_hash, {names}", f"hash(b.raw), {values}"
+    con.execute(
+        f"INSERT INTO {table} ({columns}, {names}) SELECT b.*, {values} FROM _batch b",
+        {"now": now, "run": run_id},
+    )
 
 
 def upsert_transaction_tables(
@@ -248,30 +313,17 @@ def upsert_transaction_tables(
     """Land `frames.transaction_tables` output: each record table upserted, payment
     instructions replaced under their transactions (in the caller's transaction). A record
     whose `type` changed leaves no row behind in the tables of its former type."""
-    # a record whose type changed: found with one narrow join before the upsert (almost
-    # always empty, so the tables of the other types are not scanned on every batch)
-    con.register("_kinds", tables["transactions"].select(["id", "type"]))
-    try:
-        changed = [
-            row[0]
-            for row in con.execute(
-                """SELECT t.id FROM transactions t JOIN _kinds k ON t.id = k.id
-                   WHERE t.type IS DISTINCT FROM k.type"""
-            ).fetchall()
-        ]
-    finally:
-        con.unregister("_kinds")
+    # a record whose type changed: told by the rows the transactions' upsert found stored
+    # (no scan of its own), then dropped from the tables of its former type
+    changed = upsert(con, "transactions", tables["transactions"], run_id=run_id, now=now)
     if changed:
         for name in ("outgoing_fees", "card_transactions"):
             con.execute(f"DELETE FROM {name} WHERE id IN (SELECT unnest(?::VARCHAR[]))", [changed])
-    for name in ("transactions", "outgoing_fees", "card_transactions"):
+    for name in ("outgoing_fees", "card_transactions"):
         upsert(con, name, tables[name], run_id=run_id, now=now)
-    parents = pa.concat_arrays(
-        [
-            tables["outgoing_fees"].column("id").combine_chunks(),
-            pa.array(changed, pa.string()),
-        ]
-    )
+    # (an empty list is not converted: pyarrow imports pandas to convert Python values)
+    moved = pa.array(changed, pa.string()) if changed else pa.nulls(0, pa.string())
+    parents = pa.concat_arrays([tables["outgoing_fees"].column("id").combine_chunks(), moved])
     replace_children(con, parents, tables["payment_instructions"], run_id=run_id, now=now)
 
 
@@ -283,7 +335,8 @@ def replace_children(
     run_id: int,
     now: datetime,
 ) -> None:
-    """Payment instructions follow their transaction: drop the old rows, insert the new ones."""
+    """Payment instructions follow their transaction: drop the old rows, insert the new ones
+    (`batch`: rows of some of `parent_ids`)."""
     con.register("_parents", pa.table({"id": parent_ids}))
     try:
         con.execute(
@@ -291,7 +344,8 @@ def replace_children(
         )
     finally:
         con.unregister("_parents")
-    upsert(con, "payment_instructions", batch, run_id=run_id, now=now)
+    # every row of the batch belongs to one of the parents: none of its keys is left
+    upsert(con, "payment_instructions", batch, run_id=run_id, now=now, new=True)
 
 
 def next_run_id(con: duckdb.DuckDBPyConnection) -> int:

@@ -185,22 +185,20 @@ def commit(
         _store.upsert(con, resource, table, run_id=run_id, now=at)
         _store.record_rejects(con, rejects)
         if whole:
-            listed = pa.table(
-                {
-                    "id": pa.concat_arrays(
-                        [
-                            table.column("id").combine_chunks(),
-                            pa.array([r[2] for r in rejects], pa.string()),
-                        ]
-                    )
-                }
-            )
-            con.register("_listed", listed)
+            # the rejected ids as a parameter: a list of str made into an Arrow array would
+            # have pyarrow import pandas
+            con.register("_listed", table.select(["id"]))
             try:
                 con.execute(
-                    f"""UPDATE {resource} SET removed_at = ?, last_changed_run_id = ?
-                        WHERE removed_at IS NULL AND id NOT IN (SELECT id FROM _listed WHERE id IS NOT NULL)""",
-                    [service_now, run_id],
+                    f"""UPDATE {resource} SET removed_at = $at, last_changed_run_id = $run
+                        WHERE removed_at IS NULL
+                          AND id NOT IN (SELECT id FROM _listed WHERE id IS NOT NULL)
+                          AND id NOT IN (SELECT unnest($rejected::VARCHAR[]))""",
+                    {
+                        "at": service_now,
+                        "run": run_id,
+                        "rejected": [r[2] for r in rejects if r[2] is not None],
+                    },
                 )
             finally:
                 con.unregister("_listed")

@@ -82,12 +82,24 @@ class Tally:
                 self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) + len(landing.buffer)
 
 
+class _Wake:
+    """A flush's marker in the writer's queue: gather no longer, type what came before it."""
+
+
+_WAKE = _Wake()
+
+
 class Writer:
     """Two threads behind the readers: one merges the landings that have arrived (a bounded
     queue) into large batches (up to `max_rows` records or `max_bytes` of JSON, so memory
     stays bounded whatever a record weighs) and types them; the other commits them. Arrow's
     JSON read and DuckDB's writes both run outside the interpreter lock, so typing the next
-    batch overlaps committing the last one while the readers go on fetching."""
+    batch overlaps committing the last one while the readers go on fetching.
+
+    With `merge`, a batch is typed in parts while it gathers (whenever nothing waits and a
+    part's worth, `max_rows // 8`, has come), and its parts merged when it ends: little is
+    left to type after the last landing. A batch in which a record comes twice is typed
+    whole at its end instead (its latest read kept)."""
 
     def __init__(
         self,
@@ -98,14 +110,16 @@ class Writer:
         max_bytes: int,
         queue_size: int,
         gather_seconds: float,
+        merge: Callable[[list[Batch]], Batch] | None = None,
     ) -> None:
         self._prepare = prepare
         self._land = land
+        self._merge = merge
+        self._part_rows = max(1, max_rows // 8)
         self._max_rows = max_rows
         self._max_bytes = max_bytes
         self._gather_seconds = gather_seconds
-        self._flushing = threading.Event()
-        self._queue: queue.Queue[Landing | None] = queue.Queue(maxsize=queue_size)
+        self._queue: queue.Queue[Landing | _Wake | None] = queue.Queue(maxsize=queue_size)
         self._typed: queue.Queue[tuple[list[Landing], Batch | None] | None] = queue.Queue(1)
         self._error: BaseException | None = None
         self._threads = [
@@ -120,12 +134,12 @@ class Writer:
         self._queue.put(landing)
 
     def flush(self) -> None:
-        """Wait until everything handed over is committed (or raise what went wrong)."""
-        self._flushing.set()
-        try:
+        """Wait until everything handed over is committed (or raise what went wrong). With
+        nothing pending this costs nothing; otherwise the typer is woken at once (behind what
+        was handed over), so the batch it gathers is typed now rather than at its deadline."""
+        if self._queue.unfinished_tasks:
+            self._queue.put(_WAKE)
             self._queue.join()
-        finally:
-            self._flushing.clear()
         self._raise()
 
     def close(self) -> None:
@@ -144,35 +158,74 @@ class Writer:
                 self._queue.task_done()
                 self._typed.put(None)
                 return
+            if isinstance(first, _Wake):  # a flush found nothing left to gather
+                self._queue.task_done()
+                continue
             landings, rows, size = [first], len(first.buffer), first.size
+            # typed ahead (with `merge`): parts[i] holds landings[:typed] (typed_rows rows);
+            # ids are the batch's records while they are all distinct
+            parts: list[Batch] = []
+            typed = typed_rows = 0
+            ids = set(first.buffer) if self._merge is not None else None
             # gather for a moment: under latency landings trickle in, and a commit each
-            # would cost a disk sync and a round of statements for a few hundred rows
+            # would cost a disk sync and a round of statements for a few hundred rows;
+            # a flush ends the gathering at once (its marker comes behind what it waits for)
             deadline = time.monotonic() + self._gather_seconds
             while rows < self._max_rows and size < self._max_bytes:
                 left = deadline - time.monotonic()
+                ahead = left > 0 and ids is not None and rows - typed_rows >= self._part_rows
                 try:
-                    if left <= 0 or self._flushing.is_set():
+                    if ahead or left <= 0:
                         more = self._queue.get_nowait()
                     else:
-                        more = self._queue.get(timeout=min(left, 0.02))
+                        more = self._queue.get(timeout=left)
                 except queue.Empty:
-                    if left <= 0 or self._flushing.is_set():
+                    if not ahead:
                         break
+                    # nothing waits: type what has come rather than idle
+                    part = self._type(landings[typed:])
+                    if part is None:
+                        ids = None
+                    else:
+                        parts.append(part)
+                        typed, typed_rows = len(landings), rows
                     continue
+                if isinstance(more, _Wake):
+                    self._queue.task_done()
+                    break
                 if more is None:
                     self._queue.put(None)  # seen again by the outer loop after this batch
                     self._queue.task_done()
                     break
+                if ids is not None:
+                    if ids.isdisjoint(more.buffer):
+                        ids.update(more.buffer)
+                    else:  # a record read twice: typed whole, its latest read kept
+                        ids = None
                 landings.append(more)
                 rows += len(more.buffer)
                 size += more.size
-            batch = None
-            try:
-                if self._error is None:
-                    batch = self._prepare(landings)
-            except BaseException as exc:  # handed to the readers and the caller
-                self._error = exc
+            if ids is None or not parts or self._merge is None:
+                batch = self._type(landings)
+            else:
+                rest = self._type(landings[typed:]) if typed < len(landings) else None
+                if rest is not None:
+                    parts.append(rest)
+                batch = None
+                try:
+                    if self._error is None:
+                        batch = self._merge(parts)
+                except BaseException as exc:  # handed to the readers and the caller
+                    self._error = exc
             self._typed.put((landings, batch))
+
+    def _type(self, landings: list[Landing]) -> Batch | None:
+        try:
+            if self._error is None:
+                return self._prepare(landings)
+        except BaseException as exc:  # handed to the readers and the caller
+            self._error = exc
+        return None
 
     def _run_land(self) -> None:
         while True:
@@ -277,6 +330,7 @@ class TransactionSync:
                 max_bytes=options.batch_bytes,
                 queue_size=options.queue_landings,
                 gather_seconds=options.gather_seconds,
+                merge=save.merged,
             )
         else:
             self.pool, self.writer = InlineExecutor(), InlineWriter(prepare, self._land)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -106,17 +107,61 @@ def _missing_required(table: pa.Table) -> list[str]:
     return table.filter(missing).column("id").to_pylist()
 
 
+#: What Arrow's JSON reader names of the value it refused: its text, or its row in the read.
+_REFUSED_TEXT = re.compile(r"couldn't parse:(.+)$")
+_REFUSED_ROW = re.compile(r" in row (\d+)$")
+
+
 def unreadable(items: list[tuple[str, bytes]], read: Callable[[list[bytes]], Any]) -> list[str]:
-    """Ids of the records `read` refuses (a wrong type, an integer out of range), found by
-    bisection: a few reads, not one per record."""
-    try:
-        read([raw for _, raw in items])
+    """Ids of the records `read` refuses (a wrong type, an integer out of range), in their
+    order: a few reads, not one per record. Arrow's error names the value it refused (its
+    text, or its row), so the records it points at are tried alone first; whatever else is
+    refused is found by bisection. Only what is refused alone is ever returned."""
+    found: set[str] = set()
+    rest = items
+    while rest:
+        try:
+            read([raw for _, raw in rest])
+            break
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            pointed = _bisect(_pointed_at(rest, str(exc)), read, refused=False)
+            if not pointed:
+                found.update(_bisect(rest, read, refused=True))
+                break
+        found.update(pointed)
+        rest = [item for item in rest if item[0] not in found]
+    return [record_id for record_id, _ in items if record_id in found]
+
+
+def _pointed_at(items: list[tuple[str, bytes]], error: str) -> list[tuple[str, bytes]]:
+    """The records an Arrow error points at (a hint, to be checked: a row counts within one
+    block of the read, a text may appear in other records too)."""
+    if (text := _REFUSED_TEXT.search(error)) and (needle := text.group(1).strip().encode()):
+        return [item for item in items if needle in item[1]]
+    if (row := _REFUSED_ROW.search(error)) and int(row.group(1)) < len(items):
+        return [items[int(row.group(1))]]
+    return []
+
+
+def _bisect(
+    items: list[tuple[str, bytes]], read: Callable[[list[bytes]], Any], *, refused: bool
+) -> list[str]:
+    """Ids of the records `read` refuses alone, by bisection (`refused`: the read of all of
+    `items` is known to fail)."""
+    if not items:
         return []
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        if len(items) == 1:
-            return [items[0][0]]
+    if not refused:
+        try:
+            read([raw for _, raw in items])
+            return []
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
+    if len(items) == 1:
+        return [items[0][0]]
     middle = len(items) // 2
-    return unreadable(items[:middle], read) + unreadable(items[middle:], read)
+    return _bisect(items[:middle], read, refused=False) + _bisect(
+        items[middle:], read, refused=False
+    )
 
 
 def _parse(raw: list[bytes]) -> Any:
@@ -164,6 +209,20 @@ def typed_batch(landings: list[Landing], run_id: int, at: datetime) -> Batch:
     return Batch(landings, tables, rejects, records)
 
 
+def merged(parts: list[Batch]) -> Batch:
+    """Batches typed apart from landings of distinct records, as one (committed in one
+    transaction): what `typed_batch` would make of all their landings at once."""
+    if len(parts) == 1:
+        return parts[0]
+    typed = [part.tables for part in parts if part.tables is not None]
+    return Batch(
+        [landing for part in parts for landing in part.landings],
+        {name: pa.concat_tables([t[name] for t in typed]) for name in typed[0]} if typed else None,
+        [row for part in parts for row in part.rejects],
+        sum(part.records for part in parts),
+    )
+
+
 # -- committing -----------------------------------------------------------------------------
 
 
@@ -178,54 +237,56 @@ def commit(con: duckdb.DuckDBPyConnection, batch: Batch, *, run_id: int, at: dat
 
 
 def _checkpoint(con: duckdb.DuckDBPyConnection, landings: list[Landing], run_id: int) -> None:
-    progress = (
-        pa.table(
-            {
-                "slice_key": [landing.window.key for landing in landings],
-                "resume": pa.array([landing.resume for landing in landings], _TIMESTAMP),
-                "done": [landing.done for landing in landings],
-                "records": pa.array([len(landing.buffer) for landing in landings], pa.int64()),
-            }
-        )
-        .group_by("slice_key", use_threads=False)
-        .aggregate([("resume", "max"), ("done", "any"), ("records", "sum")])
+    # each window's landings summed up here: a batch holds tens of them, and Arrow's group_by
+    # would load its query engine (~40 ms) into every sync's process
+    by_key: dict[str, tuple[datetime | None, bool, int]] = {}
+    for landing in landings:
+        resume, done, records = by_key.get(landing.window.key, (None, False, 0))
+        if landing.resume is not None and (resume is None or landing.resume > resume):
+            resume = landing.resume
+        by_key[landing.window.key] = (resume, done or landing.done, records + len(landing.buffer))
+    con.execute(
+        """UPDATE sync_slices s
+           SET resume_from = coalesce(p.resume_max, s.resume_from),
+               done = s.done OR p.done_any, records = s.records + p.records_sum
+           FROM (SELECT unnest($keys::VARCHAR[]) AS slice_key,
+                        unnest($resumes::TIMESTAMPTZ[]) AS resume_max,
+                        unnest($done::BOOLEAN[]) AS done_any,
+                        unnest($records::BIGINT[]) AS records_sum) p
+           WHERE s.run_id = $run AND s.resource = 'transactions' AND s.slice_key = p.slice_key""",
+        {
+            "keys": list(by_key),
+            "resumes": [v[0] for v in by_key.values()],
+            "done": [v[1] for v in by_key.values()],
+            "records": [v[2] for v in by_key.values()],
+            "run": run_id,
+        },
     )
-    con.register("_progress", progress)
-    try:
-        con.execute(
-            """UPDATE sync_slices s
-               SET resume_from = coalesce(p.resume_max, s.resume_from),
-                   done = s.done OR p.done_any, records = s.records + p.records_sum
-               FROM _progress p
-               WHERE s.run_id = ? AND s.resource = 'transactions' AND s.slice_key = p.slice_key""",
-            [run_id],
-        )
-    finally:
-        con.unregister("_progress")
 
 
 def register(con: duckdb.DuckDBPyConnection, windows: list[Window], run_id: int) -> None:
     """Record the windows to read (one statement: a statement or commit each would cost a
-    round of the interpreter and a disk sync per window)."""
-    slices = pa.table(
+    round of the interpreter and a disk sync per window). A window this run registered before
+    keeps its row (and its progress); the anti-join costs less than INSERT OR IGNORE."""
+    unique = list({w.key: w for w in windows}.values())
+    con.execute(
+        """INSERT INTO sync_slices
+           SELECT $run, 'transactions', slice_key, slice_start, slice_end, status_filter,
+                  NULL, false, 0
+           FROM (SELECT unnest($keys::VARCHAR[]) AS slice_key,
+                        unnest($starts::TIMESTAMPTZ[]) AS slice_start,
+                        unnest($ends::TIMESTAMPTZ[]) AS slice_end,
+                        unnest($statuses::VARCHAR[]) AS status_filter)
+           WHERE slice_key NOT IN (SELECT slice_key FROM sync_slices
+                                   WHERE run_id = $run AND resource = 'transactions')""",
         {
-            "slice_key": [w.key for w in windows],
-            "slice_start": pa.array([w.start for w in windows], _TIMESTAMP),
-            "slice_end": pa.array([w.end for w in windows], _TIMESTAMP),
-            "status_filter": [w.status or "" for w in windows],
-        }
+            "keys": [w.key for w in unique],
+            "starts": [w.start for w in unique],
+            "ends": [w.end for w in unique],
+            "statuses": [w.status or "" for w in unique],
+            "run": run_id,
+        },
     )
-    con.register("_slices", slices)
-    try:
-        con.execute(
-            """INSERT OR IGNORE INTO sync_slices
-               SELECT ?, 'transactions', slice_key, slice_start, slice_end, status_filter,
-                      NULL, false, 0
-               FROM _slices""",
-            [run_id],
-        )
-    finally:
-        con.unregister("_slices")
 
 
 def unfinished(con: duckdb.DuckDBPyConnection, run_id: int) -> list[Window]:
