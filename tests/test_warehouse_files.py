@@ -308,6 +308,45 @@ def test_ctrl_c_is_one_line_and_the_sync_resumes(tmp_path: Path) -> None:
     assert not Path(str(path) + ".lock").exists() or _lock_is_free(path)
 
 
+@pytest.mark.parametrize("taken_as", ["Query interrupted", "INTERRUPT Error: Interrupted!"])
+def test_a_ctrl_c_that_duckdb_takes_stops_the_sync_as_a_ctrl_c(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, taken_as: str
+) -> None:
+    # DuckDB raises a SIGINT that lands while a statement runs on the main thread as its own
+    # error (RuntimeError or InterruptException), not as KeyboardInterrupt: `paylens sync`
+    # then ended "failed" (exit 1), or, on opening the staged copy, took it for a file that
+    # is not a warehouse, made a new copy and synced on (exit 0)
+    from paylens.warehouse import _open
+    from paylens.warehouse.sync import save
+
+    error = RuntimeError(taken_as) if taken_as == "Query interrupted" else None
+    client = Sandbox(seed=3, transactions=300).client()
+    path = tmp_path / "w.duckdb"
+    sync_file(path, client, progress=False)
+
+    def interrupted_register(*args: object, **kwargs: object) -> None:
+        raise error or duckdb.InterruptException(taken_as)
+
+    monkeypatch.setattr(save, "register", interrupted_register)
+    with pytest.raises(KeyboardInterrupt):
+        sync_file(path, client, full=True, progress=False)
+    monkeypatch.undo()
+
+    real_connect = duckdb.connect
+
+    def interrupted_connect(database: str, *args: object, **kwargs: object) -> object:
+        if database.endswith(".syncing"):
+            raise duckdb.InterruptException(taken_as)
+        return real_connect(database, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_open.duckdb, "connect", interrupted_connect)
+    with pytest.raises(KeyboardInterrupt):
+        sync_file(path, client, progress=False)
+    monkeypatch.undo()
+    # the file is intact and the next run goes ahead
+    assert sync_file(path, client, progress=False).mode == "incremental"
+
+
 def _lock_is_free(path: Path) -> bool:
     try:
         with Warehouse(path, wait=0):

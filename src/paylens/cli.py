@@ -550,7 +550,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, name: str) -> int:
     try:
-        return int(args.run(args))
+        try:
+            return int(args.run(args))
+        except Exception as exc:
+            from paylens.warehouse._open import interrupted
+
+            if interrupted(exc):  # a Ctrl-C that DuckDB took as its own error
+                raise KeyboardInterrupt from None
+            raise
     except KeyboardInterrupt:
         print(
             f"{name}: interrupted; what was committed is kept, and the next run resumes",

@@ -149,6 +149,7 @@ def probe(path: Path) -> None:
         ) as con:
             _is_paylens(con, path)
     except duckdb.Error as exc:
+        interrupt_of(exc)
         raise typed(exc, path) from None
 
 
@@ -172,7 +173,23 @@ def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
             con.execute(_WRITE_SETTINGS)
         return con
     except duckdb.Error as exc:
+        interrupt_of(exc)
         raise typed(exc, path) from None
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether `exc` is a Ctrl-C that DuckDB took: a SIGINT arriving while a statement runs
+    on the main thread is raised as DuckDB's own error, not as KeyboardInterrupt."""
+    return isinstance(exc, duckdb.InterruptException) or (
+        isinstance(exc, RuntimeError) and str(exc) == "Query interrupted"
+    )
+
+
+def interrupt_of(exc: BaseException) -> None:
+    """Raise KeyboardInterrupt when `exc` is a Ctrl-C that DuckDB took (an interrupted open
+    must stop the caller, never read as a file that is not a warehouse); else nothing."""
+    if interrupted(exc):
+        raise KeyboardInterrupt from None
 
 
 def typed(exc: BaseException, path: Path) -> WarehouseError:

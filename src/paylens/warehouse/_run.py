@@ -20,6 +20,7 @@ from paylens.client._params import timestamp
 from paylens.errors import WarehouseError
 
 from . import _store
+from ._open import interrupt_of
 from ._progress import Progress
 from ._report import SyncReport, describe_read
 from .sync import ResourceResult, ResourceSync, SyncOptions, TransactionSync, utcnow
@@ -116,6 +117,7 @@ class SyncRun:
                     status="failed",
                     error=repr(exc)[:2000],
                 )
+            interrupt_of(exc)  # a Ctrl-C that DuckDB took stops the caller as a Ctrl-C
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
