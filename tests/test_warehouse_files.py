@@ -347,6 +347,26 @@ def test_a_ctrl_c_that_duckdb_takes_stops_the_sync_as_a_ctrl_c(
     assert sync_file(path, client, progress=False).mode == "incremental"
 
 
+def test_a_ctrl_c_that_duckdb_drops_still_stops_the_sync(tmp_path: Path) -> None:
+    # the CLI's handler keeps the Ctrl-C (CTRL_C) besides raising it: a run whose
+    # KeyboardInterrupt a DuckDB statement took and dropped stops at its next wait, the file
+    # intact, and the next run goes ahead
+    from paylens.warehouse.sync.run import CTRL_C
+
+    client = Sandbox(seed=4, transactions=2_000).client()
+    path = tmp_path / "w.duckdb"
+    CTRL_C.set()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sync_file(path, client, progress=False)
+    finally:
+        CTRL_C.clear()
+    report = sync_file(path, client, progress=False)
+    with Warehouse(path, read_only=True) as wh:
+        assert wh.sql("SELECT count(*) AS n FROM transactions")["n"][0] == 2_000
+    assert report.new + report.unchanged + report.changed >= 2_000
+
+
 def _lock_is_free(path: Path) -> bool:
     try:
         with Warehouse(path, wait=0):

@@ -530,6 +530,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if argv is None and args.command == "sync" and not args.sandbox:
         _sync_process()
+    if argv is None and args.command == "sync":
+        _honour_ctrl_c()
     if argv is None and args.command in ("report", "demo"):
         _report_process()
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
@@ -578,6 +580,22 @@ def _sync_process() -> None:
     is a pandas object. Blocked here, pyarrow takes them as the lists they are."""
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _NoPandas())
+
+
+def _honour_ctrl_c() -> None:
+    """Ctrl-C in a process running `paylens sync`: raised as KeyboardInterrupt as always, and
+    also kept (`CTRL_C`), because a statement DuckDB runs on the main thread when the signal
+    comes takes the KeyboardInterrupt as its own and may drop it; the sync then stops at its
+    next wait instead of running on to the end."""
+    import signal
+
+    from paylens.warehouse.sync.run import CTRL_C
+
+    def on_ctrl_c(signum: int, frame: object) -> None:
+        CTRL_C.set()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_ctrl_c)
 
 
 def _report_process() -> None:

@@ -31,6 +31,13 @@ from .save import Batch, StoredTransactions
 
 logger = logging.getLogger("paylens.warehouse")
 
+#: A Ctrl-C of the process, set by `paylens sync`'s own SIGINT handler (beside raising
+#: KeyboardInterrupt): a run stops at its next wait even when the KeyboardInterrupt was taken
+#: and dropped by a statement DuckDB was running on the main thread when it came.
+CTRL_C = threading.Event()
+#: How often a run waiting on its readers looks at `CTRL_C`.
+_CTRL_C_SECONDS = 0.1
+
 
 @dataclass
 class SyncOptions:
@@ -504,7 +511,9 @@ class TransactionSync:
                 running = [f for f in self._futures if not f.done()]
             if not running:
                 break
-            wait(running)
+            wait(running, timeout=_CTRL_C_SECONDS)
+            if CTRL_C.is_set():
+                raise KeyboardInterrupt
         with self._sched:
             futures, self._futures = self._futures, []
         for future in futures:
