@@ -267,11 +267,13 @@ def upsert(
                     WHERE o.status IS DISTINCT FROM b.status""",
                 [now, run_id],
             )
-        if found:
-            con.execute(
-                f"DELETE FROM {table} t USING _old o WHERE "
-                + " AND ".join(f"t.{k} = o.{k}" for k in keys)
-            )
+        if not found:  # nothing stored to carry over or delete
+            _insert_new(con, table, batch, run_id=run_id, now=now)
+            return moved
+        con.execute(
+            f"DELETE FROM {table} t USING _old o WHERE "
+            + " AND ".join(f"t.{k} = o.{k}" for k in keys)
+        )
         columns = ", ".join(batch.column_names)
         if has_raw:
             tracking = """hash(b.raw),
@@ -295,7 +297,8 @@ def upsert(
 def _insert_new(
     con: duckdb.DuckDBPyConnection, table: str, batch: pa.Table, *, run_id: int, now: datetime
 ) -> None:
-    """`upsert`'s insert for rows none of whose keys is stored (`_batch` registered)."""
+    """`upsert`'s insert for rows none of whose keys is stored (`_batch` registered): first
+    seen and changed now, the same values its join with the stored rows gives them."""
     columns = ", ".join(batch.column_names)
     names = "first_seen_at, first_run_id, last_changed_run_id, last_synced_at, sync_run_id"
     values = "$now, $run, $run, $now, $run"
