@@ -507,13 +507,13 @@ class TransactionSync:
         for window in windows:
             self._submit(window)
         while True:  # readers may add windows (splits) while this waits
+            if CTRL_C.is_set():  # looked at first: readers may all be done before a wait ends
+                raise KeyboardInterrupt
             with self._sched:
                 running = [f for f in self._futures if not f.done()]
             if not running:
                 break
             wait(running, timeout=_CTRL_C_SECONDS)
-            if CTRL_C.is_set():
-                raise KeyboardInterrupt
         with self._sched:
             futures, self._futures = self._futures, []
         for future in futures:
