@@ -2,9 +2,52 @@
 
 from __future__ import annotations
 
+import functools
 import re
+import sys
+from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
+
+#: `../shared` beside the repository (or the machine's copy of it, for a worktree elsewhere):
+#: the interface description and its contract validator, read at test time, never copied.
+SHARED = next(
+    (
+        p
+        for p in (Path(__file__).resolve().parents[2] / "shared", Path("/work/shared"))
+        if (p / "reference" / "openapi.yaml").is_file()
+    ),
+    Path(__file__).resolve().parents[2] / "shared",
+)
+OPENAPI = SHARED / "reference" / "openapi.yaml"
+
+
+@functools.cache
+def interface() -> dict[str, Any]:
+    """The interface description, parsed once per process by libyaml where PyYAML has it
+    (1 MB of YAML: 0.35 s, against 1.6 s in pure Python; the same document)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    parsed: dict[str, Any] = yaml.load(OPENAPI.read_text(), Loader=loader)
+    return parsed
+
+
+@functools.cache
+def contract_errors() -> Callable[..., list[str]] | None:
+    """`errors(body, schema, limit=10)` of the shared contract validator, or None where it is
+    absent. Its own read of the description is pure-Python YAML; it is handed `interface()`."""
+    tools = SHARED / "tools"
+    if not (tools / "validate_contract.py").is_file():
+        return None
+    sys.path.insert(0, str(tools))
+    import validate_contract  # type: ignore[import-not-found]
+
+    validate_contract._spec = interface
+    errors: Callable[..., list[str]] = validate_contract.errors
+    return errors
+
 
 _INSTANT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 

@@ -6,11 +6,8 @@ validator is available they are also checked against the interface description.
 
 from __future__ import annotations
 
-import functools
 import json
-import sys
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -66,6 +63,8 @@ from paylens.models import (
     parse_page,
     parse_transaction,
 )
+
+from ._helpers import contract_errors
 
 # --- example bodies, shaped per the interface -------------------------------------------------
 
@@ -428,21 +427,6 @@ def unrecognised_fields(model: Any, path: str = "") -> list[str]:
     return found
 
 
-@functools.cache
-def _contract_errors() -> Any:
-    """`errors(body, schema)` of the shared contract validator, or None where it is absent."""
-    for tools in (
-        Path(__file__).resolve().parents[2] / "shared" / "tools",
-        Path("/work/shared/tools"),
-    ):
-        if (tools / "validate_contract.py").is_file():
-            sys.path.insert(0, str(tools))
-            from validate_contract import errors
-
-            return errors
-    return None
-
-
 # --- round trips ---------------------------------------------------------------------------------
 
 ROUND_TRIPS = [
@@ -479,7 +463,7 @@ ROUND_TRIPS = [
 
 @pytest.mark.parametrize(("make_body", "model", "schema"), ROUND_TRIPS)
 def test_examples_conform_to_the_interface(make_body: Any, model: Any, schema: str) -> None:
-    errors = _contract_errors()
+    errors = contract_errors()
     if errors is None:
         pytest.skip("shared/tools/validate_contract.py not found")
     assert errors(make_body(), schema) == []
@@ -874,7 +858,7 @@ def test_transaction_page_parses_from_bytes() -> None:
     assert (page.has_more, page.next_cursor, page.total_count) == (True, "eyJvZmZzZXQiOjN9", 57)
     assert page.to_wire() == body
     assert TRANSACTION_PAGE_ADAPTER.validate_json(raw).to_wire() == body
-    errors = _contract_errors()
+    errors = contract_errors()
     if errors is not None:
         assert errors(body, "TransactionListResponse") == []
 

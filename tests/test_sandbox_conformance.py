@@ -33,11 +33,11 @@ from paylens.sandbox import SandboxServer
 from paylens.sandbox.currencies import CURRENCY_CODES
 from paylens.sandbox.routes import ROUTES
 
+from ._helpers import OPENAPI, interface
 from .test_sandbox_world import call
 
 pytest.importorskip("schemathesis", reason="schemathesis (a dev dependency) is not installed")
 
-OPENAPI = Path(__file__).resolve().parents[2] / "shared" / "reference" / "openapi.yaml"
 pytestmark = [
     pytest.mark.http,
     pytest.mark.skipif(
@@ -54,13 +54,8 @@ CHECKS = (
 
 @functools.cache
 def _served_operation_ids() -> list[str]:
-    """The interface's operationIds of every (method, path) the sandbox serves. (The
-    description is 1 MB of YAML: read once, by libyaml where PyYAML has it, 0.3 s instead of
-    pure Python's 1.6 s.)"""
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    spec = yaml.load(OPENAPI.read_text(), Loader=loader)
+    """The interface's operationIds of every (method, path) the sandbox serves."""
+    spec = interface()
     served = {
         (method.lower(), template) for template, methods in ROUTES.items() for method in methods
     }

@@ -7,29 +7,24 @@ interface's IncomingTransaction there), so they are checked against TransactionO
 
 from __future__ import annotations
 
-import sys
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from paylens.sandbox.world.world import World
 
+from ._helpers import contract_errors
 from .test_sandbox_world import call, pages
 
-_TOOLS = [Path(__file__).resolve().parents[2] / "shared" / "tools", Path("/work/shared/tools")]
-_FOUND = next((p for p in _TOOLS if (p / "validate_contract.py").exists()), None)
 pytestmark = pytest.mark.skipif(
-    _FOUND is None, reason="the shared contract validator is not available"
+    contract_errors() is None, reason="the shared contract validator is not available"
 )
 
 
 def conforms(body: Any, schema: str) -> None:
-    if str(_FOUND) not in sys.path:
-        sys.path.insert(0, str(_FOUND))
-    from validate_contract import errors  # type: ignore[import-not-found]
-
+    errors = contract_errors()
+    assert errors is not None
     problems = errors(body, schema, limit=5)
     assert not problems, problems
 
