@@ -33,7 +33,13 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+#: Every figure's width, a row of bars' height (in a small multiple) and the least width of a
+#: small multiple's bars, in inches; `_PAD` is kept clear around each block of text.
+_WIDTH = 11.0
 _ROW_HEIGHT = 0.35
+_GRID_ROW = 0.25
+_GRID_BARS = 2.0
+_PAD = 0.1
 #: Keys that are months: groups keyed by one are ordered in time, never cut by `top=`.
 _MONTHS = ("month", "settlement_month")
 
@@ -76,13 +82,98 @@ def _bars(
     ax.invert_yaxis()
 
 
-def _figure(rows: int, panels: int = 1) -> tuple[Figure, list[Axes]]:
+def _figure(panels: int = 1) -> tuple[Figure, list[Axes]]:
+    """A figure of `panels` axes (at least one); `_place` sizes it and places them once drawn on."""
     from matplotlib.figure import Figure  # matplotlib loads only when a plot is asked for
 
-    height = 1.8 + _ROW_HEIGHT * max(rows, 1)
-    fig = Figure(figsize=(11, height * max(panels, 1)), layout="constrained")
-    axes = fig.subplots(max(panels, 1), 1, squeeze=False)[:, 0]
-    return fig, list(axes)
+    fig = Figure(figsize=(_WIDTH, 4.0))
+    return fig, [fig.add_subplot(max(panels, 1), 1, i + 1) for i in range(max(panels, 1))]
+
+
+def _place(
+    fig: Figure,
+    axes: Sequence[Axes],
+    *,
+    grid: bool = False,
+    title: str = "",
+    handles: Sequence[Artist] = (),
+) -> None:
+    """Size the figure and place its panels from what they show, measured once: the widest bar
+    label and legend entry, the lines of each title and axis label. Nothing is laid out again
+    when the figure is drawn (a constrained layout measures every text on every draw).
+
+    One panel a row, each legend right of its bars; or, with `grid`, small multiples: as many
+    panels a row as leave each at least `_GRID_BARS` inches of bars, the grouping said once a
+    row, and the figure's `title` and one legend of `handles` above them all."""
+    from matplotlib import rcParams
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.font_manager import FontProperties
+
+    measure = RendererAgg(1, 1, fig.dpi)
+
+    def points(size: float | str) -> float:
+        return float(FontProperties(size=size).get_size_in_points())
+
+    def widest(texts: Sequence[str], size: float) -> float:
+        """In points, with a tenth to spare: hinted glyphs are wider at a lower resolution."""
+        font = FontProperties(size=size)
+        pixels = max(
+            (measure.get_text_width_height_descent(t, font, ismath=False)[0] for t in texts if t),
+            default=0.0,
+        )
+        return 1.1 * pixels * 72 / fig.dpi
+
+    def lines(text: str) -> int:
+        return text.count("\n") + 1 if text else 0
+
+    tick, label = points(rcParams["ytick.labelsize"]), points(rcParams["axes.labelsize"])
+    heading, key = points(rcParams["axes.titlesize"]), points("small")
+    ticks = rcParams["ytick.major.size"] + rcParams["ytick.major.pad"]
+    labels = widest([t.get_text() for ax in axes for t in ax.get_yticklabels()], tick)
+    ylabel = 1.2 * label + rcParams["axes.labelpad"] if any(ax.get_ylabel() for ax in axes) else 0
+    # a legend right of the bars: its pads outside and in, the handle, a gap, the widest entry
+    legends = [legend for ax in axes if (legend := ax.get_legend()) is not None]
+    entries = [t.get_text() for legend in legends for t in legend.get_texts()]
+    legend_width = widest(entries, key) + 4.1 * key if entries else 0.0
+    left = (ylabel + labels + ticks) / 72 + _PAD  # inches left of each panel's bars
+    right = max(legend_width / 72, 0.3)  # room for the legend, or for the last tick's label
+    usable = _WIDTH - 2 * _PAD
+    columns = 1
+    if grid:
+        columns = max(1, min(len(axes), int(usable // (left + right + _GRID_BARS))))
+    column = usable / columns
+    bars = (column - left - right) / (1.01 if entries else 1.0)  # the legend sits at 1.01
+    rows = max(max((len(ax.get_yticks()) for ax in axes), default=1), 1)
+    height = (_GRID_ROW if grid else _ROW_HEIGHT) * rows + 0.5
+    if entries:
+        per_legend = max(len(legend.get_texts()) for legend in legends)
+        height = max(height, (1.5 * per_legend + 1.0) * key / 72)
+    above = (max(lines(ax.get_title()) for ax in axes) * 1.2 * heading + 6.0) / 72 + _PAD
+    below = (ticks + 1.2 * tick + rcParams["axes.labelpad"]) / 72 + _PAD
+    below += max(lines(ax.get_xlabel()) for ax in axes) * 1.2 * label / 72
+    top = _PAD + (lines(title) * 1.2 * heading / 72 + _PAD if title else 0.0)
+    top += 1.6 * key / 72 + _PAD if handles else 0.0
+    grid_rows = -(-len(axes) // columns)
+    total = top + grid_rows * (above + height + below) + _PAD
+    fig.set_size_inches(_WIDTH, total)
+    for i, ax in enumerate(axes):
+        row, col = divmod(i, columns)
+        x = _PAD + col * column + left
+        y = total - top - row * (above + height + below) - above - height
+        ax.set_position((x / _WIDTH, y / total, bars / _WIDTH, height / total))
+        if col:
+            ax.set_ylabel("")  # said by the row's first panel
+    if title:
+        fig.suptitle(title, x=0.5, y=1 - _PAD / total, va="top", fontsize=heading)
+    if handles:
+        fig.legend(
+            handles=handles,
+            loc="upper center",
+            bbox_to_anchor=(0.5, 1 - (top - 1.6 * key / 72 - _PAD) / total),
+            ncols=len(handles),
+            fontsize="small",
+            frameon=False,
+        )
 
 
 def _finish(
@@ -111,11 +202,8 @@ def _finish(
     ax.grid(axis="x", alpha=0.3)
 
 
-def _legend(ax: Axes, handles: Sequence[Artist] | None = None) -> None:
-    kwargs = {"handles": handles} if handles is not None else {}
-    ax.legend(
-        loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False, **kwargs
-    )
+def _legend(ax: Axes) -> None:
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
 
 
 def _top(
@@ -138,19 +226,12 @@ def _top(
     return shown, f"{len(left)} smaller group(s) not shown (top={top}), {hidden:,} by {column}"
 
 
-def _per_currency(
-    frame: pd.DataFrame, currency: str, top: int
-) -> tuple[Figure, list[tuple[Axes, str, pd.DataFrame]]]:
-    """A figure with one panel per currency of the frame, the busiest first (an empty frame:
-    one empty panel), and each panel's axes, currency and rows."""
+def _currencies(frame: pd.DataFrame, currency: str) -> list[tuple[str, pd.DataFrame]]:
+    """The frame's rows per currency, the busiest first (an empty frame: one empty part)."""
     if frame.empty:
-        parts = [("no data", frame)]
-    else:
-        order = frame.groupby(currency)["transaction_count"].sum().sort_values(ascending=False)
-        parts = [(str(c), frame[frame[currency] == c]) for c in order.index]
-    rows = max((min(len(p), top) for _, p in parts), default=1)
-    fig, axes = _figure(rows, len(parts))
-    return fig, [(ax, c, part) for ax, (c, part) in zip(axes, parts, strict=True)]
+        return [("no data", frame)]
+    order = frame.groupby(currency)["transaction_count"].sum().sort_values(ascending=False)
+    return [(str(c), frame[frame[currency] == c]) for c in order.index]
 
 
 def plot_fee_breakdown(
@@ -187,7 +268,7 @@ def plot_fee_breakdown(
         f"{label} ({cur})"
         for label, cur in zip(_labels(shown, keys), shown["sent_currency"], strict=True)
     ]
-    fig, (ax,) = _figure(len(shown))
+    fig, (ax,) = _figure()
     _bars(ax, labels, series, stacked=True)
     grouping = ", ".join(keys) or "all"
     _finish(
@@ -198,6 +279,7 @@ def plot_fee_breakdown(
         f"{grouping} (sending currency)",
         note,
     )
+    _place(fig, [ax])
     return fig
 
 
@@ -210,9 +292,10 @@ def plot_revenue(
 ) -> Figure:
     """Revenue of completed transfers per group (settlement month by default, in time
     order): service, platform and counterparty fees and the FX margin, stacked, in major units
-    of each sending currency, one panel per currency. A group without a reference rate shows
-    no FX margin and says so in its label. A part has one colour in every panel; the first
-    panel gives the legend (every part drawn in any panel) and the data's source."""
+    of each sending currency, one panel per currency in a grid of small multiples. A group
+    without a reference rate shows no FX margin and says so in its label. A part has one
+    colour in every panel; above the panels, the figure's title gives the data's source and
+    one legend every part drawn in any panel."""
     from matplotlib.colors import to_rgba
     from matplotlib.patches import Patch
 
@@ -233,8 +316,10 @@ def plot_revenue(
     }
     nonzero = {name: frame[list(cols)].fillna(0).ne(0).any(axis=1) for name, cols in parts.items()}
     drawn: set[str] = set()
-    fig, panels = _per_currency(frame, "sent_currency", top)
-    for ax, currency, part in panels:
+    grouping = ", ".join(keys) or "all"
+    parts_of = _currencies(frame, "sent_currency")
+    fig, axes = _figure(len(parts_of))
+    for ax, (currency, part) in zip(axes, parts_of, strict=True):
         shown, note = _top(part, keys, "transaction_count", top)
         series = {
             name: amounts[name].loc[shown.index].to_numpy()
@@ -247,19 +332,17 @@ def plot_revenue(
             for label, status in zip(_labels(shown, keys), shown["fx_margin_status"], strict=True)
         ]
         _bars(ax, labels, series, stacked=True, colors=colors)
-        grouping = ", ".join(keys) or "all"
-        _finish(
-            ax,
-            frame,
-            f"Revenue of completed transfers in {currency} by {grouping}",
-            f"{currency} (major units)",
-            grouping,
-            note,
-            key=ax is panels[0][0],
-        )
-    first = panels[0][0]
-    if first.get_legend() is not None:  # the one legend: every part any panel draws
-        _legend(first, [Patch(color=colors[name], label=name) for name in parts if name in drawn])
+        _finish(ax, frame, currency, f"{currency} (major units)", grouping, note, key=False)
+    title = f"Revenue of completed transfers by {grouping}, in each sending currency"
+    source = frame.attrs.get("source")
+    _place(
+        fig,
+        axes,
+        grid=True,
+        title=f"{title}\n{source}" if source else title,
+        # the one legend: every part any panel draws
+        handles=[Patch(color=colors[name], label=name) for name in parts if name in drawn],
+    )
     return fig
 
 
@@ -299,7 +382,7 @@ def plot_settlement_times(
         unknown = [q.removesuffix("_seconds") for q in quantiles if pd.isna(getattr(row, q))]
         extra = f"; {', '.join(unknown)} n/a" if unknown and row.completed_count else ""
         labels.append(f"{label} (done {row.completed_count:,}, open {row.open_count:,}{extra})")
-    fig, (ax,) = _figure(len(shown))
+    fig, (ax,) = _figure()
     _bars(ax, labels, series, stacked=False)
     grouping = ", ".join(keys) or "all"
     _finish(
@@ -310,6 +393,7 @@ def plot_settlement_times(
         f"{grouping} (completed, open)",
         note,
     )
+    _place(fig, [ax])
     return fig
 
 
@@ -361,7 +445,7 @@ def plot_failure_breakdown(
         f"{g} (resolved {totals.loc[g, 'resolved_count']:,}, open {totals.loc[g, 'open_count']:,})"
         for g in index
     ]
-    fig, (ax,) = _figure(len(index))
+    fig, (ax,) = _figure()
     _bars(ax, labels, {name: rates[name].to_numpy() for name in kept}, stacked=True)
     grouping = ", ".join(keys) or "all"
     _finish(
@@ -372,6 +456,7 @@ def plot_failure_breakdown(
         f"{grouping} (resolved, open)",
         note,
     )
+    _place(fig, [ax])
     return fig
 
 
@@ -388,8 +473,9 @@ def plot_card_summary(
     different currencies never share an axis)."""
     keys = _keys(by)
     frame = card_summary(data, keys, status=status, as_of=as_of, major=True)
-    fig, panels = _per_currency(frame, "currency", top)
-    for ax, currency, part in panels:
+    parts = _currencies(frame, "currency")
+    fig, axes = _figure(len(parts))
+    for ax, (currency, part) in zip(axes, parts, strict=True):
         shown, note = _top(part, keys, "authorized_minor", top)
         series = {
             name: shown[f"{column}_major"].to_numpy(dtype=float, na_value=np.nan)
@@ -410,4 +496,5 @@ def plot_card_summary(
             grouping,
             note,
         )
+    _place(fig, axes)
     return fig
