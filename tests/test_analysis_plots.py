@@ -9,6 +9,7 @@ from pathlib import Path
 
 import matplotlib
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from paylens import Sandbox
@@ -62,9 +63,19 @@ def panel_labels(fig: Figure, title: str, xunit: str, panel: int = 0) -> list[st
 
 
 def render(fig: Figure) -> None:
+    """Render the figure and check that its layout keeps every text on it."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=40)
     assert buffer.getvalue().startswith(b"\x89PNG")
+    inside(fig)
+
+
+def inside(fig: Figure) -> None:
+    """Every artist of the figure lies within it (its layout is fixed, computed by the plot)."""
+    box = fig.get_tightbbox(FigureCanvasAgg(fig).get_renderer())
+    width, height = fig.get_size_inches()
+    assert box.x0 >= 0 and box.y0 >= 0
+    assert box.x1 <= width + 0.01 and box.y1 <= height + 0.01
 
 
 def test_plot_fee_breakdown(sandbox: Sandbox, wh: Warehouse) -> None:
@@ -90,10 +101,29 @@ def test_months_run_in_time_order_and_are_never_cut(wh: Warehouse) -> None:
 
 def test_plot_revenue_per_currency(sandbox: Sandbox, wh: Warehouse) -> None:
     fig = plot_revenue(wh, reference_rates=sandbox.reference_rates())
-    currencies = revenue(wh)["sent_currency"].nunique()
-    assert len(fig.axes) == currencies > 1  # one panel per sending currency
-    entries = labelled(fig, "Revenue of completed transfers in USD", "USD (major units)")
-    assert "FX margin" in entries
+    currencies = revenue(wh)["sent_currency"]
+    assert len(fig.axes) == currencies.nunique() > 1  # one panel per sending currency
+    assert fig.axes[0].get_title() == "USD"  # the busiest first
+    assert {ax.get_title() for ax in fig.axes} == set(currencies)
+    for ax in fig.axes:  # each panel in its own currency's major units, bars from zero
+        assert ax.get_xlabel() == f"{ax.get_title()} (major units)"
+        assert len(ax.patches) > 0
+        assert ax.get_xscale() == "linear" and ax.get_xlim()[0] == 0
+    assert fig.axes[0].get_ylabel() == "settlement_month"
+    # small multiples: the figure's title says what and whose data, and one legend above
+    # every panel names every part drawn
+    title = fig.get_suptitle()
+    assert "Revenue of completed transfers by settlement_month" in title
+    assert "SANDBOX DATA" in title
+    (legend,) = fig.legends
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    panels = [ax.get_tightbbox(renderer) for ax in fig.axes]
+    assert legend.get_window_extent(renderer).y0 >= max(p.y1 for p in panels)
+    assert "FX margin" in [t.get_text() for t in legend.get_texts()]
+    # no panel's bars, labels or title run into another's
+    for i, a in enumerate(panels):
+        assert not any(a.overlaps(b) for b in panels[i + 1 :])
+    render(fig)
     blind = plot_revenue(wh)
     labels = [t.get_text() for t in blind.axes[0].get_yticklabels()]
     assert any("(no FX ref.)" in label for label in labels)

@@ -24,16 +24,15 @@ from ._cards import card_summary
 from ._common import MISSING_LABEL, By, Data, History
 from ._failures import failure_breakdown
 from ._fees import ReferenceRates, fee_breakdown
+from ._layout import figure, place
 from ._lifecycle import UNSUCCESSFUL
 from ._revenue import COMPLETE, SAME_CURRENCY, revenue
 from ._settlement import settlement_times
 
 if TYPE_CHECKING:
-    from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-_ROW_HEIGHT = 0.35
 #: Keys that are months: groups keyed by one are ordered in time, never cut by `top=`.
 _MONTHS = ("month", "settlement_month")
 
@@ -76,15 +75,6 @@ def _bars(
     ax.invert_yaxis()
 
 
-def _figure(rows: int, panels: int = 1) -> tuple[Figure, list[Axes]]:
-    from matplotlib.figure import Figure  # matplotlib loads only when a plot is asked for
-
-    height = 1.8 + _ROW_HEIGHT * max(rows, 1)
-    fig = Figure(figsize=(11, height * max(panels, 1)), layout="constrained")
-    axes = fig.subplots(max(panels, 1), 1, squeeze=False)[:, 0]
-    return fig, list(axes)
-
-
 def _finish(
     ax: Axes,
     frame: pd.DataFrame,
@@ -111,11 +101,8 @@ def _finish(
     ax.grid(axis="x", alpha=0.3)
 
 
-def _legend(ax: Axes, handles: Sequence[Artist] | None = None) -> None:
-    kwargs = {"handles": handles} if handles is not None else {}
-    ax.legend(
-        loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False, **kwargs
-    )
+def _legend(ax: Axes) -> None:
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
 
 
 def _top(
@@ -138,19 +125,12 @@ def _top(
     return shown, f"{len(left)} smaller group(s) not shown (top={top}), {hidden:,} by {column}"
 
 
-def _per_currency(
-    frame: pd.DataFrame, currency: str, top: int
-) -> tuple[Figure, list[tuple[Axes, str, pd.DataFrame]]]:
-    """A figure with one panel per currency of the frame, the busiest first (an empty frame:
-    one empty panel), and each panel's axes, currency and rows."""
+def _currencies(frame: pd.DataFrame, currency: str) -> list[tuple[str, pd.DataFrame]]:
+    """The frame's rows per currency, the busiest first (an empty frame: one empty part)."""
     if frame.empty:
-        parts = [("no data", frame)]
-    else:
-        order = frame.groupby(currency)["transaction_count"].sum().sort_values(ascending=False)
-        parts = [(str(c), frame[frame[currency] == c]) for c in order.index]
-    rows = max((min(len(p), top) for _, p in parts), default=1)
-    fig, axes = _figure(rows, len(parts))
-    return fig, [(ax, c, part) for ax, (c, part) in zip(axes, parts, strict=True)]
+        return [("no data", frame)]
+    order = frame.groupby(currency)["transaction_count"].sum().sort_values(ascending=False)
+    return [(str(c), frame[frame[currency] == c]) for c in order.index]
 
 
 def plot_fee_breakdown(
@@ -187,7 +167,7 @@ def plot_fee_breakdown(
         f"{label} ({cur})"
         for label, cur in zip(_labels(shown, keys), shown["sent_currency"], strict=True)
     ]
-    fig, (ax,) = _figure(len(shown))
+    fig, (ax,) = figure()
     _bars(ax, labels, series, stacked=True)
     grouping = ", ".join(keys) or "all"
     _finish(
@@ -198,6 +178,7 @@ def plot_fee_breakdown(
         f"{grouping} (sending currency)",
         note,
     )
+    place(fig, [ax])
     return fig
 
 
@@ -210,9 +191,10 @@ def plot_revenue(
 ) -> Figure:
     """Revenue of completed transfers per group (settlement month by default, in time
     order): service, platform and counterparty fees and the FX margin, stacked, in major units
-    of each sending currency, one panel per currency. A group without a reference rate shows
-    no FX margin and says so in its label. A part has one colour in every panel; the first
-    panel gives the legend (every part drawn in any panel) and the data's source."""
+    of each sending currency, one panel per currency in a grid of small multiples. A group
+    without a reference rate shows no FX margin and says so in its label. A part has one
+    colour in every panel; above the panels, the figure's title gives the data's source and
+    one legend every part drawn in any panel."""
     from matplotlib.colors import to_rgba
     from matplotlib.patches import Patch
 
@@ -233,8 +215,10 @@ def plot_revenue(
     }
     nonzero = {name: frame[list(cols)].fillna(0).ne(0).any(axis=1) for name, cols in parts.items()}
     drawn: set[str] = set()
-    fig, panels = _per_currency(frame, "sent_currency", top)
-    for ax, currency, part in panels:
+    grouping = ", ".join(keys) or "all"
+    parts_of = _currencies(frame, "sent_currency")
+    fig, axes = figure(len(parts_of))
+    for ax, (currency, part) in zip(axes, parts_of, strict=True):
         shown, note = _top(part, keys, "transaction_count", top)
         series = {
             name: amounts[name].loc[shown.index].to_numpy()
@@ -247,19 +231,17 @@ def plot_revenue(
             for label, status in zip(_labels(shown, keys), shown["fx_margin_status"], strict=True)
         ]
         _bars(ax, labels, series, stacked=True, colors=colors)
-        grouping = ", ".join(keys) or "all"
-        _finish(
-            ax,
-            frame,
-            f"Revenue of completed transfers in {currency} by {grouping}",
-            f"{currency} (major units)",
-            grouping,
-            note,
-            key=ax is panels[0][0],
-        )
-    first = panels[0][0]
-    if first.get_legend() is not None:  # the one legend: every part any panel draws
-        _legend(first, [Patch(color=colors[name], label=name) for name in parts if name in drawn])
+        _finish(ax, frame, currency, f"{currency} (major units)", grouping, note, key=False)
+    title = f"Revenue of completed transfers by {grouping}, in each sending currency"
+    source = frame.attrs.get("source")
+    place(
+        fig,
+        axes,
+        grid=True,
+        title=f"{title}\n{source}" if source else title,
+        # the one legend: every part any panel draws
+        handles=[Patch(color=colors[name], label=name) for name in parts if name in drawn],
+    )
     return fig
 
 
@@ -299,7 +281,7 @@ def plot_settlement_times(
         unknown = [q.removesuffix("_seconds") for q in quantiles if pd.isna(getattr(row, q))]
         extra = f"; {', '.join(unknown)} n/a" if unknown and row.completed_count else ""
         labels.append(f"{label} (done {row.completed_count:,}, open {row.open_count:,}{extra})")
-    fig, (ax,) = _figure(len(shown))
+    fig, (ax,) = figure()
     _bars(ax, labels, series, stacked=False)
     grouping = ", ".join(keys) or "all"
     _finish(
@@ -310,6 +292,7 @@ def plot_settlement_times(
         f"{grouping} (completed, open)",
         note,
     )
+    place(fig, [ax])
     return fig
 
 
@@ -361,7 +344,7 @@ def plot_failure_breakdown(
         f"{g} (resolved {totals.loc[g, 'resolved_count']:,}, open {totals.loc[g, 'open_count']:,})"
         for g in index
     ]
-    fig, (ax,) = _figure(len(index))
+    fig, (ax,) = figure()
     _bars(ax, labels, {name: rates[name].to_numpy() for name in kept}, stacked=True)
     grouping = ", ".join(keys) or "all"
     _finish(
@@ -372,6 +355,7 @@ def plot_failure_breakdown(
         f"{grouping} (resolved, open)",
         note,
     )
+    place(fig, [ax])
     return fig
 
 
@@ -388,8 +372,9 @@ def plot_card_summary(
     different currencies never share an axis)."""
     keys = _keys(by)
     frame = card_summary(data, keys, status=status, as_of=as_of, major=True)
-    fig, panels = _per_currency(frame, "currency", top)
-    for ax, currency, part in panels:
+    parts = _currencies(frame, "currency")
+    fig, axes = figure(len(parts))
+    for ax, (currency, part) in zip(axes, parts, strict=True):
         shown, note = _top(part, keys, "authorized_minor", top)
         series = {
             name: shown[f"{column}_major"].to_numpy(dtype=float, na_value=np.nan)
@@ -410,4 +395,5 @@ def plot_card_summary(
             grouping,
             note,
         )
+    place(fig, axes)
     return fig
