@@ -4,6 +4,7 @@ legend, and at least one bar."""
 from __future__ import annotations
 
 import io
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,10 +73,16 @@ def render(fig: Figure) -> None:
 
 def inside(fig: Figure) -> None:
     """Every artist of the figure lies within it (its layout is fixed, computed by the plot)."""
-    box = fig.get_tightbbox(FigureCanvasAgg(fig).get_renderer())
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    box = fig.get_tightbbox(renderer)
     width, height = fig.get_size_inches()
     assert box.x0 >= 0 and box.y0 >= 0
     assert box.x1 <= width + 0.01 and box.y1 <= height + 0.01
+    for ax in fig.axes:  # a narrow panel's amounts stay legible: no tick label runs into the next
+        ticks = [t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()]
+        ticks = [t for t in ticks if ax.bbox.x0 - 1 <= (t.x0 + t.x1) / 2 <= ax.bbox.x1 + 1]
+        for left, right in itertools.pairwise(sorted(ticks, key=lambda t: t.x0)):
+            assert left.x1 < right.x0, f"x tick labels overlap on {ax.get_title()!r}"
 
 
 def test_plot_fee_breakdown(sandbox: Sandbox, wh: Warehouse) -> None:
@@ -127,6 +134,20 @@ def test_plot_revenue_per_currency(sandbox: Sandbox, wh: Warehouse) -> None:
     blind = plot_revenue(wh)
     labels = [t.get_text() for t in blind.axes[0].get_yticklabels()]
     assert any("(no FX ref.)" in label for label in labels)
+
+
+def test_small_multiples_keep_large_amounts_legible() -> None:
+    # amounts in the hundreds of thousands (NGN, KES) in a panel a third of the figure wide:
+    # its x tick labels must not run into one another
+    from paylens.analysis._layout import figure, place
+
+    fig, axes = figure(16)
+    for ax in axes:
+        ax.barh(["2025-04-01", "2025-05-01", "2025-06-01"], [371_250, 120_000, 9_500])
+        ax.set_xlabel("NGN (major units)")
+        ax.set_ylabel("settlement_month")
+    place(fig, axes, grid=True, title="Revenue")
+    render(fig)
 
 
 def test_plot_settlement_times(wh: Warehouse) -> None:

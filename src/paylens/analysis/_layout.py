@@ -51,6 +51,7 @@ def place(
     from matplotlib import rcParams
     from matplotlib.backends.backend_agg import RendererAgg
     from matplotlib.font_manager import FontProperties
+    from matplotlib.ticker import MaxNLocator
 
     measure = RendererAgg(1, 1, fig.dpi)
 
@@ -104,6 +105,12 @@ def place(
         x = _PAD + col * column + left
         y = total - top - row * (above + height + below) - above - height
         ax.set_position((x / _WIDTH, y / total, bars / _WIDTH, height / total))
+        # no more amounts along the axis than fit side by side (the default counts on the
+        # font's size, not the labels': in a narrow panel 350000 ran into 400000)
+        texts = ax.xaxis.get_major_formatter().format_ticks(list(ax.xaxis.get_major_locator()()))
+        fits = int(bars / (1.5 * widest(texts, tick) / 72)) if any(texts) else len(texts)
+        if len(texts) > fits:
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=max(1, fits)))
         if col:
             ax.set_ylabel("")  # said by the row's first panel
     if title:
