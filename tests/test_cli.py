@@ -181,6 +181,26 @@ def test_help_shows_defaults() -> None:
     assert "(default: None)" not in text and "(default: False)" not in text
 
 
+@pytest.mark.http
+def test_max_retries_reaches_the_client(tmp_path: Path) -> None:
+    sandbox = Sandbox(seed=3, transactions=300)
+    sync = ["sync", "--db", str(tmp_path / "r.duckdb"), "--quiet", "--resources", "transactions"]
+    sent: dict[int, int] = {}
+    with sandbox.serve() as server:
+        env = sandbox.env(server)
+        for retries in (0, 2):
+            sandbox.requests.reset()
+            sandbox.faults.inject(503, None, count=50, retry_after=0)  # no backoff to wait out
+            failed = _cli(*sync, "--max-retries", str(retries), env=env)
+            sandbox.faults.clear()
+            assert failed.returncode == 1 and failed.stderr.startswith("paylens sync: failed: 503")
+            assert ("3 attempts" in failed.stderr) == (retries == 2), failed.stderr
+            sent[retries] = sandbox.requests.count("GET")
+        assert _cli(*sync, "--max-retries", "0", env=env).returncode == 0  # faults cleared
+    # each of the sync's first reads was sent once, then once and twice more
+    assert sent[0] > 0 and sent[2] == 3 * sent[0]
+
+
 def test_verbosity_is_info_then_http(
     synced: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
