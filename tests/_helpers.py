@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import functools
+import io
+import logging
+import os
 import re
 import sys
 from collections.abc import Callable
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from unittest import mock
+
+from paylens.cli import main
 
 #: `../shared` beside the repository (or the machine's copy of it, for a worktree elsewhere):
 #: the interface description and its contract validator, read at test time, never copied.
@@ -62,3 +70,33 @@ def same_instants(value: Any) -> Any:
     if isinstance(value, str) and _INSTANT.match(value):
         return datetime.fromisoformat(value.replace("Z", "+00:00"))
     return value
+
+
+@dataclass
+class CliRun:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> CliRun:
+    """`paylens ARGS` in this process (`main`), with no PAYLENS_* variable but those in `env`:
+    for what a command does and says; its exit code is the one the process would exit with.
+    What only a process shows (signals, locks held by another process, the process's exit
+    path) is tested by running `python -m paylens.cli`."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PAYLENS_")}
+    out, err = io.StringIO(), io.StringIO()
+    loggers = [logging.getLogger(name) for name in ("paylens", "paylens.client")]
+    levels = [logger.level for logger in loggers]
+    try:
+        with (
+            mock.patch.dict(os.environ, {**clean, **(env or {})}, clear=True),
+            mock.patch("sys.stdin", io.StringIO(stdin)),
+            redirect_stdout(out),
+            redirect_stderr(err),
+        ):
+            code = main(list(args))
+    finally:  # main sets the verbosity of paylens' loggers: leave them as they were
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+    return CliRun(code, out.getvalue(), err.getvalue())

@@ -7,60 +7,31 @@ from __future__ import annotations
 import argparse
 import io
 import logging
-import os
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
+from contextlib import redirect_stdout
 from pathlib import Path
-from unittest import mock
 
 import pytest
 
 from paylens import Client, Sandbox, Warehouse
 from paylens.cli import build_parser, main
 
+from ._helpers import run_cli
 from .test_wallet_flows import login, plain
 
 SIZE = "1500"
 
 
-@dataclass
-class Done:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def _cli(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> Done:
-    """`paylens ARGS` in this process, with no PAYLENS_* variable but those in `env`."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("PAYLENS_")}
-    out, err = io.StringIO(), io.StringIO()
-    loggers = [logging.getLogger(name) for name in ("paylens", "paylens.client")]
-    levels = [logger.level for logger in loggers]
-    try:
-        with (
-            mock.patch.dict(os.environ, {**clean, **(env or {})}, clear=True),
-            mock.patch("sys.stdin", io.StringIO(stdin)),
-            redirect_stdout(out),
-            redirect_stderr(err),
-        ):
-            code = main(list(args))
-    finally:  # main sets the verbosity of paylens' loggers: leave them as they were
-        for logger, level in zip(loggers, levels, strict=True):
-            logger.setLevel(level)
-    return Done(code, out.getvalue(), err.getvalue())
-
-
 @pytest.fixture(scope="module")
 def synced(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("cli") / "cli.duckdb"
-    done = _cli("sync", "--sandbox", "--transactions", SIZE, "--db", str(db), "--quiet")
+    done = run_cli("sync", "--sandbox", "--transactions", SIZE, "--db", str(db), "--quiet")
     assert done.returncode == 0, done.stderr
     assert "SANDBOX DATA" in done.stdout
     return db
 
 
 def test_every_bulk_action_runs_against_the_embedded_sandbox(synced: Path) -> None:
-    approve = _cli(
+    approve = run_cli(
         "approve",
         "--sandbox",
         "--transactions",
@@ -75,7 +46,7 @@ def test_every_bulk_action_runs_against_the_embedded_sandbox(synced: Path) -> No
     assert approve.returncode == 0, approve.stderr
     approved = approve.stdout.strip().splitlines()[-1]
     assert approved.startswith("approved ") and int(approved.split()[1]) > 0
-    confirm = _cli(
+    confirm = run_cli(
         "confirm-receipt",
         "--sandbox",
         "--transactions",
@@ -95,14 +66,14 @@ def test_every_bulk_action_runs_against_the_embedded_sandbox(synced: Path) -> No
 
 def test_a_dry_run_needs_no_credentials_and_writes_nothing(synced: Path) -> None:
     before = synced.read_bytes()
-    dry = _cli("cancel", "--db", str(synced), "--where", "status = 'PENDING'", "--dry-run")
+    dry = run_cli("cancel", "--db", str(synced), "--where", "status = 'PENDING'", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "would_send" in dry.stdout
     assert synced.read_bytes() == before
 
 
 def test_missing_configuration_says_what_to_do_in_one_line(synced: Path) -> None:
-    done = _cli("cancel", "--db", str(synced), "--where", "status = 'PENDING'", "--apply")
+    done = run_cli("cancel", "--db", str(synced), "--where", "status = 'PENDING'", "--apply")
     assert done.returncode == 2
     err = done.stderr.strip()
     assert err.count("\n") == 0 and "PAYLENS_BASE_URL" in err and "--sandbox" in err
@@ -117,7 +88,7 @@ def test_missing_configuration_says_what_to_do_in_one_line(synced: Path) -> None
     ],
 )
 def test_an_error_is_one_line_never_a_traceback(synced: Path, args: list[str]) -> None:
-    done = _cli(*args[:1], "--db", str(synced), *args[1:])
+    done = run_cli(*args[:1], "--db", str(synced), *args[1:])
     assert done.returncode == 1, done
     assert done.stderr.strip().count("\n") == 0 and done.stderr.startswith(f"paylens {args[0]}: ")
     assert "Traceback" not in done.stderr + done.stdout
@@ -126,11 +97,11 @@ def test_an_error_is_one_line_never_a_traceback(synced: Path, args: list[str]) -
 def test_an_error_in_a_folder_that_is_no_warehouse_is_one_line(tmp_path: Path) -> None:
     not_a_db = tmp_path / "notes.duckdb"
     not_a_db.write_text("not a database\n")
-    done = _cli("cancel", "--db", str(not_a_db), "--where", "TRUE", "--dry-run")
+    done = run_cli("cancel", "--db", str(not_a_db), "--where", "TRUE", "--dry-run")
     assert done.returncode == 1
     assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
     under_a_file = str(not_a_db / "w.duckdb")
-    done = _cli("sync", "--sandbox", "--transactions", "300", "--db", under_a_file, "--quiet")
+    done = run_cli("sync", "--sandbox", "--transactions", "300", "--db", under_a_file, "--quiet")
     assert done.returncode == 1 and done.stderr.startswith("paylens sync: ")
     assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
 
@@ -181,17 +152,37 @@ def test_help_shows_defaults() -> None:
     assert "(default: None)" not in text and "(default: False)" not in text
 
 
+@pytest.mark.http
+def test_max_retries_reaches_the_client(tmp_path: Path) -> None:
+    sandbox = Sandbox(seed=3, transactions=300)
+    sync = ["sync", "--db", str(tmp_path / "r.duckdb"), "--quiet", "--resources", "transactions"]
+    sent: dict[int, int] = {}
+    with sandbox.serve() as server:
+        env = sandbox.env(server)
+        for retries in (0, 2):
+            sandbox.requests.reset()
+            sandbox.faults.inject(503, None, count=50, retry_after=0)  # no backoff to wait out
+            failed = run_cli(*sync, "--max-retries", str(retries), env=env)
+            sandbox.faults.clear()
+            assert failed.returncode == 1 and failed.stderr.startswith("paylens sync: failed: 503")
+            assert ("3 attempts" in failed.stderr) == (retries == 2), failed.stderr
+            sent[retries] = sandbox.requests.count("GET")
+        assert run_cli(*sync, "--max-retries", "0", env=env).returncode == 0  # faults cleared
+    # each of the sync's first reads was sent once, then once and twice more
+    assert sent[0] > 0 and sent[2] == 3 * sent[0]
+
+
 def test_verbosity_is_info_then_http(
     synced: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     db = tmp_path / "v.duckdb"
     sync = ["sync", "--sandbox", "--transactions", "300", "--db", str(db), "--quiet"]
-    assert _cli("-v", *sync).returncode == 0
+    assert run_cli("-v", *sync).returncode == 0
     info = [r for r in caplog.records if r.name.startswith("paylens")]
     assert any(r.levelno == logging.INFO for r in info)
     assert not any(r.levelno == logging.DEBUG for r in info)
     caplog.clear()
-    assert _cli("-vv", *sync).returncode == 0
+    assert run_cli("-vv", *sync).returncode == 0
     http = [r for r in caplog.records if r.name.startswith("paylens.client")]
     assert any(r.levelno == logging.DEBUG and " -> 200 " in r.getMessage() for r in http)
 
@@ -203,11 +194,11 @@ def test_revoke_sessions_dry_run_needs_no_key_or_credentials(synced: Path, tmp_p
         found = wh.sync_wallets(sandbox.client())
         active = len(wh.sessions())
     assert found["sessions"] == active > 0
-    dry = _cli("revoke-sessions", "--db", str(db), "--where", "TRUE", "--dry-run")
+    dry = run_cli("revoke-sessions", "--db", str(db), "--where", "TRUE", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "would_send" in dry.stdout and "DELETE /auth/sessions/" in dry.stdout
     assert dry.stdout.strip().splitlines()[-1] == f"would_send {active:,}"
-    keyless = _cli("revoke-sessions", "--db", str(db), "--where", "TRUE", "--apply", "--sandbox")
+    keyless = run_cli("revoke-sessions", "--db", str(db), "--where", "TRUE", "--apply", "--sandbox")
     assert keyless.returncode == 2 and "PAYLENS_SESSION_KEY is not set" in keyless.stderr
     assert keyless.stderr.strip().count("\n") == 0
 
@@ -224,7 +215,7 @@ def test_revoke_sessions_applies_signed_revokes(tmp_path: Path) -> None:
             with Warehouse(db) as wh:
                 wh.sync_wallets(client)
             where = f"account_id = '{account.id}' AND id <> '{mine.id}'"
-            done = _cli(
+            done = run_cli(
                 "revoke-sessions",
                 "--db",
                 str(db),
@@ -258,7 +249,9 @@ def test_report_on_the_embedded_sandbox(monkeypatch: pytest.MonkeyPatch, tmp_pat
         return tmp_path / "page.html"
 
     monkeypatch.setattr(paylens.report, "render_report", render)
-    done = _cli("report", "--sandbox", "--transactions", "300", "--out", str(tmp_path), "--quiet")
+    done = run_cli(
+        "report", "--sandbox", "--transactions", "300", "--out", str(tmp_path), "--quiet"
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(tmp_path / "page.html")
     assert seen["sandbox"] is True and seen["rows"] == 300

@@ -20,7 +20,7 @@ import pytest
 
 from paylens import Client, Sandbox, ops
 from paylens.errors import WarehouseLockedError
-from paylens.warehouse import Warehouse
+from paylens.warehouse import Warehouse, sync_file
 
 PENDING_BANK = (
     "type = 'OUTGOING' AND payment_rail IN ('ACH', 'WIRE') AND status IN ('PENDING', 'PROCESSING')"
@@ -162,7 +162,7 @@ def test_two_applies_in_one_process_send_each_request_once(tmp_path: Path) -> No
 _APPLY = """
 import sys
 from paylens import Client, ops
-from paylens.warehouse import Warehouse
+from paylens.warehouse import Warehouse, sync_file
 client = Client.from_env()
 with Warehouse(sys.argv[1], wait=120) as wh:
     result = ops.plan_cancel(wh, sys.argv[2]).apply(client, concurrency=4, progress=False)
@@ -176,7 +176,8 @@ def test_two_apply_processes_send_each_request_once(tmp_path: Path) -> None:
     path = tmp_path / "procs.duckdb"
     _synced(sandbox, path)
     with Warehouse(path, read_only=True) as wh:
-        ids = _inside_window(sandbox, wh)
+        # the processes meet at the file's writer lock, not item by item: 20 of the 81 do
+        ids = _inside_window(sandbox, wh)[:20]
     where = "id IN (" + ", ".join(f"'{i}'" for i in ids) + ")"
     with sandbox.serve() as server:
         sandbox.faults.configure(latency=0.01)
@@ -255,8 +256,7 @@ def test_apply_beside_a_scheduled_sync_loses_nothing(tmp_path: Path) -> None:
             assert blocked.returncode == 1
             assert err.strip().count("\n") == 0 and "being written by" in err
             assert len(holder.journal()) == 20
-        again = _sync_proc(path, env)
-        assert again.wait(timeout=120) == 0
+        sync_file(path, client, progress=False)  # the next sync, once the file is free
     with Warehouse(path, read_only=True) as wh:
         journal = wh.journal()
     assert set(result["outcome"]) == {"cancelled"}
@@ -279,7 +279,7 @@ def test_apply_after_a_killed_sync_is_kept_by_the_next_sync(tmp_path: Path) -> N
         sandbox.faults.clear()
         with Warehouse(path) as wh:
             ops.plan_cancel(wh, ids).apply(client, progress=False)
-        assert _sync_proc(path, env).wait(timeout=120) == 0
+        sync_file(path, client, progress=False)  # the next sync, beside the killed one's copy
     with Warehouse(path, read_only=True) as wh:
         journal = wh.journal()
         stored = wh.transactions(status="FAILED")
@@ -291,7 +291,7 @@ _KILLED_AFTER_THE_SERVICE_ACTED = """
 import os, signal, sys
 import httpx
 from paylens import Client, ops
-from paylens.warehouse import Warehouse
+from paylens.warehouse import Warehouse, sync_file
 
 class DieAfterAnswer(httpx.HTTPTransport):
     def handle_request(self, request):
@@ -320,8 +320,8 @@ def test_a_run_killed_after_the_service_acted_is_resolved_by_reading(tmp_path: P
         )
         assert proc.returncode == -9
         assert path.with_name(path.name + ".wal").exists()  # the claim, not checkpointed
-        # the scheduled sync keeps the killed run's journal row, and the file still opens
-        assert _sync_proc(path, env).wait(timeout=120) == 0
+        # the next sync keeps the killed run's journal row, and the file still opens
+        sync_file(path, client, progress=False)
         with Warehouse(path) as wh:
             journal = wh.journal()
             assert list(journal["outcome"]) == ["requested"]

@@ -4,9 +4,6 @@ history ending now; jumps ahead in-process, through the control route and with
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -18,6 +15,8 @@ from paylens.sandbox import advance_served
 from paylens.sandbox.clock import from_us
 from paylens.sandbox.generate.schema import OUTGOING, STATUS_CODE
 from paylens.sandbox.world.world import DEFAULT_END, World
+
+from ._helpers import run_cli
 
 
 class FakeWall:
@@ -96,14 +95,7 @@ def test_paylens_sandbox_advance_settles_a_pending_transfer() -> None:
         env = sandbox.env(server)
         with Client.from_env(env) as client:
             assert client.transactions.get(transfer).status in ("PENDING", "PROCESSING")
-            done = subprocess.run(
-                [sys.executable, "-m", "paylens.cli", "sandbox", "advance", "--hours", "48"],
-                env={**os.environ, **env},
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=False,
-            )
+            done = run_cli("sandbox", "advance", "--hours", "48", env=env)
             assert done.returncode == 0, done.stderr
             assert "completed=" in done.stdout
             assert client.transactions.get(transfer).status == "COMPLETED"

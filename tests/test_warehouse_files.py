@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
-import os
 import shutil
 import signal
 import socket
@@ -33,22 +32,20 @@ from paylens.errors import (
 from paylens.warehouse import Warehouse, sync_file
 from paylens.warehouse._staged import staged_path
 
+from ._helpers import CliRun, run_cli
+
 
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "paylens.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env or dict(os.environ),
-        timeout=120,
-    )
+def _sync_process(path: Path, transactions: int) -> list[str]:
+    """The command line of a `paylens sync` process of the embedded sandbox into `path`."""
+    sandbox = ["--sandbox", "--transactions", str(transactions)]
+    return [sys.executable, "-m", "paylens.cli", "sync", "--db", str(path), *sandbox, "--quiet"]
 
 
-def _one_line(result: subprocess.CompletedProcess[str]) -> str:
+def _one_line(result: CliRun | subprocess.CompletedProcess[str]) -> str:
     err = result.stderr.strip()
     assert "Traceback" not in err and err.count("\n") == 0, err
     return err
@@ -87,7 +84,7 @@ def test_foreign_files_are_refused_and_never_altered(
     if read_only:
         return  # the CLI below opens the file the same way whatever `read_only`: run it once
     # and the CLI says so in one line
-    result = _cli("sync", "--db", str(path), "--sandbox", "--transactions", "200", "--quiet")
+    result = run_cli("sync", "--db", str(path), "--sandbox", "--transactions", "200", "--quiet")
     assert result.returncode == 1 and _one_line(result).startswith("paylens sync:")
     assert _digest(path) == before
 
@@ -247,8 +244,8 @@ def test_cli_dry_run_with_stacked_statements_changes_nothing(tmp_path: Path) -> 
             client = Client(server.base_url, sandbox.client_id, sandbox.client_secret)
             wh.sync(client, progress=False, resources=["transactions"])
         before = _digest(path)
-        env = {**os.environ, **sandbox.env(server)}
-        result = _cli("cancel", "--db", str(path), "--where", STACKED, "--dry-run", env=env)
+        env = sandbox.env(server)
+        result = run_cli("cancel", "--db", str(path), "--where", STACKED, "--dry-run", env=env)
     assert result.returncode == 1
     assert "stacked statements" in _one_line(result)
     assert _digest(path) == before
@@ -257,11 +254,16 @@ def test_cli_dry_run_with_stacked_statements_changes_nothing(tmp_path: Path) -> 
 
 def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     path = tmp_path / "held.duckdb"
-    with Warehouse(path):  # a writer holds it
-        result = _cli("sync", "--db", str(path), "--sandbox", "--transactions", "200", "--quiet")
+    with Warehouse(path):  # a writer holds it: another process is refused
+        result = subprocess.run(
+            _sync_process(path, transactions=200),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert result.returncode == 1
     assert "being written by" in _one_line(result)
-    missing = _cli("report", "--db", str(tmp_path / "nope.duckdb"))
+    missing = run_cli("report", "--db", str(tmp_path / "nope.duckdb"))
     assert missing.returncode == 2 and _one_line(missing)
 
 
@@ -270,26 +272,17 @@ def test_port_in_use_is_one_line(tmp_path: Path) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        result = _cli("sandbox", "serve", "--port", str(port), "--transactions", "200")
+        result = run_cli("sandbox", "serve", "--port", str(port), "--transactions", "200")
     assert result.returncode == 1
     assert f"port {port}" in _one_line(result)
 
 
 def test_ctrl_c_is_one_line_and_the_sync_resumes(tmp_path: Path) -> None:
     path = tmp_path / "w.duckdb"
+    # a sync of ~3 s on an idle machine (generated in ~0.4 s before it starts): the Ctrl-C
+    # below lands 0.5 s into its reading and committing, well before its end
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "paylens.cli",
-            "sync",
-            "--db",
-            str(path),
-            "--sandbox",
-            "--transactions",
-            "200000",
-            "--quiet",
-        ],
+        _sync_process(path, transactions=40_000),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -299,6 +292,7 @@ def test_ctrl_c_is_one_line_and_the_sync_resumes(tmp_path: Path) -> None:
     while not base.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
     time.sleep(0.5)
+    assert proc.poll() is None, "the sync ended before the Ctrl-C"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from paylens._version import __version__
+from paylens.client import RetryPolicy
 from paylens.connection import DEFAULT_DB, SANDBOX_TRANSACTIONS
 
 if TYPE_CHECKING:
@@ -179,16 +180,18 @@ _BULK = {
 
 
 def _client(args: argparse.Namespace) -> Client:
-    """The embedded sandbox's client with `--sandbox`, else the PAYLENS_* service."""
+    """The embedded sandbox's client with `--sandbox`, else the PAYLENS_* service; either with
+    the options of `_client_options`."""
     import os
 
     from paylens import Client, ConfigurationError
     from paylens.client._config import ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET
 
+    options = {"max_retries": args.max_retries}
     if getattr(args, "sandbox", False):
         from paylens.sandbox import Sandbox
 
-        return Sandbox(seed=args.seed, transactions=args.transactions).client()
+        return Sandbox(seed=args.seed, transactions=args.transactions).client(**options)
     missing = [n for n in (ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET) if not os.environ.get(n)]
     if missing:  # said for a shell, not for Python
         raise ConfigurationError(
@@ -196,7 +199,7 @@ def _client(args: argparse.Namespace) -> Client:
             "simulator, the lines `paylens sandbox serve` prints), or pass --sandbox for the "
             "embedded simulator"
         )
-    return Client.from_env()
+    return Client.from_env(**options)
 
 
 def _bulk(args: argparse.Namespace) -> int:
@@ -318,6 +321,18 @@ def _sandbox_options(
     )
 
 
+def _client_options(parser: argparse.ArgumentParser) -> None:
+    """What every command that talks to the service takes for its client (see `_client`)."""
+    parser.add_argument(
+        "--max-retries",
+        type=int,
+        default=RetryPolicy.max_retries,
+        help="retries of a failed request (connection errors, 408, 429, 5xx) before giving "
+        "up, with backoff between them; a request that changes state is retried only when "
+        "the service certainly did not act on it; 0: none",
+    )
+
+
 def _wait_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--wait",
@@ -343,6 +358,7 @@ def _bulk_options(parser: argparse.ArgumentParser, noun: str, table: str, exampl
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     _wait_option(parser)
     _sandbox_options(parser)
+    _client_options(parser)
 
 
 _RESOURCES = ("transactions", "customers", "cards", "internal_accounts", "external_accounts")
@@ -448,6 +464,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="every stored record is re-read at least once every this many syncs",
     )
     _wait_option(sync)
+    _client_options(sync)
     sync.set_defaults(run=_sync)
 
     helps = {
