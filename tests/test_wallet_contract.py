@@ -19,11 +19,12 @@ from paylens.sandbox.errors import ServiceError
 from paylens.sandbox.routes import dispatch
 from paylens.sandbox.world.world import World
 
-from .test_sandbox_contract import _FOUND, conforms
+from ._helpers import contract_errors
+from .test_sandbox_contract import conforms
 from .test_wallet_flows import Authenticator, b64url
 
 pytestmark = pytest.mark.skipif(
-    _FOUND is None, reason="the shared contract validator is not available"
+    contract_errors() is None, reason="the shared contract validator is not available"
 )
 
 
