@@ -7,12 +7,14 @@ import itertools
 import os
 import socket
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 from jupyter_client.connect import LocalPortCache
 
-from paylens import Client, Sandbox
-from paylens.sandbox import SandboxServer
+if TYPE_CHECKING:  # imported where used: xdist's controller, which runs no test, never loads them
+    from paylens import Client, Sandbox
+    from paylens.sandbox import SandboxServer
 
 SMALL = 3_000
 
@@ -20,12 +22,16 @@ SMALL = 3_000
 @pytest.fixture(scope="session")
 def shared_sandbox() -> Sandbox:
     """A read-only sandbox for tests that only read (never advance or mutate it)."""
+    from paylens import Sandbox
+
     return Sandbox(seed=7, transactions=SMALL)
 
 
 @pytest.fixture
 def sandbox() -> Sandbox:
     """A fresh sandbox a test may change (advance the clock, cancel, inject faults)."""
+    from paylens import Sandbox
+
     return Sandbox(seed=11, transactions=1_500)
 
 
@@ -50,6 +56,8 @@ def server(sandbox: Sandbox) -> Iterator[SandboxServer]:
 @pytest.fixture
 def http_client(sandbox: Sandbox, server: SandboxServer) -> Iterator[Client]:
     """A client of `sandbox` over real HTTP on loopback."""
+    from paylens import Client
+
     with Client(server.base_url, sandbox.client_id, sandbox.client_secret, timeout=10) as c:
         yield c
 
