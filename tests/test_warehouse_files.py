@@ -277,7 +277,7 @@ def test_port_in_use_is_one_line(tmp_path: Path) -> None:
     assert f"port {port}" in _one_line(result)
 
 
-def test_ctrl_c_is_one_line_and_the_sync_resumes(tmp_path: Path) -> None:
+def test_ctrl_c_is_one_line_and_releases_the_lock(tmp_path: Path) -> None:
     path = tmp_path / "w.duckdb"
     # a sync of ~3 s on an idle machine (generated in ~0.4 s before it starts): the Ctrl-C
     # below lands 0.5 s into its reading and committing, well before its end
@@ -297,7 +297,8 @@ def test_ctrl_c_is_one_line_and_the_sync_resumes(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130
     assert "interrupted" in err and "Traceback" not in err and err.strip().count("\n") == 0
-    # the lock is released: the next run goes ahead
+    # the lock is released (that the next run resumes from the staged copy, adding just the
+    # rest, is test_a_ctrl_c_that_duckdb_drops_still_stops_the_sync's and the killed sync's)
     with Warehouse(path.with_name("other.duckdb")):
         pass
     assert not Path(str(path) + ".lock").exists() or _lock_is_free(path)
