@@ -323,7 +323,7 @@ def hostile_steps(
     return before, after
 
 
-@pytest.mark.parametrize("seed", [101, 102])
+@pytest.mark.parametrize("seed", [101, pytest.param(102, marks=pytest.mark.slow)])
 def test_hostile_pages_are_quarantined_counted_and_cleaned(seed: int) -> None:
     hostile = Hostile()
 
