@@ -170,6 +170,12 @@ def test_max_retries_reaches_the_client(tmp_path: Path) -> None:
         assert run_cli(*sync, "--max-retries", "0", env=env).returncode == 0  # faults cleared
     # each of the sync's first reads was sent once, then once and twice more
     assert sent[0] > 0 and sent[2] == 3 * sent[0]
+    # a negative count is refused in one line naming it, before anything is opened
+    fresh = ["sync", "--sandbox", "--db", str(tmp_path / "r2.duckdb"), "--quiet"]
+    bad = run_cli(*fresh, "--max-retries", "-1")
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1, bad.stderr
+    assert "max_retries: must be 0 (no retries) or more, not -1" in bad.stderr
+    assert not (tmp_path / "r2.duckdb").exists()
 
 
 def test_verbosity_is_info_then_http(

@@ -89,3 +89,16 @@ def test_secret_never_shows(caplog: pytest.LogCaptureFixture, sandbox: Sandbox) 
     )
     async_client = AsyncClient("https://api.example.com/2025-10-13", "id", "topsecret-123")
     assert "topsecret-123" not in repr(async_client)
+
+
+@pytest.mark.parametrize("value", [-1, -5])
+def test_a_negative_max_retries_is_refused_by_name(value: int) -> None:
+    from paylens import InvalidArgumentError, RetryPolicy
+
+    sandbox = Sandbox(seed=1, transactions=50)
+    with pytest.raises(InvalidArgumentError, match="max_retries"):
+        sandbox.client(max_retries=value)
+    with pytest.raises(InvalidArgumentError, match="max_retries"):
+        RetryPolicy(max_retries=value)
+    with sandbox.client() as client, pytest.raises(InvalidArgumentError, match="max_retries"):
+        client.with_options(max_retries=value)

@@ -21,6 +21,7 @@ from paylens.errors import (
     APIError,
     APITimeoutError,
     FailedRequest,
+    InvalidArgumentError,
     OutcomeUnknownError,
     PaylensError,
     error_class_for,
@@ -55,6 +56,12 @@ class RetryPolicy:
     backoff_cap: float = 8.0
     retry_after_cap: float = 120.0
     deadline: float | None = 600.0
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise InvalidArgumentError(
+                "max_retries", f"must be 0 (no retries) or more, not {self.max_retries}"
+            )
 
     def backoff(self, retry_number: int, rng: random.Random) -> float:
         """Seconds before retry number `retry_number` (1-based) when the service named no time."""
