@@ -262,3 +262,30 @@ def test_report_on_the_embedded_sandbox(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert done.stdout.strip() == str(tmp_path / "page.html")
     assert seen["sandbox"] is True and seen["rows"] == 300
     assert seen["progress"] is False and seen["out"] == str(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "named"),
+    [
+        ("--concurrency", "0", "concurrency: must be a whole number of slices at once"),
+        ("--verify-syncs", "0", "verify_syncs: must be a whole number of syncs"),
+        ("--rate-limit", "-3", "rate_limit: must be more than 0 requests per second"),
+    ],
+)
+def test_a_sync_option_out_of_range_is_one_line_and_touches_no_file(
+    tmp_path: Path, option: str, value: str, named: str
+) -> None:
+    db = tmp_path / "w.duckdb"
+    done = run_cli("sync", "--sandbox", "--transactions", "300", "--db", str(db), option, value)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert named in done.stderr
+    assert list(tmp_path.iterdir()) == []  # no lock, no staged copy, no file
+
+
+def test_sync_options_refuse_what_no_sync_can_run() -> None:
+    from paylens import InvalidArgumentError
+    from paylens.warehouse import SyncOptions
+
+    for bad in ({"concurrency": 0}, {"concurrency": True}, {"verify_syncs": 0}, {"rate_limit": 0}):
+        with pytest.raises(InvalidArgumentError, match=next(iter(bad))):
+            SyncOptions(**bad)  # type: ignore[arg-type]

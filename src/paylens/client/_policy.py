@@ -159,13 +159,21 @@ class RateBudget:
     bucket holding one second's worth); `reserve()` says how long the caller must wait."""
 
     def __init__(self, rate: float) -> None:
-        if rate <= 0:
-            raise ValueError("rate must be positive")
-        self.rate = rate
+        self.rate = self.check(rate)
         self._capacity = max(1.0, rate)
         self._tokens = self._capacity
         self._at = time.monotonic()
         self._lock = threading.Lock()
+
+    @staticmethod
+    def check(rate: float) -> float:
+        """`rate`, when it is one: more than 0 requests per second."""
+        if not rate > 0:
+            raise InvalidArgumentError(
+                "rate_limit",
+                f"must be more than 0 requests per second (None: no limit); got {rate!r}",
+            )
+        return rate
 
     def reserve(self) -> float:
         with self._lock:

@@ -14,7 +14,7 @@ from . import _staged
 from ._open import WriterLock
 from ._report import SyncReport
 from ._warehouse import Warehouse
-from .sync import Freshness
+from .sync import Freshness, SyncOptions
 
 
 def sync_file(
@@ -37,6 +37,8 @@ def sync_file(
     never blocked; a writer (a notebook's read-write Warehouse, an apply) makes it wait or
     fail with `WarehouseLockedError`, never lose what that writer wrote. The scheduled
     `paylens sync` uses this; see `paylens.warehouse._staged` for the protocol."""
+    # options a sync would refuse are refused before the file is locked or copied
+    SyncOptions(concurrency=concurrency, rate_limit=rate_limit, verify_syncs=verify_syncs)
     target = Path(path)
     lock = WriterLock(target, wait=wait, holder="paylens sync")
     try:

@@ -119,10 +119,6 @@ class Warehouse:
         """
         if self.read_only:
             raise WarehouseError(f"{self.path} is open read-only; open it read-write to sync")
-        if isinstance(verify_syncs, bool) or not isinstance(verify_syncs, int) or verify_syncs < 1:
-            raise InvalidArgumentError(
-                "verify_syncs", f"must be a whole number of syncs, 1 or more; got {verify_syncs!r}"
-            )
         given = {
             name
             for name, value, default in (

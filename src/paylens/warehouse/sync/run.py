@@ -22,6 +22,8 @@ from typing import Any
 import duckdb
 
 from paylens.client import Client
+from paylens.client._policy import RateBudget
+from paylens.errors import InvalidArgumentError
 
 from . import fetch, plan, save
 from .fetch import Landing, Service
@@ -69,6 +71,16 @@ class SyncOptions:
     batch_bytes: int = 32 << 20
     queue_landings: int = 32
     gather_seconds: float = 0.2
+
+    def __post_init__(self) -> None:
+        for name, unit in (("concurrency", "slices at once"), ("verify_syncs", "syncs")):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgumentError(
+                    name, f"must be a whole number of {unit}, 1 or more; got {value!r}"
+                )
+        if self.rate_limit is not None:
+            RateBudget.check(self.rate_limit)
 
 
 @dataclass
