@@ -162,7 +162,7 @@ def test_two_applies_in_one_process_send_each_request_once(tmp_path: Path) -> No
 _APPLY = """
 import sys
 from paylens import Client, ops
-from paylens.warehouse import Warehouse, sync_file
+from paylens.warehouse import Warehouse
 client = Client.from_env()
 with Warehouse(sys.argv[1], wait=120) as wh:
     result = ops.plan_cancel(wh, sys.argv[2]).apply(client, concurrency=4, progress=False)
@@ -291,7 +291,7 @@ _KILLED_AFTER_THE_SERVICE_ACTED = """
 import os, signal, sys
 import httpx
 from paylens import Client, ops
-from paylens.warehouse import Warehouse, sync_file
+from paylens.warehouse import Warehouse
 
 class DieAfterAnswer(httpx.HTTPTransport):
     def handle_request(self, request):
