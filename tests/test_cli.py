@@ -174,7 +174,7 @@ def test_max_retries_reaches_the_client(tmp_path: Path) -> None:
     fresh = ["sync", "--sandbox", "--db", str(tmp_path / "r2.duckdb"), "--quiet"]
     bad = run_cli(*fresh, "--max-retries", "-1")
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1, bad.stderr
-    assert "max_retries: must be 0 (no retries) or more, not -1" in bad.stderr
+    assert "max_retries: must be a whole number of retries, 0 or more; got -1" in bad.stderr
     assert not (tmp_path / "r2.duckdb").exists()
 
 

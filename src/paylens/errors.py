@@ -101,6 +101,12 @@ class InvalidArgumentError(PaylensError, ValueError):
         self.argument = argument
         super().__init__(f"{argument}: {message}")
 
+    @classmethod
+    def unless_count(cls, argument: str, value: object, *, least: int, unit: str) -> None:
+        """Raise unless `value` is a whole number (not a bool) of `unit`, `least` or more."""
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise cls(argument, f"must be a whole number of {unit}, {least} or more; got {value!r}")
+
 
 class PaginationError(PaylensError):
     """The service's pagination misbehaved (a repeated cursor, or empty pages that claim more)."""

@@ -3,7 +3,7 @@
 from ._clients import AsyncClient, Client
 from ._config import API_VERSION, ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET
 from ._pagination import Paginator, RawPage, TextPage
-from ._policy import Call, RequestStats, RetryPolicy
+from ._policy import Call, RateBudget, RequestStats, RetryPolicy
 
 __all__ = [
     "API_VERSION",
@@ -14,6 +14,7 @@ __all__ = [
     "Call",
     "Client",
     "Paginator",
+    "RateBudget",
     "RawPage",
     "RequestStats",
     "RetryPolicy",

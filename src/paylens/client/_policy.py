@@ -58,10 +58,7 @@ class RetryPolicy:
     deadline: float | None = 600.0
 
     def __post_init__(self) -> None:
-        if self.max_retries < 0:
-            raise InvalidArgumentError(
-                "max_retries", f"must be 0 (no retries) or more, not {self.max_retries}"
-            )
+        InvalidArgumentError.unless_count("max_retries", self.max_retries, least=0, unit="retries")
 
     def backoff(self, retry_number: int, rng: random.Random) -> float:
         """Seconds before retry number `retry_number` (1-based) when the service named no time."""

@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from paylens.client import Client
-from paylens.client._policy import RateBudget
+from paylens.client import Client, RateBudget
 from paylens.errors import (
     APIConnectionError,
     APIError,

@@ -21,8 +21,7 @@ from typing import Any
 
 import duckdb
 
-from paylens.client import Client
-from paylens.client._policy import RateBudget
+from paylens.client import Client, RateBudget
 from paylens.errors import InvalidArgumentError
 
 from . import fetch, plan, save
@@ -73,12 +72,10 @@ class SyncOptions:
     gather_seconds: float = 0.2
 
     def __post_init__(self) -> None:
-        for name, unit in (("concurrency", "slices at once"), ("verify_syncs", "syncs")):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgumentError(
-                    name, f"must be a whole number of {unit}, 1 or more; got {value!r}"
-                )
+        InvalidArgumentError.unless_count(
+            "concurrency", self.concurrency, least=1, unit="slices at once"
+        )
+        InvalidArgumentError.unless_count("verify_syncs", self.verify_syncs, least=1, unit="syncs")
         if self.rate_limit is not None:
             RateBudget.check(self.rate_limit)
 
