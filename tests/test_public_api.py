@@ -80,7 +80,9 @@ def test_import_paylens_loads_no_dataframe_or_plotting_stack_model_or_sandbox() 
     assert out.stdout.strip() == "[]"
 
 
-def test_a_sync_process_loads_no_pandas(sandbox: Sandbox, server: Any, tmp_path: Path) -> None:
+def test_a_sync_process_loads_no_pandas_numpy_or_trio(
+    sandbox: Sandbox, server: Any, tmp_path: Path
+) -> None:
     env = {**os.environ, **sandbox.env(server)}
     out = subprocess.run(
         [
@@ -104,8 +106,10 @@ def test_a_sync_process_loads_no_pandas(sandbox: Sandbox, server: Any, tmp_path:
     loaded = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()}
     assert "duckdb" in loaded and "pyarrow" in loaded
     assert not {"matplotlib", "papermill", "paylens.sandbox"} & loaded
-    # pyarrow asks for pandas and is refused (a line for the attempt): nothing of it loads
-    assert not [name for name in loaded if name.startswith("pandas.")]
+    # pyarrow asks for pandas and numpy, httpcore for trio; each is refused (a line for the
+    # attempt): nothing of them loads
+    for package in ("pandas", "numpy", "trio"):
+        assert not [name for name in loaded if name.startswith(f"{package}.")], package
 
 
 def test_with_options_returns_a_sibling_and_leaves_the_client_alone() -> None:

@@ -542,8 +542,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; whatever goes wrong is one line on stderr, never a traceback. Called
-    for the process's own command line (`argv` None), `paylens sync` loads no pandas and
-    exits as soon as its file is committed (see `_sync_process`)."""
+    for the process's own command line (`argv` None), `paylens sync` loads no pandas (nor
+    other packages it never uses) and exits as soon as its file is committed (see `_sync_process`)."""
     args = build_parser().parse_args(argv)
     if argv is None and args.command == "sync" and not args.sandbox:
         _sync_process()
@@ -592,11 +592,15 @@ def _run(args: argparse.Namespace, name: str) -> int:
 
 
 def _sync_process() -> None:
-    """Set up a process that only runs `paylens sync`: it builds no DataFrame, yet pyarrow
-    imports pandas (a third of a second or more) merely to ask whether each list it converts
-    is a pandas object. Blocked here, pyarrow takes them as the lists they are."""
-    if "pandas" not in sys.modules:
-        sys.meta_path.insert(0, _NoPandas())
+    """Set up a process that only runs `paylens sync` against a service: the optional packages
+    its libraries load when installed, and it never uses, are refused as if not installed
+    (each library supports that): pandas, which pyarrow imports (a third of a second or more)
+    merely to ask whether each list it converts is a pandas object; numpy, which pyarrow
+    loads when present (~0.1 s, and OpenBLAS's threads spinning beside the sync), though a
+    sync converts no array; trio, which httpcore loads for async code a sync does not run."""
+    refused = {name for name in _NOT_IN_A_SYNC if name not in sys.modules}
+    if refused:
+        sys.meta_path.insert(0, _Refused(refused))
 
 
 def _honour_ctrl_c() -> None:
@@ -623,12 +627,19 @@ def _report_process() -> None:
     sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 
-class _NoPandas:
-    """An import finder refusing pandas (pyarrow then reads "not installed")."""
+#: What `paylens sync` refuses to load (see `_sync_process`).
+_NOT_IN_A_SYNC = ("pandas", "numpy", "trio")
+
+
+class _Refused:
+    """An import finder refusing some packages (their importers then read "not installed")."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
 
     def find_spec(self, name: str, path: object = None, target: object = None) -> None:
-        if name == "pandas" or name.startswith("pandas."):
-            raise ImportError("paylens sync builds no DataFrame: pandas is not loaded")
+        if name.partition(".")[0] in self.names:
+            raise ImportError(f"paylens sync does not use {name}: it is not loaded")
 
 
 def _exit_now(code: int) -> None:
