@@ -72,15 +72,18 @@ def test_the_error_tree_drawn_is_the_error_tree_exported() -> None:
     )
 
 
-def test_import_paylens_loads_no_dataframe_or_plotting_stack_model_or_sandbox() -> None:
+def test_import_paylens_loads_no_client_dataframe_or_plotting_stack_model_or_sandbox() -> None:
     heavy = ("pandas", "duckdb", "matplotlib", "numpy", "papermill", "paylens.sandbox")
     heavy += ("paylens.warehouse", "paylens.models._transactions", "paylens.models._account_info")
-    code = f"import sys, paylens; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    heavy += ("httpx", "pydantic", "cryptography")  # the client loads when first asked for
+    code = (
+        f"import sys, paylens, paylens.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
-def test_a_sync_process_loads_no_pandas_numpy_or_trio(
+def test_a_sync_process_loads_no_package_it_does_not_use(
     sandbox: Sandbox, server: Any, tmp_path: Path
 ) -> None:
     env = {**os.environ, **sandbox.env(server)}
@@ -106,9 +109,9 @@ def test_a_sync_process_loads_no_pandas_numpy_or_trio(
     loaded = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()}
     assert "duckdb" in loaded and "pyarrow" in loaded
     assert not {"matplotlib", "papermill", "paylens.sandbox"} & loaded
-    # pyarrow asks for pandas and numpy, httpcore for trio; each is refused (a line for the
-    # attempt): nothing of them loads
-    for package in ("pandas", "numpy", "trio"):
+    # pyarrow asks for pandas and numpy, httpcore for trio, httpx for its command line's
+    # click, rich and pygments; each is refused (a line for the attempt): nothing of them loads
+    for package in ("pandas", "numpy", "trio", "click", "rich", "pygments"):
         assert not [name for name in loaded if name.startswith(f"{package}.")], package
 
 

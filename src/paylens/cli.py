@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from paylens._version import __version__
-from paylens.client import RetryPolicy
 from paylens.connection import DEFAULT_DB, SANDBOX_TRANSACTIONS
 
 if TYPE_CHECKING:
@@ -323,6 +322,8 @@ def _sandbox_options(
 
 def _client_options(parser: argparse.ArgumentParser) -> None:
     """What every command that talks to the service takes for its client (see `_client`)."""
+    from paylens.client import RetryPolicy
+
     parser.add_argument(
         "--max-retries",
         type=int,
@@ -543,10 +544,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; whatever goes wrong is one line on stderr, never a traceback. Called
     for the process's own command line (`argv` None), `paylens sync` loads no pandas (nor
-    other packages it never uses) and exits as soon as its file is committed (see `_sync_process`)."""
+    other packages it never uses) and exits as soon as its file is committed (see `_refuse`)."""
+    if argv is None and _command(sys.argv[1:]) == "sync":
+        _refuse(_NOT_IN_ANY_SYNC)  # before the parser, whose options load the client
     args = build_parser().parse_args(argv)
     if argv is None and args.command == "sync" and not args.sandbox:
-        _sync_process()
+        _refuse(_NOT_IN_A_SYNC)
     if argv is None and args.command == "sync":
         _honour_ctrl_c()
     if argv is None and args.command in ("report", "demo"):
@@ -591,14 +594,16 @@ def _run(args: argparse.Namespace, name: str) -> int:
         return 1
 
 
-def _sync_process() -> None:
-    """Set up a process that only runs `paylens sync` against a service: the optional packages
-    its libraries load when installed, and it never uses, are refused as if not installed
-    (each library supports that): pandas, which pyarrow imports (a third of a second or more)
-    merely to ask whether each list it converts is a pandas object; numpy, which pyarrow
-    loads when present (~0.1 s, and OpenBLAS's threads spinning beside the sync), though a
-    sync converts no array; trio, which httpcore loads for async code a sync does not run."""
-    refused = {name for name in _NOT_IN_A_SYNC if name not in sys.modules}
+def _command(words: Sequence[str]) -> str | None:
+    """The command a command line names: its first word that is not an option (the options
+    before the command take no value)."""
+    return next((word for word in words if not word.startswith("-")), None)
+
+
+def _refuse(names: tuple[str, ...]) -> None:
+    """Refuse, in this process, packages its libraries load when installed and it never uses,
+    as if they were not installed (each library supports that; see `_NOT_IN_A_SYNC`)."""
+    refused = {name for name in names if name not in sys.modules}
     if refused:
         sys.meta_path.insert(0, _Refused(refused))
 
@@ -627,7 +632,14 @@ def _report_process() -> None:
     sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 
-#: What `paylens sync` refuses to load (see `_sync_process`).
+#: What no `paylens sync` loads: httpx's command line (its `cli` extra: click, rich, pygments,
+#: ~0.05 s of imports), which `import httpx` loads when it is installed.
+_NOT_IN_ANY_SYNC = ("click", "rich", "pygments")
+#: What a `paylens sync` against a service (not `--sandbox`) does not load either: pandas,
+#: which pyarrow imports (a third of a second or more) merely to ask whether each list it
+#: converts is a pandas object; numpy, which pyarrow loads when present (~0.1 s, and
+#: OpenBLAS's threads spinning beside the sync), though a sync converts no array; trio, which
+#: httpcore loads for async code a sync does not run.
 _NOT_IN_A_SYNC = ("pandas", "numpy", "trio")
 
 
