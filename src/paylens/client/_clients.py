@@ -18,28 +18,8 @@ from ._config import Credentials, check_base_url, is_sandbox_url, settings_from_
 from ._policy import Attempts, Call, RateBudget, RequestStats, RetryPolicy, logger
 
 if TYPE_CHECKING:  # the resources load on first use (see `_ClientBase._RESOURCES`)
-    from ._async_resources import (
-        AsyncAuth,
-        AsyncCards,
-        AsyncConfig,
-        AsyncCustomers,
-        AsyncExchangeRates,
-        AsyncExternalAccounts,
-        AsyncInternalAccounts,
-        AsyncQuotes,
-        AsyncTransactions,
-    )
-    from ._auth import Auth
-    from ._resources import (
-        Cards,
-        Config,
-        Customers,
-        ExchangeRates,
-        ExternalAccounts,
-        InternalAccounts,
-        Quotes,
-        Transactions,
-    )
+    from . import _async_resources as aio
+    from . import _auth, _resources
 
 T = TypeVar("T")
 
@@ -193,15 +173,15 @@ class Client(_ClientBase):
         "config": ("._resources", "Config"),
         "auth": ("._auth", "Auth"),
     }
-    transactions: Transactions
-    cards: Cards
-    customers: Customers
-    internal_accounts: InternalAccounts
-    external_accounts: ExternalAccounts
-    quotes: Quotes
-    exchange_rates: ExchangeRates
-    config: Config
-    auth: Auth
+    transactions: _resources.Transactions
+    cards: _resources.Cards
+    customers: _resources.Customers
+    internal_accounts: _resources.InternalAccounts
+    external_accounts: _resources.ExternalAccounts
+    quotes: _resources.Quotes
+    exchange_rates: _resources.ExchangeRates
+    config: _resources.Config
+    auth: _auth.Auth
     _http: httpx.Client
 
     def __init__(
@@ -260,26 +240,19 @@ class AsyncClient(_ClientBase):
     """The asyncio twin of `Client`: the same resources, each method returning an awaitable,
     and `async for` over `list(...)`. Use it to run many requests concurrently."""
 
+    #: each sync resource's twin: the same name with Async before it
     _RESOURCES: ClassVar[dict[str, tuple[str, str]]] = {
-        "transactions": ("._async_resources", "AsyncTransactions"),
-        "cards": ("._async_resources", "AsyncCards"),
-        "customers": ("._async_resources", "AsyncCustomers"),
-        "internal_accounts": ("._async_resources", "AsyncInternalAccounts"),
-        "external_accounts": ("._async_resources", "AsyncExternalAccounts"),
-        "quotes": ("._async_resources", "AsyncQuotes"),
-        "exchange_rates": ("._async_resources", "AsyncExchangeRates"),
-        "config": ("._async_resources", "AsyncConfig"),
-        "auth": ("._async_resources", "AsyncAuth"),
+        name: ("._async_resources", f"Async{kind}") for name, (_, kind) in Client._RESOURCES.items()
     }
-    transactions: AsyncTransactions
-    cards: AsyncCards
-    customers: AsyncCustomers
-    internal_accounts: AsyncInternalAccounts
-    external_accounts: AsyncExternalAccounts
-    quotes: AsyncQuotes
-    exchange_rates: AsyncExchangeRates
-    config: AsyncConfig
-    auth: AsyncAuth
+    transactions: aio.AsyncTransactions
+    cards: aio.AsyncCards
+    customers: aio.AsyncCustomers
+    internal_accounts: aio.AsyncInternalAccounts
+    external_accounts: aio.AsyncExternalAccounts
+    quotes: aio.AsyncQuotes
+    exchange_rates: aio.AsyncExchangeRates
+    config: aio.AsyncConfig
+    auth: aio.AsyncAuth
     _http: httpx.AsyncClient
 
     def __init__(
