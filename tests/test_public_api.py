@@ -72,40 +72,56 @@ def test_the_error_tree_drawn_is_the_error_tree_exported() -> None:
     )
 
 
-def test_import_paylens_loads_no_dataframe_or_plotting_stack_model_or_sandbox() -> None:
+def test_import_paylens_loads_no_client_dataframe_or_plotting_stack_model_or_sandbox() -> None:
     heavy = ("pandas", "duckdb", "matplotlib", "numpy", "papermill", "paylens.sandbox")
     heavy += ("paylens.warehouse", "paylens.models._transactions", "paylens.models._account_info")
-    code = f"import sys, paylens; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    heavy += ("httpx", "pydantic", "cryptography")  # the client loads when first asked for
+    code = (
+        f"import sys, paylens, paylens.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
-def test_a_sync_process_loads_no_pandas(sandbox: Sandbox, server: Any, tmp_path: Path) -> None:
-    env = {**os.environ, **sandbox.env(server)}
+def _sync_process_imports(env: dict[str, str], db: Path, *options: str) -> set[str]:
+    """The modules a `paylens sync` process imports (or tries to: a refused import has its
+    line too)."""
+    command = ["paylens.cli", "sync", "--quiet", "--db", str(db), *options]
     out = subprocess.run(
-        [
-            sys.executable,
-            "-X",
-            "importtime",
-            "-m",
-            "paylens.cli",
-            "sync",
-            "--quiet",
-            "--db",
-            str(tmp_path / "w.duckdb"),
-        ],
+        [sys.executable, "-X", "importtime", "-m", *command],
         capture_output=True,
         text=True,
-        env=env,
+        env={**os.environ, **env},
         timeout=300,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "sync #1 (full" in out.stdout
-    loaded = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()}
+    return {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()}
+
+
+def test_a_sync_process_loads_no_package_it_does_not_use(
+    sandbox: Sandbox, server: Any, tmp_path: Path
+) -> None:
+    loaded = _sync_process_imports(sandbox.env(server), tmp_path / "w.duckdb")
     assert "duckdb" in loaded and "pyarrow" in loaded
     assert not {"matplotlib", "papermill", "paylens.sandbox"} & loaded
-    # pyarrow asks for pandas and is refused (a line for the attempt): nothing of it loads
-    assert not [name for name in loaded if name.startswith("pandas.")]
+    assert "cryptography" not in loaded  # the wallet calls' signing: their resources unbuilt
+    # pyarrow asks for pandas and numpy, httpcore for trio, httpx for its command line's
+    # click, rich and pygments; each is refused (a line for the attempt): nothing of them loads
+    for package in ("pandas", "numpy", "trio", "click", "rich", "pygments"):
+        assert not [name for name in loaded if name.startswith(f"{package}.")], package
+
+
+def test_a_transaction_sync_loads_no_typed_model_validation(
+    sandbox: Sandbox, server: Any, tmp_path: Path
+) -> None:
+    # pages stay raw and valid records are never judged one by one (the smaller resources
+    # read the platform's configuration, typed, for its currencies)
+    loaded = _sync_process_imports(
+        sandbox.env(server), tmp_path / "w.duckdb", "--resources", "transactions"
+    )
+    assert "duckdb" in loaded and "pyarrow" in loaded
+    assert not {"pydantic", "cryptography"} & loaded
 
 
 def test_with_options_returns_a_sibling_and_leaves_the_client_alone() -> None:

@@ -9,8 +9,10 @@ wh = paylens.Warehouse("data/paylens.duckdb"); wh.sync(client)
 paylens.analysis.fee_breakdown(wh); paylens.ops.plan_cancel(wh, "status = 'PENDING'")
 client, wh = paylens.connect()    # both at once: the service if PAYLENS_* is set, else a sandbox
 
-Everything a user types after `paylens.` is here; the warehouse, analysis, ops and the
-sandbox (and pandas, DuckDB, matplotlib, numpy behind them) load when first asked for.
+Everything a user types after `paylens.` is here; the errors are at hand at once, and the
+client (httpx behind it), the warehouse, analysis, ops and the sandbox (and pandas, DuckDB,
+matplotlib, numpy behind them) load when first asked for: a process that only runs a sync loads
+nothing it does not use, and can refuse what it never needs before anything asks for it.
 """
 
 import importlib
@@ -18,8 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from paylens import errors, models
 from paylens._version import __version__
-from paylens.client import AsyncClient, Client, Paginator, RawPage, RetryPolicy, TextPage
-from paylens.client._signing import SessionKey
 from paylens.errors import (
     APIConnectionError,
     APIError,
@@ -53,6 +53,8 @@ from paylens.errors import (
 
 if TYPE_CHECKING:
     from paylens import analysis, ops
+    from paylens.client import AsyncClient, Client, Paginator, RawPage, RetryPolicy, TextPage
+    from paylens.client._signing import SessionKey
     from paylens.connection import connect
     from paylens.ops import Plan
     from paylens.sandbox import Sandbox
@@ -60,6 +62,13 @@ if TYPE_CHECKING:
 
 #: What loads on first use: name -> (module, attribute or None for the module itself).
 _LAZY = {
+    "AsyncClient": ("paylens.client", "AsyncClient"),
+    "Client": ("paylens.client", "Client"),
+    "Paginator": ("paylens.client", "Paginator"),
+    "RawPage": ("paylens.client", "RawPage"),
+    "RetryPolicy": ("paylens.client", "RetryPolicy"),
+    "TextPage": ("paylens.client", "TextPage"),
+    "SessionKey": ("paylens.client._signing", "SessionKey"),
     "Sandbox": ("paylens.sandbox", "Sandbox"),
     "Warehouse": ("paylens.warehouse", "Warehouse"),
     "SyncReport": ("paylens.warehouse", "SyncReport"),

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from paylens._version import __version__
-from paylens.client import RetryPolicy
 from paylens.connection import DEFAULT_DB, SANDBOX_TRANSACTIONS
 
 if TYPE_CHECKING:
@@ -323,6 +322,8 @@ def _sandbox_options(
 
 def _client_options(parser: argparse.ArgumentParser) -> None:
     """What every command that talks to the service takes for its client (see `_client`)."""
+    from paylens.client import RetryPolicy
+
     parser.add_argument(
         "--max-retries",
         type=int,
@@ -542,11 +543,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; whatever goes wrong is one line on stderr, never a traceback. Called
-    for the process's own command line (`argv` None), `paylens sync` loads no pandas and
-    exits as soon as its file is committed (see `_sync_process`)."""
+    for the process's own command line (`argv` None), `paylens sync` loads no pandas (nor
+    other packages it never uses) and exits as soon as its file is committed (see `_refuse`)."""
+    if argv is None and _command(sys.argv[1:]) == "sync":
+        _refuse(_NOT_IN_ANY_SYNC)  # before the parser, whose options load the client
     args = build_parser().parse_args(argv)
     if argv is None and args.command == "sync" and not args.sandbox:
-        _sync_process()
+        _refuse(_NOT_IN_A_SYNC)
     if argv is None and args.command == "sync":
         _honour_ctrl_c()
     if argv is None and args.command in ("report", "demo"):
@@ -591,12 +594,18 @@ def _run(args: argparse.Namespace, name: str) -> int:
         return 1
 
 
-def _sync_process() -> None:
-    """Set up a process that only runs `paylens sync`: it builds no DataFrame, yet pyarrow
-    imports pandas (a third of a second or more) merely to ask whether each list it converts
-    is a pandas object. Blocked here, pyarrow takes them as the lists they are."""
-    if "pandas" not in sys.modules:
-        sys.meta_path.insert(0, _NoPandas())
+def _command(words: Sequence[str]) -> str | None:
+    """The command a command line names: its first word that is not an option (the options
+    before the command take no value)."""
+    return next((word for word in words if not word.startswith("-")), None)
+
+
+def _refuse(names: tuple[str, ...]) -> None:
+    """Refuse, in this process, packages its libraries load when installed and it never uses,
+    as if they were not installed (each library supports that; see `_NOT_IN_A_SYNC`)."""
+    refused = {name for name in names if name not in sys.modules}
+    if refused:
+        sys.meta_path.insert(0, _Refused(refused))
 
 
 def _honour_ctrl_c() -> None:
@@ -623,12 +632,26 @@ def _report_process() -> None:
     sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 
-class _NoPandas:
-    """An import finder refusing pandas (pyarrow then reads "not installed")."""
+#: What no `paylens sync` loads: httpx's command line (its `cli` extra: click, rich, pygments,
+#: ~0.05 s of imports), which `import httpx` loads when it is installed.
+_NOT_IN_ANY_SYNC = ("click", "rich", "pygments")
+#: What a `paylens sync` against a service (not `--sandbox`) does not load either: pandas,
+#: which pyarrow imports (a third of a second or more) merely to ask whether each list it
+#: converts is a pandas object; numpy, which pyarrow loads when present (~0.1 s, and
+#: OpenBLAS's threads spinning beside the sync), though a sync converts no array; trio, which
+#: httpcore loads for async code a sync does not run.
+_NOT_IN_A_SYNC = ("pandas", "numpy", "trio")
+
+
+class _Refused:
+    """An import finder refusing some packages (their importers then read "not installed")."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
 
     def find_spec(self, name: str, path: object = None, target: object = None) -> None:
-        if name == "pandas" or name.startswith("pandas."):
-            raise ImportError("paylens sync builds no DataFrame: pandas is not loaded")
+        if name.partition(".")[0] in self.names:
+            raise ImportError(f"paylens sync does not use {name}: it is not loaded")
 
 
 def _exit_now(code: int) -> None:

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from paylens._version import __version__
-from paylens.client import Client
-from paylens.client._config import ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET
 
-if TYPE_CHECKING:  # the warehouse (DuckDB, pandas) loads when a connection is made
+if TYPE_CHECKING:  # the client (httpx) and the warehouse (DuckDB, pandas) load when a
+    # connection is made: the CLI imports this module for its defaults
+    from paylens.client import Client
     from paylens.warehouse import Warehouse
 
 __all__ = ["SANDBOX_TRANSACTIONS", "Banner", "connect", "sandbox_warehouse"]
@@ -83,6 +83,8 @@ def connect(
     The service when any PAYLENS_* variable is set (all three are then required), its data in
     the warehouse file `db`; otherwise the embedded sandbox (`seed`, `transactions`) and a
     fresh warehouse in a temporary folder, removed when the kernel exits."""
+    from paylens.client import Client
+    from paylens.client._config import ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET
     from paylens.warehouse import SANDBOX_LABEL, Warehouse
 
     if any(os.environ.get(name) for name in (ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET)):

@@ -6,37 +6,20 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import importlib
 import random
 import time
 from collections.abc import Callable
-from typing import Any, ClassVar, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 import httpx
 
-from ._async_resources import (
-    AsyncAuth,
-    AsyncCards,
-    AsyncConfig,
-    AsyncCustomers,
-    AsyncExchangeRates,
-    AsyncExternalAccounts,
-    AsyncInternalAccounts,
-    AsyncQuotes,
-    AsyncTransactions,
-)
-from ._auth import Auth
 from ._config import Credentials, check_base_url, is_sandbox_url, settings_from_env
 from ._policy import Attempts, Call, RateBudget, RequestStats, RetryPolicy, logger
-from ._resources import (
-    Cards,
-    Config,
-    Customers,
-    ExchangeRates,
-    ExternalAccounts,
-    InternalAccounts,
-    Quotes,
-    Transactions,
-)
+
+if TYPE_CHECKING:  # the resources load on first use (see `_ClientBase._RESOURCES`)
+    from . import _async_resources as aio
+    from . import _auth, _resources
 
 T = TypeVar("T")
 
@@ -81,12 +64,26 @@ class _ClientBase:
         }
         self._bind_resources()
 
-    #: attribute -> resource class (sync or async twins, by client)
-    _RESOURCES: ClassVar[dict[str, type[Any]]] = {}
+    #: attribute -> (module, class) of its resource (sync or async twins, by client), imported
+    #: and built on first use: a process that only lists transactions (a sync) loads neither
+    #: the signing of wallet calls (cryptography) nor the typed models' validation (pydantic)
+    _RESOURCES: ClassVar[dict[str, tuple[str, str]]] = {}
 
     def _bind_resources(self) -> None:
-        for name, kind in self._RESOURCES.items():
-            setattr(self, name, kind(self))
+        """Forget the resources built so far (a sibling's copy holds its original's)."""
+        for name in self._RESOURCES:
+            self.__dict__.pop(name, None)
+
+    if not TYPE_CHECKING:  # to type checkers each resource is a declared attribute
+
+        def __getattr__(self, name: str) -> Any:
+            spec = type(self)._RESOURCES.get(name)
+            if spec is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            module, kind = spec
+            resource = getattr(importlib.import_module(module, __package__), kind)(self)
+            self.__dict__[name] = resource
+            return resource
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **options: Any) -> Self:
@@ -165,26 +162,26 @@ class Client(_ClientBase):
     `paylens.Sandbox().client()` for the embedded simulator. Safe to share between threads.
     """
 
-    _RESOURCES: ClassVar[dict[str, type[Any]]] = {
-        "transactions": Transactions,
-        "cards": Cards,
-        "customers": Customers,
-        "internal_accounts": InternalAccounts,
-        "external_accounts": ExternalAccounts,
-        "quotes": Quotes,
-        "exchange_rates": ExchangeRates,
-        "config": Config,
-        "auth": Auth,
+    _RESOURCES: ClassVar[dict[str, tuple[str, str]]] = {
+        "transactions": ("._resources", "Transactions"),
+        "cards": ("._resources", "Cards"),
+        "customers": ("._resources", "Customers"),
+        "internal_accounts": ("._resources", "InternalAccounts"),
+        "external_accounts": ("._resources", "ExternalAccounts"),
+        "quotes": ("._resources", "Quotes"),
+        "exchange_rates": ("._resources", "ExchangeRates"),
+        "config": ("._resources", "Config"),
+        "auth": ("._auth", "Auth"),
     }
-    transactions: Transactions
-    cards: Cards
-    customers: Customers
-    internal_accounts: InternalAccounts
-    external_accounts: ExternalAccounts
-    quotes: Quotes
-    exchange_rates: ExchangeRates
-    config: Config
-    auth: Auth
+    transactions: _resources.Transactions
+    cards: _resources.Cards
+    customers: _resources.Customers
+    internal_accounts: _resources.InternalAccounts
+    external_accounts: _resources.ExternalAccounts
+    quotes: _resources.Quotes
+    exchange_rates: _resources.ExchangeRates
+    config: _resources.Config
+    auth: _auth.Auth
     _http: httpx.Client
 
     def __init__(
@@ -243,26 +240,19 @@ class AsyncClient(_ClientBase):
     """The asyncio twin of `Client`: the same resources, each method returning an awaitable,
     and `async for` over `list(...)`. Use it to run many requests concurrently."""
 
-    _RESOURCES: ClassVar[dict[str, type[Any]]] = {
-        "transactions": AsyncTransactions,
-        "cards": AsyncCards,
-        "customers": AsyncCustomers,
-        "internal_accounts": AsyncInternalAccounts,
-        "external_accounts": AsyncExternalAccounts,
-        "quotes": AsyncQuotes,
-        "exchange_rates": AsyncExchangeRates,
-        "config": AsyncConfig,
-        "auth": AsyncAuth,
+    #: each sync resource's twin: the same name with Async before it
+    _RESOURCES: ClassVar[dict[str, tuple[str, str]]] = {
+        name: ("._async_resources", f"Async{kind}") for name, (_, kind) in Client._RESOURCES.items()
     }
-    transactions: AsyncTransactions
-    cards: AsyncCards
-    customers: AsyncCustomers
-    internal_accounts: AsyncInternalAccounts
-    external_accounts: AsyncExternalAccounts
-    quotes: AsyncQuotes
-    exchange_rates: AsyncExchangeRates
-    config: AsyncConfig
-    auth: AsyncAuth
+    transactions: aio.AsyncTransactions
+    cards: aio.AsyncCards
+    customers: aio.AsyncCustomers
+    internal_accounts: aio.AsyncInternalAccounts
+    external_accounts: aio.AsyncExternalAccounts
+    quotes: aio.AsyncQuotes
+    exchange_rates: aio.AsyncExchangeRates
+    config: aio.AsyncConfig
+    auth: aio.AsyncAuth
     _http: httpx.AsyncClient
 
     def __init__(

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 import httpx
 import orjson
 import simdjson
-from pydantic import ValidationError
 
 from paylens import models
 from paylens.errors import PaginationError, ResponseValidationError
@@ -144,6 +143,8 @@ def parse_with(validate: Callable[[bytes], T]) -> Callable[[httpx.Response], T]:
     """A response reader that validates the JSON body (raw bytes) into a typed value."""
 
     def parse(response: httpx.Response) -> T:
+        from pydantic import ValidationError  # typed pages only: a sync's raw pages never
+
         try:
             return validate(response.content)
         except ValidationError as exc:

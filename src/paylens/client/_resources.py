@@ -15,7 +15,6 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import httpx
-from pydantic import TypeAdapter
 
 from paylens import models as m
 from paylens.errors import InvalidArgumentError
@@ -45,6 +44,8 @@ def _parse(item_type: type[T]) -> Callable[[httpx.Response], T]:
 
 @functools.cache
 def _reader(item_type: Any) -> Callable[[httpx.Response], Any]:
+    from pydantic import TypeAdapter  # loaded by typed reads only: a sync's pages are raw
+
     return parse_with(TypeAdapter(item_type).validate_json)
 
 
@@ -67,6 +68,8 @@ def _reader_of(validate: Callable[[bytes], Any]) -> Callable[[httpx.Response], A
 @functools.cache
 def _parse_data_list(item_type: Any) -> Callable[[httpx.Response], list[Any]]:
     """Reader of an unpaginated `{data: [...]}` list, returning the items."""
+    from pydantic import TypeAdapter
+
     inner = parse_with(TypeAdapter(m.ItemList[item_type]).validate_json)
 
     def parse(response: httpx.Response) -> list[Any]:

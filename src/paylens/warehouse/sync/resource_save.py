@@ -13,7 +13,6 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import TypeAdapter, ValidationError
 
 from paylens import models
 from paylens.frames import to_arrow
@@ -74,6 +73,8 @@ def reject_row(resource: str, text: bytes, error: str, run_id: int, at: datetime
     except ValueError:
         record = None
     if isinstance(record, dict):
+        from pydantic import TypeAdapter, ValidationError  # only to tell why a record is refused
+
         try:
             TypeAdapter(_model(resource)).validate_python(record)
         except ValidationError as exc:
@@ -119,7 +120,10 @@ def typed(resource: str, got: Read, run_id: int, at: datetime) -> tuple[pa.Table
             missing = nulls if missing is None else pc.or_(missing, nulls)
         suspects = table.filter(missing).column("id").to_pylist() if missing is not None else []
         dropped = []
-        adapter = TypeAdapter(_model(resource))
+        if suspects:  # the typed models judge only these (pydantic loads for them alone)
+            from pydantic import TypeAdapter, ValidationError
+
+            adapter = TypeAdapter(_model(resource))
         for record_id in suspects:
             try:
                 adapter.validate_json(buffer[record_id])

@@ -14,12 +14,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import ValidationError
 
 from paylens import models
 from paylens.frames import parse_records, transaction_tables
@@ -33,6 +32,9 @@ from .plan import (
     Verification,
     Window,
 )
+
+if TYPE_CHECKING:  # pydantic loads only to tell why a record is refused
+    from pydantic import ValidationError
 
 logger = logging.getLogger("paylens.warehouse")
 
@@ -66,6 +68,8 @@ def reject_row(text: bytes, error: ValidationError | str, run_id: int, at: datet
     """A rejected_records row for a record's JSON text; the error comes from the typed models
     where they refuse it. The text is kept as it came (Python's JSON reads integers of any
     size, where a native reader would round or refuse them)."""
+    from pydantic import ValidationError
+
     try:
         record = json.loads(text)
     except ValueError:
@@ -196,6 +200,8 @@ def typed_batch(landings: list[Landing], run_id: int, at: datetime) -> Batch:
             continue
         dropped = set()
         for record_id in _missing_required(tables["transactions"]):
+            from pydantic import ValidationError
+
             try:
                 models.parse_transaction(json.loads(buffer[record_id]))
             except ValidationError as exc:
