@@ -25,6 +25,21 @@ def test_every_public_name_resolves() -> None:
     assert paylens.connect.__module__ == "paylens.connection"
 
 
+def test_a_client_lists_its_resources_before_their_first_use() -> None:
+    """Tab completion in a notebook (`client.<Tab>`) reads dir(): the resources built on first
+    use must be there before any is touched."""
+    for client in (
+        Sandbox(seed=1, transactions=10).client(),
+        paylens.AsyncClient(
+            base_url="https://api.example.com/2025-10-13", client_id="id", client_secret="s"
+        ),
+    ):
+        names = dir(client)
+        assert {"transactions", "cards", "customers", "auth", "with_options"} <= set(names)
+        assert "transactions" not in vars(client)  # still built on first use
+        assert client.transactions is client.transactions
+
+
 def test_one_default_sandbox_size_everywhere() -> None:
     import inspect
 

@@ -85,6 +85,10 @@ class _ClientBase:
             self.__dict__[name] = resource
             return resource
 
+    def __dir__(self) -> list[str]:
+        # tab completion in a notebook lists the resources before their first use
+        return sorted({*super().__dir__(), *self._RESOURCES})
+
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **options: Any) -> Self:
         """A client configured by PAYLENS_BASE_URL, PAYLENS_CLIENT_ID and PAYLENS_CLIENT_SECRET.
