@@ -216,7 +216,8 @@ def test_fee_inputs_frame_relation_and_reference_forms(fees_wh: Warehouse) -> No
     )
     pd.testing.assert_frame_equal(from_frame, expected)
     pd.testing.assert_frame_equal(from_relation, expected, check_flags=False)
-    label = fees_wh.sql("SELECT 1 AS one").attrs["source"]
+    label = fees_wh.label
+    assert label == fees_wh.sql("SELECT 1 AS one").attrs["source"]
     assert expected.attrs["source"] == from_frame.attrs["source"] == label
     assert from_relation.attrs == {}  # a bare relation carries no provenance
 

@@ -299,14 +299,26 @@ class Source:
                 keys.append(column)
         return keys
 
+    def _history_sql(self) -> str:
+        """The status history of a database input: the one given, else its own table (known
+        from `tables`, read once by `source`), else none."""
+        if isinstance(self.history, duckdb.DuckDBPyRelation):
+            return self.history.sql_query()
+        return "SELECT * FROM status_history" if "status_history" in self.tables else _NO_HISTORY
+
     def run(self, ctes: Sequence[tuple[str, str]], final: str) -> pd.DataFrame:
         """Run `WITH <ctes> <final>` over the input and return a typed, labelled frame."""
         body = ",\n".join(f"{name} AS ({sql})" for name, sql in ctes)
         data = self.data
         if isinstance(data, Warehouse):
-            table = _run_on_relation(data.relation(self.table), self.history, body, final)
-        elif isinstance(data, duckdb.DuckDBPyRelation):
-            table = _run_on_relation(data, self.history, body, final)
+            # the warehouse's own SQL door: a typed frame labelled with its source, in about
+            # half the time of the same query through a relation
+            src = f"SELECT * FROM {quote(self.table)}"
+            return data.sql(
+                f"WITH _src AS ({src}), _history AS ({self._history_sql()}),\n{body}\n{final}"
+            )
+        if isinstance(data, duckdb.DuckDBPyRelation):
+            table = _run_on_relation(data, self._history_sql(), body, final)
         else:
             con = duckdb.connect()
             try:
@@ -342,16 +354,9 @@ def _run(
 
 
 def _run_on_relation(
-    rel: duckdb.DuckDBPyRelation, history: History, body: str, final: str
+    rel: duckdb.DuckDBPyRelation, history_sql: str, body: str, final: str
 ) -> pa.Table:
     """Run through `relation.query`, in the relation's own connection (no copy)."""
-    if isinstance(history, duckdb.DuckDBPyRelation):
-        history_sql = history.sql_query()
-    else:
-        probe = "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'status_history'"
-        found = rel.query("_src", probe)
-        has = found is not None and found.fetchall()[0][0]
-        history_sql = "SELECT * FROM status_history" if has else _NO_HISTORY
     result = rel.query("_src", f"WITH _history AS ({history_sql}),\n{body}\n{final}")
     assert result is not None
     return result.to_arrow_table()
@@ -373,16 +378,14 @@ def source(
         status_history, pd.DataFrame
     ):
         # a frame cannot join a database's connection: read the rows out once (no borrowing)
-        label = (
-            data.sql("SELECT 1 AS one").attrs.get("source") if isinstance(data, Warehouse) else None
-        )
+        label = data.label if isinstance(data, Warehouse) else None
         rows = data.relation(table) if isinstance(data, Warehouse) else data
         data = to_pandas(rows.to_arrow_table())
         data.attrs["source"] = label
     if isinstance(data, Warehouse):
         relation = data.relation(table)
         columns = list(relation.columns)
-        label = data.sql("SELECT 1 AS one").attrs.get("source")
+        label = data.label
         tables = _tables(relation)
         if table != "transactions":
             borrowed = sorted(_BORROWABLE)

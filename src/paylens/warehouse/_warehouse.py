@@ -170,10 +170,14 @@ class Warehouse:
         with self._lock:
             table = self._con.sql(query, params=params).to_arrow_table()
         frame = to_pandas(table)
-        frame.attrs["source"] = self._label()
+        frame.attrs["source"] = self.label
         return frame
 
-    def _label(self) -> str:
+    @property
+    def label(self) -> str:
+        """What every frame read from this warehouse says it is (`frame.attrs["source"]`): the
+        service's base URL, `"sandbox data from <url>"` for the embedded simulator's, or
+        `"nowhere yet"` before the first sync."""
         meta = self._meta()
         source = meta.get("source_url", "nowhere yet")
         return f"{SANDBOX_LABEL} from {source}" if meta.get("is_sandbox") == "true" else source
