@@ -273,8 +273,9 @@ def _cells_in_process(**parameters: object) -> str:
     ]
     namespace: dict[str, object] = {"__name__": "__main__"}
     shown, printed = [], io.StringIO()
-    # the notebook sets a display option of pandas: this process keeps its own
-    with contextlib.redirect_stdout(printed), pd.option_context("display.max_colwidth", 50):
+    # the notebook sets a display option of pandas: this process gets its own back
+    kept = pd.get_option("display.max_colwidth")
+    with contextlib.redirect_stdout(printed), pd.option_context("display.max_colwidth", kept):
         for number, source in enumerate(cells):
             tree = ast.parse(source)
             last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
