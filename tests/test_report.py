@@ -267,7 +267,10 @@ def _cells_in_process(**parameters: object) -> str:
     from paylens.report import NOTEBOOK
 
     cells = [
-        "".join(line for line in cell["source"] if not line.startswith("%"))
+        (
+            "".join(line for line in cell["source"] if not line.startswith("%")),
+            "parameters" in cell["metadata"].get("tags", []),
+        )
         for cell in json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
         if cell["cell_type"] == "code"
     ]
@@ -276,11 +279,11 @@ def _cells_in_process(**parameters: object) -> str:
     # the notebook sets a display option of pandas: this process gets its own back
     kept = pd.get_option("display.max_colwidth")
     with contextlib.redirect_stdout(printed), pd.option_context("display.max_colwidth", kept):
-        for number, source in enumerate(cells):
+        for number, (source, is_parameters) in enumerate(cells):
             tree = ast.parse(source)
             last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
             exec(compile(tree, f"report.ipynb code cell {number}", "exec"), namespace)
-            if number == 0:
+            if is_parameters:
                 namespace.update(parameters)
             if last is None:
                 continue
