@@ -108,21 +108,23 @@ LocalPortCache.find_available_port = _find_available_port  # type: ignore[method
 _BY_TEST = ("tests/test_sync_differential.py",)
 
 
-#: The longest groups (measured with --durations), started first so that no worker is left
-#: with one of them at the end while the others idle.
+#: The longest groups (their wall time on a worker, measured with --durations on 2 workers),
+#: started first so that no worker is left with one of them at the end while the others idle.
 _SLOWEST_FIRST = (
-    "tests/test_report.py",
-    "tests/test_warehouse_files.py",
-    "tests/test_warehouse_sync.py",
-    "tests/test_sandbox_conformance.py",
-    "tests/test_ops_at_most_once.py",
-    "tests/test_analysis_recompute.py",
-    "notebooks/01_fees.ipynb",
-    "notebooks/report.ipynb",
-    "tests/test_ops.py",
-    "tests/test_sync_resources.py",
-    "tests/test_analysis_plots.py",
-    "tests/test_notebooks.py",
+    "tests/test_report.py",  # ~19 s
+    "tests/test_warehouse_sync.py",  # ~18 s
+    "tests/test_ops_at_most_once.py",  # ~16 s
+    "tests/test_analysis_recompute.py",  # ~11 s
+    "tests/test_warehouse_files.py",  # ~11 s
+    "tests/test_ops.py",  # ~10 s
+    "tests/test_notebooks.py",  # ~9 s
+    "tests/test_sandbox_conformance.py",  # ~9 s
+    "tests/test_sync_resources.py",  # ~8 s
+    "notebooks/report.ipynb",  # ~7 s
+    "tests/test_cli.py",  # ~6 s
+    "notebooks/01_fees.ipynb",  # ~6 s
+    "tests/test_analysis_plots.py",  # ~5.5 s
+    "tests/test_sandbox_contract.py",  # ~5 s
 )
 
 

@@ -25,7 +25,7 @@ from paylens.warehouse import (
     sync_file,
 )
 
-from ._helpers import same_instants
+from ._helpers import run_cli, same_instants
 
 TX_ONLY = ["transactions"]
 
@@ -370,31 +370,17 @@ def test_cli_sync_exit_codes(tmp_path: Path) -> None:
     )
     assert ok.returncode == 0, ok.stderr
     assert "SANDBOX DATA" in ok.stdout and "transactions: 500 new" in ok.stdout
-    unconfigured = subprocess.run(
-        [sys.executable, "-m", "paylens.cli", "sync", "--db", str(db)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    # the process exits with `main`'s code (above): the other codes, from `main` in this process
+    unconfigured = run_cli("sync", "--db", str(db))
     assert unconfigured.returncode == 2
     assert "PAYLENS_BASE_URL" in unconfigured.stderr
-    unreachable = subprocess.run(  # failing at once: retrying is test_cli's
-        [
-            sys.executable,
-            "-m",
-            "paylens.cli",
-            "sync",
-            "--db",
-            str(tmp_path / "x.duckdb"),
-            "--max-retries",
-            "0",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    unreachable = run_cli(  # failing at once: retrying is test_cli's
+        "sync",
+        "--db",
+        str(tmp_path / "x.duckdb"),
+        "--max-retries",
+        "0",
         env={
-            **env,
             "PAYLENS_BASE_URL": "http://127.0.0.1:9/2025-10-13",
             "PAYLENS_CLIENT_ID": "a",
             "PAYLENS_CLIENT_SECRET": "s3cr3t-value",
