@@ -139,6 +139,32 @@ def test_a_transaction_sync_loads_no_typed_model_validation(
     assert not {"pydantic", "cryptography"} & loaded
 
 
+def test_a_sync_process_sets_bad_records_aside_without_what_it_refuses(
+    sandbox: Sandbox, server: Any, tmp_path: Path
+) -> None:
+    """What a sync process refuses (pandas, numpy, ...) is never needed on its rarer paths: a
+    transaction and an internal account the service serves malformed are judged by the typed
+    models, set aside in `rejected_records`, and the sync goes on."""
+    client = sandbox.client()
+    every = [t.id for t in client.transactions.list(limit=100)]
+    transaction = every[3]
+    account = next(iter(client.internal_accounts.list())).id
+    sandbox.faults.corrupt_ids = {transaction, account}
+    db = tmp_path / "w.duckdb"
+    loaded = _sync_process_imports(sandbox.env(server), db)
+    assert "pydantic" in loaded  # the models judged the bad records
+    for package in ("pandas", "numpy"):
+        assert not [name for name in loaded if name.startswith(f"{package}.")], package
+    with paylens.Warehouse(db, read_only=True) as wh:
+        rejected = wh.rejected_records()
+        stored = set(wh.sql("SELECT id FROM transactions")["id"])
+    assert dict(zip(rejected["record_id"], rejected["resource"], strict=True)) == {
+        transaction: "transactions",
+        account: "internal_accounts",
+    }
+    assert stored == set(every) - {transaction}
+
+
 def test_with_options_returns_a_sibling_and_leaves_the_client_alone() -> None:
     sandbox = Sandbox(seed=1, transactions=200)
     client = sandbox.client()
