@@ -161,7 +161,8 @@ def test_max_retries_reaches_the_client(tmp_path: Path) -> None:
         env = sandbox.env(server)
         for retries in (0, 2):
             sandbox.requests.reset()
-            sandbox.faults.inject(503, None, count=50, retry_after=0)  # no backoff to wait out
+            # Retry-After: 0, no backoff to wait out (a gateway's HTML 503 would carry none)
+            sandbox.faults.inject(503, "SERVICE_UNAVAILABLE", count=50, retry_after=0)
             failed = run_cli(*sync, "--max-retries", str(retries), env=env)
             sandbox.faults.clear()
             assert failed.returncode == 1 and failed.stderr.startswith("paylens sync: failed: 503")
