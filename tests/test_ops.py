@@ -9,12 +9,13 @@ import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
-from threading import Event, Lock
 
 import pytest
 
 from paylens import Client, Sandbox, ops
 from paylens.warehouse import Warehouse
+
+from ._helpers import hold_answers
 
 PENDING_BANK = "status IN ('PENDING', 'PROCESSING', 'CREATED')"
 MISSING = "Transaction:00000000-0000-4000-8000-000000000000"
@@ -265,27 +266,6 @@ with Warehouse(sys.argv[1]) as wh:
 """
 
 
-def _hold_answers_after_successes(sandbox: Sandbox, successes: int) -> tuple[Event, Event]:
-    """From the `successes`-th cancel the service carries out, every request is served but its
-    answer held back until released: (reached, release). A run killed once `reached` is set
-    is killed mid-run, with an answer outstanding, however fast or loaded the machine."""
-    log, record = sandbox.requests, sandbox.requests.record
-    reached, release, lock, done = Event(), Event(), Lock(), [0]
-
-    def record_then_hold(method: str, path: str, status: int) -> None:
-        record(method, path, status)
-        with lock:
-            if method == "POST" and path.endswith("/cancel") and status == 200:
-                done[0] += 1
-            if done[0] >= successes:
-                reached.set()
-        if reached.is_set():
-            release.wait(60)
-
-    log.record = record_then_hold  # type: ignore[method-assign]
-    return reached, release
-
-
 @pytest.mark.http
 def test_a_killed_run_resumes_without_a_second_cancel(tmp_path: Path) -> None:
     sandbox = Sandbox(seed=8, transactions=3_000)  # 27 to cancel
@@ -295,7 +275,14 @@ def test_a_killed_run_resumes_without_a_second_cancel(tmp_path: Path) -> None:
         planned = len(ops.plan_cancel(wh, PENDING_BANK).eligible)
     assert planned >= 20  # enough that a run killed at its third success is killed midway
     with sandbox.serve() as server:
-        reached, release = _hold_answers_after_successes(sandbox, 3)
+        cancelled: list[str] = []
+
+        def third_success(method: str, path: str, status: int) -> bool:
+            if method == "POST" and path.endswith("/cancel") and status == 200:
+                cancelled.append(path)
+            return len(cancelled) >= 3
+
+        held, release = hold_answers(sandbox, third_success)
         proc = subprocess.Popen(
             [
                 sys.executable,
@@ -307,13 +294,12 @@ def test_a_killed_run_resumes_without_a_second_cancel(tmp_path: Path) -> None:
                 sandbox.client_secret,
             ]
         )
-        assert reached.wait(60), "the apply never cancelled three transfers"
+        assert held.wait(60), "the apply never cancelled three transfers"
         # the run is still going when it is killed, or this test would test nothing
         assert proc.poll() is None, "the apply ended before it could be killed"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        release.set()
-        del sandbox.requests.record  # answers go out again as they are served
+        release()
         first_run = _cancel_requests(sandbox)
         assert 3 <= len(first_run) < planned
         client = Client(server.base_url, sandbox.client_id, sandbox.client_secret)
