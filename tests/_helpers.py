@@ -8,15 +8,19 @@ import logging
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from unittest import mock
 
 from paylens.cli import main
+
+if TYPE_CHECKING:
+    from paylens import Sandbox
 
 #: `../shared` beside the repository (or the machine's copy of it, for a worktree elsewhere):
 #: the interface description and its contract validator, read at test time, never copied.
@@ -100,3 +104,29 @@ def run_cli(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> C
         for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)
     return CliRun(code, out.getvalue(), err.getvalue())
+
+
+def hold_answers(
+    sandbox: Sandbox, start: Callable[[str, str, int], bool] = lambda *_: True
+) -> tuple[threading.Event, Callable[[], None]]:
+    """From the first request `start` picks (by method, path and status, once served), every
+    request is served and logged but its answer held back until `release()`: (holding,
+    release). A process whose answers are held is mid-run for as long as the test needs,
+    however fast or loaded the machine: no pacing, no polling."""
+    log, record = sandbox.requests, sandbox.requests.record
+    holding, released, lock = threading.Event(), threading.Event(), threading.Lock()
+
+    def record_then_hold(method: str, path: str, status: int) -> None:
+        record(method, path, status)
+        with lock:
+            if not holding.is_set() and start(method, path, status):
+                holding.set()
+        if holding.is_set():
+            released.wait(60)
+
+    def release() -> None:
+        released.set()
+        del log.record  # answers go out again as they are served
+
+    log.record = record_then_hold  # type: ignore[method-assign]
+    return holding, release

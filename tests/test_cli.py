@@ -161,7 +161,8 @@ def test_max_retries_reaches_the_client(tmp_path: Path) -> None:
         env = sandbox.env(server)
         for retries in (0, 2):
             sandbox.requests.reset()
-            sandbox.faults.inject(503, None, count=50, retry_after=0)  # no backoff to wait out
+            # Retry-After: 0, no backoff to wait out (a gateway's HTML 503 would carry none)
+            sandbox.faults.inject(503, "SERVICE_UNAVAILABLE", count=50, retry_after=0)
             failed = run_cli(*sync, "--max-retries", str(retries), env=env)
             sandbox.faults.clear()
             assert failed.returncode == 1 and failed.stderr.startswith("paylens sync: failed: 503")
@@ -221,6 +222,11 @@ def test_revoke_sessions_applies_signed_revokes(tmp_path: Path) -> None:
             with Warehouse(db) as wh:
                 wh.sync_wallets(client)
             where = f"account_id = '{account.id}' AND id <> '{mine.id}'"
+            # the revoke is answered PROCESSING once and sent again: one 0.5 s pause, where
+            # the seed's draw gave two (0.5 s, then 1 s; the doubling is test_wallet_protocol's)
+            sandbox.world.wallets.processing_rate = 0.0
+            sandbox.world.wallets.force_processing(account.id, 1)
+            sandbox.requests.reset()
             done = run_cli(
                 "revoke-sessions",
                 "--db",
@@ -234,6 +240,9 @@ def test_revoke_sessions_applies_signed_revokes(tmp_path: Path) -> None:
             assert done.returncode == 0, done.stderr + done.stdout
             revoked = done.stdout.strip().splitlines()[-1]
             assert revoked.startswith("revoked ") and int(revoked.split()[1]) > 0
+            # challenged (202), answered PROCESSING (200), sent again and done (204)
+            statuses = [s for m, _, s in sandbox.requests.entries if m == "DELETE"]
+            assert statuses == [202, 200, 204]
             assert {s.id for s in client.auth.sessions.list(account.id)} == {mine.id}
     with Warehouse(db, read_only=True) as wh:  # the revoked ones are marked ended
         sessions = wh.sessions()

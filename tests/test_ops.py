@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,6 +14,8 @@ import pytest
 
 from paylens import Client, Sandbox, ops
 from paylens.warehouse import Warehouse
+
+from ._helpers import hold_answers
 
 PENDING_BANK = "status IN ('PENDING', 'PROCESSING', 'CREATED')"
 MISSING = "Transaction:00000000-0000-4000-8000-000000000000"
@@ -272,9 +273,16 @@ def test_a_killed_run_resumes_without_a_second_cancel(tmp_path: Path) -> None:
     with Warehouse(path) as wh:
         wh.sync(sandbox.client(), progress=False, resources=["transactions"])
         planned = len(ops.plan_cancel(wh, PENDING_BANK).eligible)
-    assert planned >= 20  # enough that a run paced at 0.1 s a request is killed midway
+    assert planned >= 20  # enough that a run killed at its third success is killed midway
     with sandbox.serve() as server:
-        sandbox.faults.configure(latency=0.1)
+        cancelled: list[str] = []
+
+        def third_success(method: str, path: str, status: int) -> bool:
+            if method == "POST" and path.endswith("/cancel") and status == 200:
+                cancelled.append(path)
+            return len(cancelled) >= 3
+
+        held, release = hold_answers(sandbox, third_success)
         proc = subprocess.Popen(
             [
                 sys.executable,
@@ -286,19 +294,14 @@ def test_a_killed_run_resumes_without_a_second_cancel(tmp_path: Path) -> None:
                 sandbox.client_secret,
             ]
         )
-        deadline = time.monotonic() + 60
-        while (
-            len([s for _, s in _cancel_requests(sandbox) if s == 200]) < 3
-            and time.monotonic() < deadline
-        ):
-            time.sleep(0.02)
+        assert held.wait(60), "the apply never cancelled three transfers"
         # the run is still going when it is killed, or this test would test nothing
         assert proc.poll() is None, "the apply ended before it could be killed"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
+        release()
         first_run = _cancel_requests(sandbox)
         assert 3 <= len(first_run) < planned
-        sandbox.faults.clear()
         client = Client(server.base_url, sandbox.client_id, sandbox.client_secret)
         with Warehouse(path) as wh:
             ops.plan_cancel(wh, PENDING_BANK).apply(client, progress=False)

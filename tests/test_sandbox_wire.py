@@ -81,9 +81,11 @@ def test_rate_limit_answers_429_past_the_budget(sandbox: Sandbox) -> None:
 
 
 def test_rate_limited_client_still_gets_everything(sandbox: Sandbox) -> None:
-    sandbox.faults.configure(rate_limit=20)  # a burst of 20, then 20 per second
+    # a burst of 8, then 8 per second, against 15 pages: ~0.9 s of waits, and 429s as long as
+    # a page takes under ~60 ms (~15 ms here, idle)
+    sandbox.faults.configure(rate_limit=8)
     client = sandbox.client()
-    ids = [t.id for t in client.transactions.list(limit=20)]
+    ids = [t.id for t in client.transactions.list(limit=100)]
     assert len(ids) == sandbox.world.transaction_count()
     assert client.stats.retries > 0
 

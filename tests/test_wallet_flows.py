@@ -613,8 +613,14 @@ def test_a_challenge_reissued_too_soon_is_reported_or_waited_out(sandbox: Sandbo
 
 
 def test_the_async_client_runs_the_same_flows(sandbox: Sandbox) -> None:
+    paused: list[float] = []
+
+    async def pause(seconds: float) -> None:  # recorded, as the sync client's tests do
+        paused.append(seconds)
+        await asyncio.sleep(0)
+
     async def scenario() -> tuple[models.Session, list[models.AuthSession]]:
-        async with sandbox.async_client() as client:
+        async with sandbox.async_client(sleep=pause) as client:
             accounts = [a async for a in client.internal_accounts.list(type="EMBEDDED_WALLET")]
             account = accounts[0]
             credentials = await client.auth.credentials.list(account.id)
@@ -630,6 +636,7 @@ def test_the_async_client_runs_the_same_flows(sandbox: Sandbox) -> None:
 
     session, remaining = asyncio.run(scenario())
     assert session.id not in {s.id for s in remaining}
+    assert paused == [0.5, 1.0]  # the revoke, answered PROCESSING twice, awaited each pause
 
 
 @pytest.mark.http

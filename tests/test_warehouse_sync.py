@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from paylens import Client, Sandbox
+from paylens.client import RetryPolicy
 from paylens.sandbox.routes import dispatch
 from paylens.warehouse import (
     SyncOptions,
@@ -137,7 +138,9 @@ def test_nothing_changed_means_nothing_changed(
 @pytest.mark.http
 def test_sync_over_loopback_under_faults_is_exact(sandbox: Sandbox, wh: Warehouse) -> None:
     with sandbox.serve() as server:
-        client = Client(server.base_url, sandbox.client_id, sandbox.client_secret, max_retries=8)
+        # backoffs of ~10 ms, really slept (their lengths are test_client_policy's)
+        quick = RetryPolicy(max_retries=8, backoff_base=0.01)
+        client = Client(server.base_url, sandbox.client_id, sandbox.client_secret, retry=quick)
         sandbox.faults.configure(rate_429=0.05, retry_after=0, drop_rate=0.03, rate_limit=400)
         sandbox.faults.burst_5xx(4)
         report = wh.sync(client, progress=False, concurrency=8)
