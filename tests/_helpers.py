@@ -9,8 +9,8 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable
-from contextlib import redirect_stderr, redirect_stdout
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -106,13 +106,15 @@ def run_cli(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> C
     return CliRun(code, out.getvalue(), err.getvalue())
 
 
+@contextmanager
 def hold_answers(
     sandbox: Sandbox, start: Callable[[str, str, int], bool] = lambda *_: True
-) -> tuple[threading.Event, Callable[[], None]]:
+) -> Iterator[threading.Event]:
     """From the first request `start` picks (by method, path and status, once served), every
-    request is served and logged but its answer held back until `release()`: (holding,
-    release). A process whose answers are held is mid-run for as long as the test needs,
-    however fast or loaded the machine: no pacing, no polling."""
+    request is served and logged but its answer held back until the block ends (a failing
+    test too leaves no server thread held); yields the event set once holding. A process
+    whose answers are held is mid-run for as long as the test needs, however fast or loaded
+    the machine: no pacing, no polling."""
     log, record = sandbox.requests, sandbox.requests.record
     holding, released, lock = threading.Event(), threading.Event(), threading.Lock()
 
@@ -124,9 +126,9 @@ def hold_answers(
         if holding.is_set():
             released.wait(60)
 
-    def release() -> None:
+    log.record = record_then_hold  # type: ignore[method-assign]
+    try:
+        yield holding
+    finally:
         released.set()
         del log.record  # answers go out again as they are served
-
-    log.record = record_then_hold  # type: ignore[method-assign]
-    return holding, release

@@ -282,24 +282,23 @@ def test_a_killed_run_resumes_without_a_second_cancel(tmp_path: Path) -> None:
                 cancelled.append(path)
             return len(cancelled) >= 3
 
-        held, release = hold_answers(sandbox, third_success)
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                _KILLABLE_APPLY,
-                str(path),
-                server.base_url,
-                sandbox.client_id,
-                sandbox.client_secret,
-            ]
-        )
-        assert held.wait(60), "the apply never cancelled three transfers"
-        # the run is still going when it is killed, or this test would test nothing
-        assert proc.poll() is None, "the apply ended before it could be killed"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        release()
+        with hold_answers(sandbox, third_success) as held:
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    _KILLABLE_APPLY,
+                    str(path),
+                    server.base_url,
+                    sandbox.client_id,
+                    sandbox.client_secret,
+                ]
+            )
+            assert held.wait(60), "the apply never cancelled three transfers"
+            # the run is still going when it is killed, or this test would test nothing
+            assert proc.poll() is None, "the apply ended before it could be killed"
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
         first_run = _cancel_requests(sandbox)
         assert 3 <= len(first_run) < planned
         client = Client(server.base_url, sandbox.client_id, sandbox.client_secret)

@@ -239,16 +239,15 @@ def test_apply_beside_a_scheduled_sync_loses_nothing(tmp_path: Path) -> None:
     sandbox = Sandbox(seed=25, transactions=3_000, scenarios=40)
     path = tmp_path / "beside.duckdb"
     with _served_warehouse(sandbox, path, 20) as (client, env, ids):
-        held, release = hold_answers(sandbox)  # the sync waits for its first answer
-        sync = _sync_proc(path, env)
-        assert held.wait(60), "the sync sent no request"
-        assert path.with_name(path.name + ".syncing.base").exists() and sync.poll() is None
-        # while the sync runs: a reader is not blocked, a writer is told who holds the file
-        with Warehouse(path, read_only=True) as reader:
-            assert len(reader.transactions()) > 0
-        with pytest.raises(WarehouseLockedError, match="paylens sync"):
-            Warehouse(path)
-        release()
+        with hold_answers(sandbox) as held:  # the sync waits for its first answer
+            sync = _sync_proc(path, env)
+            assert held.wait(60), "the sync sent no request"
+            assert path.with_name(path.name + ".syncing.base").exists() and sync.poll() is None
+            # while the sync runs: a reader is not blocked, a writer is told who holds the file
+            with Warehouse(path, read_only=True) as reader:
+                assert len(reader.transactions()) > 0
+            with pytest.raises(WarehouseLockedError, match="paylens sync"):
+                Warehouse(path)
         with Warehouse(path, wait=120) as wh:  # waits for the sync, then applies
             assert not path.with_name(path.name + ".syncing").exists()  # swapped in
             result = ops.plan_cancel(wh, ids).apply(client, progress=False)
