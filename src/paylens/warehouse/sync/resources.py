@@ -11,8 +11,9 @@ The interface lists customers by `updatedAfter`, the others only whole. So a syn
   `resources=` names them, or while a record of theirs is quarantined; the report says what
   it did not re-read and how old it is.
 
-A whole read is cut into parts read at once on the sync's pool (customers by creation time,
-accounts by currency when the per-currency counts add up to the total), typed on the Arrow
+A whole read of more than a few pages is cut into parts read at once on the sync's pool
+(customers by creation time, accounts by currency when the per-currency counts add up to the
+total; a few pages are read as one listing, cheaper than a count per part), typed on the Arrow
 path (pydantic only for the records it refuses, which go to `rejected_records`) and committed
 in one transaction with the resource's read time (`resource_reads`). A record a whole read
 no longer lists keeps its row, with `removed_at` set: history is not lost.
@@ -304,7 +305,8 @@ class ResourceSync:
 
     def _currency_parts(self, name: str) -> list[dict[str, Any]]:
         """Parts by currency when the per-currency counts add up to the whole's (candidates:
-        the stored currencies and the platform's); else the whole listing at once."""
+        the stored currencies and the platform's); else, and when the whole is a few pages
+        (a count per currency would cost more requests than the pages), the whole listing."""
         column = "balance_currency" if name == "internal_accounts" else "currency"
         with self.db_lock:
             rows = self.con.execute(
@@ -313,6 +315,8 @@ class ResourceSync:
         candidates = {r[0] for r in rows}
         config = None if candidates else self._submit(self.client.config.get)
         total = self._submit(count, self.client, name, {})
+        if total.result() is None or total.result() < 2 * _PART_RECORDS:
+            return [{}]
         if config is not None:
             try:
                 candidates |= {c.currency_code for c in config.result().supported_currencies or []}
