@@ -4,6 +4,7 @@ straight from the warehouse; plus the `Period` the notebook reads, in process.""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import html
@@ -74,6 +75,15 @@ def _text(page: str) -> str:
     """The visible text of an HTML page, whitespace collapsed."""
     body = re.sub(r"<(style|script)\b.*?</\1>", " ", page, flags=re.S)
     return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", body)))
+
+
+def _figures(page: str) -> list[str]:
+    """The SVG documents of the figures an HTML report embeds, in page order."""
+    found = re.findall(
+        r'data-mime-type="image/svg\+xml"[^>]*>\s*<img[^>]*src="data:image/svg\+xml;base64,([^"]+)"',
+        page,
+    )
+    return [base64.b64decode(data).decode("utf-8") for data in found]
 
 
 def _expected_headline(path: Path) -> dict[str, str]:
@@ -210,7 +220,20 @@ def test_demo_syncs_reports_and_prints_headline_figures(tmp_path: Path) -> None:
         assert row in text
     for figure in _expected_rates(warehouse):
         assert figure in text
-    assert content.count("data:image/png;base64,") >= 6  # every plot, embedded
+    # every plot, embedded as a vector figure whose words are text, not drawn glyphs
+    figures = _figures(content)
+    assert len(figures) == 5
+    titles = [
+        "Fees of outgoing transactions by corridor",
+        "Revenue of completed transfers by settlement_month",
+        "Settlement times of outgoing transactions by rail",
+        "Unsuccessful outgoing transactions by rail",
+        "Card transactions in USD by merchant",
+    ]
+    for title, figure in zip(titles, figures, strict=True):
+        texts = re.findall(r"<text\b[^>]*>([^<]*)</text>", figure)
+        assert any(text.startswith(title) for text in texts), title
+        assert any(text.startswith("SANDBOX DATA") for text in texts), title
     assert "fx_margin_status" in text and "complete" in text  # the sandbox's own mid rates
     assert "Period.open" not in text and "fee_breakdown(" not in text  # no code cells
     assert SECRET not in content and SECRET not in executed and SECRET not in done.stdout
