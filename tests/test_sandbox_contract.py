@@ -75,6 +75,30 @@ _ALWAYS = frozenset(
 )
 
 
+def _keys(value: Any) -> Any:
+    """The keys a wire value has, all the way down (its shape, without its values)."""
+    if isinstance(value, dict):
+        return tuple((k, _keys(v)) for k, v in sorted(value.items()))
+    if isinstance(value, list):
+        return tuple(sorted({_keys(v) for v in value}, key=repr))
+    return type(value).__name__
+
+
+def _sampled(body: dict[str, Any], seen: set[Any]) -> dict[str, Any]:
+    """A list answer with only its records of a shape not in `seen` (each one's keys all the
+    way down and the values that pick a variant) and every tenth: each shape is validated
+    once, and a sample of the rest (a record validates in ~5 ms)."""
+    kept = []
+    for i, record in enumerate(body["data"]):
+        info = record.get("accountInfo", {})
+        variant = tuple(info.get(k) or record.get(k) for k in ("accountType", "type", "status"))
+        shape = (_keys(record), variant)
+        if shape not in seen or i % 10 == 0:
+            kept.append(record)
+        seen.add(shape)
+    return {**body, "data": kept}
+
+
 def test_every_kind_of_transaction_conforms(world: World) -> None:
     seen: set[tuple[Any, ...]] = set()
     for i, t in enumerate(world.all_transactions()):
@@ -179,21 +203,19 @@ def test_customers_and_accounts_conform(world: World) -> None:
     answer(world, 200, "CustomerOneOf", "GET", f"/customers/{some['id']}")
     answer(world, 404, "Error404", "GET", "/customers/Customer:nope")
     params: dict[str, Any] = {"limit": 100}
-    while True:  # every account, every accountInfo variant
-        body = answer(
-            world, 200, "ExternalAccountListResponse", "GET", "/customers/external-accounts", params
-        )
+    seen: set[Any] = set()
+    while True:  # every page; in each, the accounts of a shape not seen yet and a sample
+        got, body = call(world, "GET", "/customers/external-accounts", params)
+        assert got == 200, body
+        conforms(_sampled(body, seen), "ExternalAccountListResponse")
         if not body["hasMore"]:
             break
         params["cursor"] = body["nextCursor"]
-    answer(
-        world,
-        200,
-        "InternalAccountListResponse",
-        "GET",
-        "/customers/internal-accounts",
-        {"limit": 100},
-    )
+    variants = {variant[0] for _, variant in seen}
+    assert len(variants) >= 20, variants  # fiat accounts of many currencies, wallets, SWIFT
+    got, body = call(world, "GET", "/customers/internal-accounts", {"limit": 100})
+    assert got == 200, body
+    conforms(_sampled(body, set()), "InternalAccountListResponse")
     answer(
         world,
         200,
