@@ -253,3 +253,13 @@ def test_time_slices_cover_the_range_and_what_comes_after() -> None:
     assert plan.time_slices(None, at(10), 5, slice_records=100, concurrency=2) == [
         Window(None, None)
     ]
+
+
+def test_a_round_of_counts_places_the_slices_only_when_they_hold_more_than_a_few_pages() -> None:
+    # 16 readers: 20,000 records make 64 slices of ~3 pages, cut by time alone; 100,000 make
+    # 64 slices of ~16 pages and 1,000,000 200 slices of 50 pages, placed by counts
+    for total in (None, 599, 20_000, 38_400):
+        assert not plan.worth_counting(total, slice_records=5_000, concurrency=16), total
+    for total in (38_401, 100_000, 1_000_000):
+        assert plan.worth_counting(total, slice_records=5_000, concurrency=16), total
+    assert plan.slice_count(38_400, slice_records=5_000, concurrency=16) == 64

@@ -76,6 +76,23 @@ class FakeService:
         return len(self._select(window))
 
 
+class CountingService(FakeService):
+    """A `FakeService` that also records, in order, each count it answers and each window it
+    starts to page."""
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        super().__init__(records)
+        self.calls: list[str] = []
+
+    def pages(self, window: Window) -> Iterator[TextPage]:
+        self.calls.append("pages")
+        yield from super().pages(window)
+
+    def count(self, window: Window) -> int:
+        self.calls.append("count")
+        return super().count(window)
+
+
 @pytest.fixture
 def service() -> FakeService:
     records = list(Sandbox(seed=23, transactions=600).world.all_transactions())
@@ -141,6 +158,26 @@ def test_a_first_run_reads_everything_and_a_second_only_its_share(
     assert asked[6:] and set(asked[6:]) == {("watch", None)}
     older_count = len(older(service))
     assert older_count / 4 <= again.reverified <= len(service.records) / 4 + 1
+
+
+def test_a_full_sync_pays_a_round_of_counts_before_its_first_page_only_for_large_slices() -> None:
+    # a round of counts places the slices where the records are, at a round trip and a request
+    # per reader before the first page: 3,000 records at 16 readers make slices of 3 pages
+    # (cut by time alone), at 1 reader slices of 7.5 pages (placed by 1 count)
+    records = list(Sandbox(seed=23, transactions=3_000).world.all_transactions())
+    assert len(records) == 3_000
+    for concurrency, counts in ((16, 0), (1, 1)):
+        service = CountingService(records)
+        connection = duckdb.connect(":memory:")
+        _store.ensure_schema(connection)
+        engine = run(connection, service, concurrency=concurrency)
+        assert engine.mode == "full"  # type: ignore[attr-defined]
+        before_first_page = service.calls[: service.calls.index("pages")]
+        assert before_first_page == ["count"] * counts, concurrency
+        assert stored(connection, "raw") == {
+            i: orjson.dumps(r).decode() for i, r in service.records.items()
+        }
+        connection.close()
 
 
 def test_a_young_card_hold_that_settles_is_read_by_itself(

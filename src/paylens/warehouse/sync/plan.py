@@ -40,6 +40,8 @@ TICK = timedelta(microseconds=1)
 MIN_SPLIT = timedelta(seconds=1)
 #: Fewest records a time slice is cut for (a few pages: smaller slices add partial pages).
 SLICE_MIN = 300
+#: Records a time slice holds on average above which a round of counts places the slices.
+COUNTED_SLICE_RECORDS = 2 * SLICE_MIN
 #: Records a listing page holds (the service's largest page).
 PAGE_RECORDS = 100
 
@@ -96,6 +98,16 @@ def slice_count(total: int | None, *, slice_records: int, concurrency: int) -> i
     `slice_records`, none under a few pages."""
     wanted = max(-(-(total or 0) // slice_records), 4 * concurrency)
     return max(1, min(4096, wanted, -(-(total or 0) // SLICE_MIN)))
+
+
+def worth_counting(total: int | None, *, slice_records: int, concurrency: int) -> bool:
+    """Whether a full read of `total` records should place its slices by a round of counts
+    (`balanced_slices`): only when its slices hold more than a few pages each. The round costs a
+    round trip and `concurrency` requests before the first page is read; slices of a few pages
+    cut by time alone cost about as much at their end, since an idle worker takes the later
+    half of what a busy one has left (`split_point`)."""
+    count = slice_count(total, slice_records=slice_records, concurrency=concurrency)
+    return (total or 0) > count * COUNTED_SLICE_RECORDS
 
 
 def time_slices(

@@ -467,8 +467,12 @@ class TransactionSync:
         self, start: datetime | None, newest: datetime | None, total: int | None
     ) -> list[Window]:
         """`_slices`, cut where the records are after one round of counts over `concurrency`
-        equal parts of the range (see `plan.balanced_slices`)."""
-        if start is None or newest is None or newest <= start or (total or 0) < 2 * plan.SLICE_MIN:
+        equal parts of the range (see `plan.balanced_slices`) when that pays
+        (`plan.worth_counting`)."""
+        worth = plan.worth_counting(
+            total, slice_records=self.options.slice_records, concurrency=self.options.concurrency
+        )
+        if start is None or newest is None or newest <= start or not worth:
             return self._slices(start, newest, total)
         parts = plan.cut(Window(start, newest + plan.TICK), self.options.concurrency)
         futures = [self.pool.submit(self.service.count, part) for part in parts]
