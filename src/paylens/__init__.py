@@ -15,10 +15,9 @@ matplotlib, numpy behind them) load when first asked for: a process that only ru
 nothing it does not use, and can refuse what it never needs before anything asks for it.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from paylens import errors, models
+from paylens import _lazy, errors, models
 from paylens._version import __version__
 from paylens.errors import (
     APIConnectionError,
@@ -61,7 +60,7 @@ if TYPE_CHECKING:
     from paylens.warehouse import Freshness, SyncOptions, SyncReport, Warehouse, sync_file
 
 #: What loads on first use: name -> (module, attribute or None for the module itself).
-_LAZY = {
+_LAZY: _lazy.Table = {
     "AsyncClient": ("paylens.client", "AsyncClient"),
     "Client": ("paylens.client", "Client"),
     "Paginator": ("paylens.client", "Paginator"),
@@ -80,20 +79,6 @@ _LAZY = {
     "ops": ("paylens.ops", None),
     "analysis": ("paylens.analysis", None),
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module_name, attribute = _LAZY[name]
-        module = importlib.import_module(module_name)
-        value = module if attribute is None else getattr(module, attribute)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'paylens' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
 
 
 __all__ = [
@@ -146,3 +131,5 @@ __all__ = [
     "ops",
     "sync_file",
 ]
+
+__getattr__, __dir__ = _lazy.attributes(__name__, _LAZY, __all__)

@@ -11,9 +11,27 @@ minor units per currency throughout; a figure shown in major units is formatted 
 the currency's own decimals, never converted, never added across currencies.
 """
 
-from ._figures import Period, TieOutError, exceptions_summary
-from ._format import format_duration, format_minor, format_rate, show
-from ._render import NOTEBOOK, ReportError, render_report
+from typing import TYPE_CHECKING
+
+from paylens import _lazy
+
+if TYPE_CHECKING:
+    from ._figures import Period, TieOutError, exceptions_summary
+    from ._format import format_duration, format_minor, format_rate, show
+    from ._render import NOTEBOOK, ReportError, render_report
+
+#: Loaded on first use: `paylens report` runs the notebook and renders its HTML without the
+#: figures' code (pandas, the analysis), which only the notebook's kernel needs.
+_LAZY: _lazy.Table = {
+    **{name: ("paylens.report._figures", name) for name in ("Period", "TieOutError")},
+    "exceptions_summary": ("paylens.report._figures", "exceptions_summary"),
+    **{
+        name: ("paylens.report._format", name)
+        for name in ("format_duration", "format_minor", "format_rate", "show")
+    },
+    **{name: ("paylens.report._render", name) for name in ("NOTEBOOK", "ReportError")},
+    "render_report": ("paylens.report._render", "render_report"),
+}
 
 __all__ = [
     "NOTEBOOK",
@@ -27,3 +45,5 @@ __all__ = [
     "render_report",
     "show",
 ]
+
+__getattr__, __dir__ = _lazy.attributes(__name__, _LAZY, __all__)

@@ -26,7 +26,8 @@ from paylens.connection import Banner, sandbox_warehouse
 from paylens.models import format_minor
 from paylens.warehouse import SANDBOX_LABEL, Warehouse
 
-from ._format import MISSING_LABEL, _instant, _when, format_duration, format_rate
+from ._bounds import instant
+from ._format import MISSING_LABEL, _when, format_duration, format_rate
 
 #: Each transaction table: the column naming a row's own currency, and what its rows are read
 #: with: `transactions` keep their JSON only when refunded (the refund's times are in it),
@@ -95,8 +96,8 @@ class Period:
         currency: str | None = None,
     ) -> None:
         self.wh = wh
-        self.start = _instant(start)
-        self.end = _instant(end)
+        self.start = instant(start)
+        self.end = instant(end)
         # currency codes are upper case on the wire; `usd` means USD
         self.currency = currency.strip().upper() if currency and currency.strip() else None
         if self.start and self.end and self.start >= self.end:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import numbers
 from collections.abc import Hashable
-from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -65,15 +64,6 @@ def show(frame: pd.DataFrame, *, index: bool = False) -> Styler:
     if fractions:
         styler = styler.format(_percent, subset=fractions, na_rep=MISSING_LABEL)
     return styler if index else styler.hide(axis="index")
-
-
-def _instant(value: date | datetime | str | None) -> datetime | None:
-    """A period bound as a UTC instant; a date or naive time is read as UTC."""
-    if value is None or value == "":
-        return None
-    stamp = pd.Timestamp(value)
-    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
-    return stamp.to_pydatetime()
 
 
 def _when(value: Any) -> str:

@@ -18,7 +18,7 @@ from traitlets import default
 
 from paylens.errors import PaylensError
 
-from ._format import _instant
+from ._bounds import instant
 
 #: The report notebook, beside the package in the source tree.
 NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "report.ipynb"
@@ -58,7 +58,7 @@ def render_report(
     database = Path(db).resolve()
     if not database.exists():
         raise FileNotFoundError(f"no warehouse at {database}: run `paylens sync` first")
-    bounds = [_instant(start), _instant(end)]
+    bounds = [instant(start), instant(end)]
     if bounds[0] and bounds[1] and bounds[0] >= bounds[1]:
         raise ValueError(f"the period is empty: start {start} is not before end {end}")
     # after the checks: papermill's imports (nbformat, jsonschema) take ~2 s, and a command
