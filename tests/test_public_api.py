@@ -121,6 +121,7 @@ def test_a_sync_process_loads_no_package_it_does_not_use(
     assert "duckdb" in loaded and "pyarrow" in loaded
     assert not {"matplotlib", "papermill", "paylens.sandbox"} & loaded
     assert "cryptography" not in loaded  # the wallet calls' signing: their resources unbuilt
+    assert "asyncio" not in loaded  # only AsyncClient's waits use it
     # pyarrow asks for pandas and numpy, httpcore for trio, httpx for its command line's
     # click, rich and pygments; each is refused (a line for the attempt): nothing of them loads
     for package in ("pandas", "numpy", "trio", "click", "rich", "pygments"):

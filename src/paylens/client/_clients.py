@@ -3,7 +3,6 @@ other with httpx.AsyncClient. Everything but sending and sleeping lives in the p
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
 import importlib
@@ -266,10 +265,14 @@ class AsyncClient(_ClientBase):
         client_secret: str,
         *,
         transport: httpx.AsyncBaseTransport | None = None,
-        sleep: Callable[[float], Any] = asyncio.sleep,
+        sleep: Callable[[float], Any] | None = None,
         **options: Any,
     ) -> None:
         super().__init__(base_url, client_id, client_secret, **options)
+        if sleep is None:  # asyncio's: loaded here, so that sync code never loads asyncio
+            import asyncio
+
+            sleep = asyncio.sleep
         self._sleep = sleep
         self._http = httpx.AsyncClient(transport=transport, **self._http_options)
 
