@@ -23,14 +23,13 @@ if TYPE_CHECKING:
 #: Loaded on first use: `paylens report` runs the notebook and renders its HTML without the
 #: figures' code (pandas, the analysis), which only the notebook's kernel needs.
 _LAZY: _lazy.Table = {
-    **{name: ("paylens.report._figures", name) for name in ("Period", "TieOutError")},
-    "exceptions_summary": ("paylens.report._figures", "exceptions_summary"),
-    **{
-        name: ("paylens.report._format", name)
-        for name in ("format_duration", "format_minor", "format_rate", "show")
-    },
-    **{name: ("paylens.report._render", name) for name in ("NOTEBOOK", "ReportError")},
-    "render_report": ("paylens.report._render", "render_report"),
+    name: (f"paylens.report.{module}", name)
+    for module, names in {
+        "_figures": ("Period", "TieOutError", "exceptions_summary"),
+        "_format": ("format_duration", "format_minor", "format_rate", "show"),
+        "_render": ("NOTEBOOK", "ReportError", "render_report"),
+    }.items()
+    for name in names
 }
 
 __all__ = [
