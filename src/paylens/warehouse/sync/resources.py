@@ -315,7 +315,7 @@ class ResourceSync:
         candidates = {r[0] for r in rows}
         config = None if candidates else self._submit(self.client.config.get)
         total = self._submit(count, self.client, name, {})
-        if total.result() is None or total.result() < 2 * _PART_RECORDS:
+        if (total.result() or 0) < 2 * _PART_RECORDS:  # unknown, or a few pages
             return [{}]
         if config is not None:
             try:
