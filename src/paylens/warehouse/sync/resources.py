@@ -123,6 +123,12 @@ def read(
     return out
 
 
+def _few(total: int) -> bool:
+    """Whether a whole of `total` records is read as one listing: under two parts' worth, a
+    count per part would cost more requests than the pages it spreads."""
+    return total < 2 * _PART_RECORDS
+
+
 # -- running ----------------------------------------------------------------------------------
 
 
@@ -289,7 +295,7 @@ class ResourceSync:
             step = -(-len(cuts) // parts) if parts > 1 else 0
             return slices_between(cuts[step - 1 :: step] if step else [])
         total = count(self.client, "customers", {})
-        if total is None or total < 2 * _PART_RECORDS:
+        if total is None or _few(total):
             return [{}]
         now = self.service_now()
         instants = [now - timedelta(days=d) for d in _PROBE_DAYS]
@@ -315,7 +321,7 @@ class ResourceSync:
         candidates = {r[0] for r in rows}
         config = None if candidates else self._submit(self.client.config.get)
         total = self._submit(count, self.client, name, {})
-        if (total.result() or 0) < 2 * _PART_RECORDS:  # unknown, or a few pages
+        if _few(total.result() or 0):  # unknown, or a few pages
             return [{}]
         if config is not None:
             try:
