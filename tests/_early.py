@@ -10,3 +10,9 @@ description, uses the `iri` format. See `paylens.cli.main`, which does the same.
 import sys
 
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+
+import os
+
+# `-n auto` (pyproject.toml) starts a worker per core and one more: a worker waiting on a
+# kernel, a `paylens` process or a served sandbox leaves its core to the others
+os.environ.setdefault("PYTEST_XDIST_AUTO_NUM_WORKERS", str(len(os.sched_getaffinity(0)) + 1))
