@@ -11,6 +11,18 @@ from .entities import US_PER_DAY, pick_weighted
 from .schema import MINUTE_MS
 
 
+def _intraday() -> np.ndarray:
+    """Each minute of the (UTC) day's weight: a floor, and a peak around 15:00."""
+    hours = np.arange(1440) / 60.0
+    dist = np.minimum(np.abs(hours - 15.0), 24.0 - np.abs(hours - 15.0))
+    return 0.25 / 24 + 0.75 * np.exp(-0.5 * (dist / 3.5) ** 2) / (3.5 * np.sqrt(2 * np.pi))
+
+
+#: looked up per minute bin rather than computed for each of a period's ~10^5 minutes
+_INTRADAY = _intraday()
+_WEEK = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 0.6, 0.5])  # Monday first
+
+
 @dataclass(frozen=True)
 class Arrivals:
     """When transactions happen: more on weekdays and in (UTC) business hours, and a growth of
@@ -20,12 +32,8 @@ class Arrivals:
     period_end_ms: int
 
     def weights(self, bins_ms: np.ndarray) -> np.ndarray:
-        minute = (bins_ms // MINUTE_MS) % 1440
-        hours = minute / 60.0
-        dist = np.minimum(np.abs(hours - 15.0), 24.0 - np.abs(hours - 15.0))
-        intraday = 0.25 / 24 + 0.75 * np.exp(-0.5 * (dist / 3.5) ** 2) / (3.5 * np.sqrt(2 * np.pi))
-        weekday = (bins_ms // (US_PER_DAY // 1000) + 3) % 7  # Monday = 0
-        week = np.select([weekday == 5, weekday == 6], [0.6, 0.5], 1.0)
+        intraday = _INTRADAY[(bins_ms // MINUTE_MS) % 1440]
+        week = _WEEK[(bins_ms // (US_PER_DAY // 1000) + 3) % 7]  # Monday = 0
         span = max(self.period_end_ms - self.period_start_ms, 1)
         growth = 0.7 + 0.6 * np.clip((bins_ms - self.period_start_ms) / span, 0.0, 1.0)
         return intraday * week * growth
