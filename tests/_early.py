@@ -5,14 +5,16 @@ jsonschema (imported by nbformat, which nbval and papermill load) imports `rfc39
 when it is installed (jupyter_events asks for it), for its `iri` format checker; building
 that grammar at import costs each process ~1.2 s. No schema here, nor the interface
 description, uses the `iri` format. See `paylens.cli.main`, which does the same.
+
+And it sets how many workers `-n auto` starts, before xdist asks.
 """
 
+import os
 import sys
 
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
-import os
-
 # `-n auto` (pyproject.toml) starts a worker per core and one more: a worker waiting on a
 # kernel, a `paylens` process or a served sandbox leaves its core to the others
-os.environ.setdefault("PYTEST_XDIST_AUTO_NUM_WORKERS", str(len(os.sched_getaffinity(0)) + 1))
+_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+os.environ.setdefault("PYTEST_XDIST_AUTO_NUM_WORKERS", str((_cores or 1) + 1))
