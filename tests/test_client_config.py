@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import ssl
 
 import pytest
 
@@ -51,6 +52,37 @@ def test_from_env_builds_a_working_client(sandbox: Sandbox) -> None:
 def test_bad_base_urls_are_refused(url: str) -> None:
     with pytest.raises(ConfigurationError):
         Client(url, "id", "secret")
+
+
+@pytest.mark.parametrize(
+    ("url", "trusted"),
+    [
+        ("https://api.example.com/2025-10-13", True),
+        ("http://127.0.0.1:8765/sandbox/2025-10-13", False),
+        ("http://localhost:9000/2025-10-13", False),
+    ],
+)
+@pytest.mark.parametrize("kind", [Client, AsyncClient])
+def test_only_a_tls_client_loads_the_trust_store(
+    monkeypatch: pytest.MonkeyPatch, url: str, trusted: bool, kind: type[Client | AsyncClient]
+) -> None:
+    """An https client verifies the service against the CA bundle; one of a loopback http URL
+    (`paylens sandbox serve`) never speaks TLS, so it does not read the bundle (~0.05 s of
+    each process's start); should it ever be handed to TLS, it trusts nothing and fails."""
+    loaded: list[object] = []
+    real = ssl.SSLContext.load_verify_locations
+
+    def counting(self: ssl.SSLContext, *args: object, **kwargs: object) -> None:
+        loaded.append(self)
+        real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counting)
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    kind(url, "id", "secret")
+    assert bool(loaded) is trusted
+    for context in loaded:
+        assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(

@@ -7,13 +7,20 @@ import copy
 import dataclasses
 import importlib
 import random
+import ssl
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 import httpx
 
-from ._config import Credentials, check_base_url, is_sandbox_url, settings_from_env
+from ._config import (
+    Credentials,
+    check_base_url,
+    is_loopback_host,
+    is_sandbox_url,
+    settings_from_env,
+)
 from ._policy import Attempts, Call, RateBudget, RequestStats, RetryPolicy, logger
 
 if TYPE_CHECKING:  # the resources load on first use (see `_ClientBase._RESOURCES`)
@@ -61,6 +68,10 @@ class _ClientBase:
                 max_connections=max_connections, max_keepalive_connections=max_connections
             ),
         }
+        if self.base_url.startswith("http:") and is_loopback_host(httpx.URL(self.base_url).host):
+            # never TLS (`paylens sandbox serve`): no CA bundle read (~0.05 s a process); a
+            # context that trusts nothing, so that TLS, were it ever asked for, fails closed
+            self._http_options["verify"] = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         self._bind_resources()
 
     #: attribute -> (module, class) of its resource (sync or async twins, by client), imported
