@@ -39,6 +39,12 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _digests(path: Path) -> dict[str, str]:
+    """The file's digest and its write-ahead log's, when it has one."""
+    logs = path.parent.glob(f"{path.name}.wal")
+    return {p.name: _digest(p) for p in [path, *logs]}
+
+
 def _sync_process(path: Path, transactions: int) -> list[str]:
     """The command line of a `paylens sync` process of the embedded sandbox into `path`."""
     sandbox = ["--sandbox", "--transactions", str(transactions)]
@@ -62,31 +68,46 @@ def foreign_files(tmp_path: Path) -> dict[str, Path]:
     with contextlib.closing(duckdb.connect(str(other_duck))) as con:
         con.execute("CREATE TABLE budget (month VARCHAR, amount BIGINT)")
         con.execute("INSERT INTO budget VALUES ('2025-09', 1200)")
+    # one whose last changes are still in its write-ahead log, which an open for writing
+    # would replay into the file: it must be looked at without being opened for writing
+    logged = tmp_path / "logged.duckdb"
+    with contextlib.closing(duckdb.connect(str(logged))) as con:
+        con.execute("CREATE TABLE budget (month VARCHAR, amount BIGINT)")
+        con.execute("CHECKPOINT")
+        con.execute("PRAGMA disable_checkpoint_on_shutdown")
+        con.execute("INSERT INTO budget VALUES ('2025-10', 1300)")
+    assert logged.with_name("logged.duckdb.wal").stat().st_size > 0
     text = tmp_path / "notes.duckdb"
     text.write_text("month-end notes\n" * 100)
     truncated = tmp_path / "truncated.duckdb"
     truncated.write_bytes(b"\x00" * 7)
-    return {"sqlite": sqlite_path, "duckdb": other_duck, "text": text, "truncated": truncated}
+    return {
+        "sqlite": sqlite_path,
+        "duckdb": other_duck,
+        "duckdb_wal": logged,
+        "text": text,
+        "truncated": truncated,
+    }
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "duckdb", "text", "truncated"])
+@pytest.mark.parametrize("kind", ["sqlite", "duckdb", "duckdb_wal", "text", "truncated"])
 @pytest.mark.parametrize("read_only", [False, True])
 def test_foreign_files_are_refused_and_never_altered(
     foreign_files: dict[str, Path], kind: str, read_only: bool
 ) -> None:
     path = foreign_files[kind]
-    before = _digest(path)
+    before = _digests(path)
     siblings = set(path.parent.iterdir())
     with pytest.raises(WarehouseFileError, match=r"left as is|not a|another program"):
         Warehouse(path, read_only=read_only)
-    assert _digest(path) == before
+    assert _digests(path) == before
     assert {p for p in path.parent.iterdir() if not p.name.endswith(".lock")} == siblings
     if read_only:
         return  # the CLI below opens the file the same way whatever `read_only`: run it once
     # and the CLI says so in one line
     result = run_cli("sync", "--db", str(path), "--sandbox", "--transactions", "200", "--quiet")
     assert result.returncode == 1 and _one_line(result).startswith("paylens sync:")
-    assert _digest(path) == before
+    assert _digests(path) == before
 
 
 def test_a_sqlite_file_never_makes_duckdb_fetch_an_extension(

@@ -153,23 +153,35 @@ def probe(path: Path) -> None:
         raise typed(exc, path) from None
 
 
+def wal_path(path: Path) -> Path:
+    """The file's write-ahead log (DuckDB's, beside it)."""
+    return path.with_name(path.name + ".wal")
+
+
 def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """Open the file with DuckDB, its errors turned into typed ones."""
+    """Open the file with DuckDB, its errors turned into typed ones; a file that is not a
+    paylens warehouse is refused before anything is written to it, not even a schema.
+
+    Opening a file for writing writes nothing until a statement does, unless it has a
+    write-ahead log, which DuckDB replays into the file: such a file is looked at read-only
+    first. Any other is looked at through the connection itself (one open, not two)."""
     if read_only and not path.exists():
         raise WarehouseError(f"no warehouse at {path}: run a sync first (paylens sync --db {path})")
     check_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if not read_only:
-        probe(path)  # look before writing anything, not even a schema
+    looked = False
+    if not read_only and wal_path(path).exists():
+        probe(path)
+        looked = True
     try:
         con = duckdb.connect(str(path), read_only=read_only, config=DUCKDB_CONFIG)
-        if read_only:
+        if not looked:
             try:
                 _is_paylens(con, path)
             except WarehouseFileError:
                 con.close()
                 raise
-        else:
+        if not read_only:
             con.execute(_WRITE_SETTINGS)
         return con
     except duckdb.Error as exc:

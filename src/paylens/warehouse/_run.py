@@ -20,7 +20,7 @@ from paylens.client._params import timestamp
 from paylens.errors import WarehouseError
 
 from . import _store
-from ._open import interrupt_of
+from ._open import interrupt_of, wal_path
 from ._progress import Progress
 from ._report import SyncReport, describe_read
 from .sync import ResourceResult, ResourceSync, SyncOptions, TransactionSync, utcnow
@@ -184,7 +184,7 @@ class SyncRun:
 
     def _wal_bytes(self) -> int:
         try:
-            return self.path.with_name(self.path.name + ".wal").stat().st_size
+            return wal_path(self.path).stat().st_size
         except OSError:  # in memory, or nothing written since the last checkpoint
             return 0
 

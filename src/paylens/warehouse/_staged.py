@@ -28,13 +28,9 @@ import orjson
 
 from paylens.errors import WarehouseFileError
 
-from ._open import check_file, probe, typed
+from ._open import check_file, probe, typed, wal_path
 
 logger = logging.getLogger("paylens.warehouse")
-
-
-def _wal(path: Path) -> Path:
-    return path.with_name(path.name + ".wal")
 
 
 def staged_path(target: Path) -> Path:
@@ -58,7 +54,7 @@ def _stat(path: Path) -> list[int] | None:
 
 
 def _fingerprint(target: Path) -> bytes:
-    return orjson.dumps({"db": _stat(target), "wal": _stat(_wal(target))})
+    return orjson.dumps({"db": _stat(target), "wal": _stat(wal_path(target))})
 
 
 def _remove(*paths: Path) -> None:
@@ -81,7 +77,7 @@ def recover(target: Path) -> None:
         return
     staged = staged_path(target)
     if staged.exists():
-        _remove(_wal(target))
+        _remove(wal_path(target))
         os.replace(staged, target)
         _fsync_dir(target)
     _remove(_base_path(target), _marker(target))
@@ -98,7 +94,7 @@ def prepare(target: Path) -> Path:
         if reason is None:
             return staged
         logger.warning("dropping the staged copy %s: %s", staged, reason)
-    _remove(staged, _wal(staged), base)
+    _remove(staged, wal_path(staged), base)
     if target.exists():
         _copy(target, staged)
     base.write_bytes(_fingerprint(target))
@@ -109,7 +105,7 @@ def discard(target: Path) -> None:
     """Drop the staged copy (it does not open, or it holds the space a full disk lacks)."""
     staged = staged_path(target)
     logger.info("dropping the staged copy %s", staged)
-    _remove(staged, _wal(staged), _base_path(target))
+    _remove(staged, wal_path(staged), _base_path(target))
 
 
 def _stale(target: Path, staged: Path) -> str | None:
@@ -129,23 +125,23 @@ def _copy(target: Path, staged: Path) -> None:
     tmp = staged.with_name(staged.name + ".tmp")
     try:
         shutil.copyfile(target, tmp)
-        if _wal(target).exists():
-            shutil.copyfile(_wal(target), _wal(staged))
+        if wal_path(target).exists():
+            shutil.copyfile(wal_path(target), wal_path(staged))
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, staged)
     except OSError as exc:
-        _remove(tmp, _wal(staged))
+        _remove(tmp, wal_path(staged))
         raise typed(exc, staged) from None
 
 
 def swap(target: Path, staged: Path) -> None:
     """Put the synced copy in the target's place (see the module docstring)."""
-    if _wal(staged).exists():
+    if wal_path(staged).exists():
         raise WarehouseFileError(f"{staged} was not closed cleanly; it is kept for the next run")
     _marker(target).write_bytes(b"swap")
     _fsync_dir(target)
-    _remove(_wal(target))
+    _remove(wal_path(target))
     os.replace(staged, target)
     _fsync_dir(target)
     _remove(_base_path(target), _marker(target))
