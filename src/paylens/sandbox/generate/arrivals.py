@@ -3,11 +3,12 @@ and as the clock advances."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from .entities import US_PER_DAY, pick_weighted
+from .entities import US_PER_DAY, pick_cumulative
 from .schema import MINUTE_MS
 
 
@@ -50,12 +51,24 @@ class Arrivals:
         number with mean `per_weight` times the total weight. Also returns that total weight."""
         if last_ms < first_ms:
             return np.zeros(0, np.int64), 0.0
-        edges = np.arange(first_ms - first_ms % MINUTE_MS, last_ms + 1, MINUTE_MS, dtype=np.int64)
-        lo = np.maximum(edges, first_ms)
-        hi = np.minimum(edges + MINUTE_MS, last_ms + 1)
-        w = self.weights(edges) * (hi - lo) / MINUTE_MS
-        total = float(w.sum())
+        lo, hi, cum, total = _minutes(self, first_ms, last_ms)
         count = n if n is not None else int(rng.poisson(per_weight * total))
-        b = pick_weighted(rng, w, count)
+        b = pick_cumulative(rng, cum, count)
         ms = lo[b] + (rng.random(count) * (hi[b] - lo[b])).astype(np.int64)
         return np.sort(ms) * 1000, total
+
+
+@functools.lru_cache(maxsize=4)
+def _minutes(
+    arrivals: Arrivals, first_ms: int, last_ms: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """The minute bins of [first_ms, last_ms] (their bounds, cumulative weights and total
+    weight): the same for every world of one period, so built once for all (read-only)."""
+    edges = np.arange(first_ms - first_ms % MINUTE_MS, last_ms + 1, MINUTE_MS, dtype=np.int64)
+    lo = np.maximum(edges, first_ms)
+    hi = np.minimum(edges + MINUTE_MS, last_ms + 1)
+    w = arrivals.weights(edges) * (hi - lo) / MINUTE_MS
+    cum = np.cumsum(w, dtype=np.float64)
+    for array in (lo, hi, cum):
+        array.setflags(write=False)
+    return lo, hi, cum, float(w.sum())

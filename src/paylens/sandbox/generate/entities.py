@@ -127,8 +127,12 @@ def ids(prefix: str, hi: np.ndarray, lo: np.ndarray) -> list[str]:
 
 def pick_weighted(rng: np.random.Generator, weights: np.ndarray, n: int) -> np.ndarray:
     """`n` indices drawn with probability proportional to `weights`."""
-    cum = np.cumsum(weights, dtype=np.float64)
-    return np.searchsorted(cum, rng.random(n) * cum[-1], side="right").clip(0, len(weights) - 1)
+    return pick_cumulative(rng, np.cumsum(weights, dtype=np.float64), n)
+
+
+def pick_cumulative(rng: np.random.Generator, cum: np.ndarray, n: int) -> np.ndarray:
+    """`pick_weighted` given the weights' cumulative sums."""
+    return np.searchsorted(cum, rng.random(n) * cum[-1], side="right").clip(0, len(cum) - 1)
 
 
 def _order(created: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
