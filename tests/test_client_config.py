@@ -66,9 +66,9 @@ def test_bad_base_urls_are_refused(url: str) -> None:
 def test_only_a_tls_client_loads_the_trust_store(
     monkeypatch: pytest.MonkeyPatch, url: str, trusted: bool, kind: type[Client | AsyncClient]
 ) -> None:
-    """An https client verifies the service against the CA bundle; one of a loopback http URL
-    (`paylens sandbox serve`) never speaks TLS, so it does not read the bundle (~0.05 s of
-    each process's start); should it ever be handed to TLS, it trusts nothing and fails."""
+    """An https client verifies the service against the CA bundle (verification required);
+    one of a loopback http URL (`paylens sandbox serve`) never speaks TLS, so it does not read
+    the bundle (~0.05 s of each process's start)."""
     loaded: list[object] = []
     real = ssl.SSLContext.load_verify_locations
 
