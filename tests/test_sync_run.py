@@ -5,6 +5,7 @@ service holding sandbox records that a test changes at will, and the writer behi
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -357,3 +358,70 @@ def test_a_batch_typed_in_parts_is_the_batch_typed_whole() -> None:
             assert batch.tables["transactions"].num_rows == whole.records == 79
         else:
             assert len(typed) > 1 and typed[-1] < len(sent), case
+
+
+def test_a_reader_splits_its_window_while_a_commit_holds_the_file(
+    con: duckdb.DuckDBPyConnection, service: FakeService
+) -> None:
+    # an idle reader takes the later half of a window from the reader paging it; the half is
+    # recorded by the writer in order with the landings, so the split waits on no commit under
+    # way (it once waited for the file's lock, idling both readers at the end of each sync)
+    # and a run killed at any point still resumes the whole window
+    db_lock = threading.Lock()
+    reading, locked = threading.Event(), threading.Event()
+    pages = service.pages
+
+    def paged(window: Window) -> Iterator[TextPage]:
+        if reading.is_set():
+            yield from pages(window)
+            return
+        reading.set()  # the first window read: its pages come slowly, once the commit is on
+        assert locked.wait(10)
+        for page in pages(window):
+            time.sleep(0.05)
+            yield page
+
+    service.pages = paged  # type: ignore[method-assign]
+    run_id = _store.next_run_id(con)
+    con.execute("INSERT INTO sync_runs (run_id, status) VALUES (?, 'running')", [run_id])
+    engine = TransactionSync(
+        con,
+        db_lock,
+        None,  # type: ignore[arg-type]  # the fake service stands in for the client
+        run_id,
+        AT,
+        SyncOptions(concurrency=2, progress=False),
+        lambda records: None,
+        service=service,  # type: ignore[arg-type]
+    )
+    runner = threading.Thread(target=engine.run)
+    runner.start()
+    assert reading.wait(10)
+
+    def halves() -> list[tuple[Window, Window]]:
+        asked = list(service.asked)
+        return [
+            (a, b)
+            for a in asked
+            for b in asked
+            if a.start and b.start and b.end and a.start < b.start < b.end == a.end
+        ]
+
+    try:
+        with db_lock:  # a commit under way
+            locked.set()
+            deadline = time.monotonic() + 5
+            while not halves() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            split = halves()
+    finally:
+        locked.set()
+        runner.join(30)
+    assert not runner.is_alive()
+    assert split, "the idle reader waited for the commit to split the window"
+    assert stored(con, "raw") == {i: orjson.dumps(r).decode() for i, r in service.records.items()}
+    slices = con.execute(
+        "SELECT slice_start, slice_end, done FROM sync_slices WHERE run_id = ?", [run_id]
+    ).fetchall()
+    child = split[0][1]
+    assert (child.start, child.end, True) in slices

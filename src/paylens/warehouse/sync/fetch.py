@@ -89,6 +89,9 @@ class Landing:
     resume: datetime | None
     done: bool
     size: int = 0  # bytes of JSON read into `buffer`
+    #: the window is new to the run (a split's later part): its row is inserted in the
+    #: transaction that commits this landing, ahead of any landing of its own
+    opens: bool = False
 
 
 def landings(

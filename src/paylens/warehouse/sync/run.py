@@ -559,7 +559,10 @@ class TransactionSync:
                 return end
             self._queued += 1  # claimed now, so that no other reader splits for that worker
         child = Window(middle, end, window.status, window.purpose)
-        self._register([child])  # before this window stops short of it: nothing is lost
+        # registered by the writer, ahead of whatever this window and the child land next
+        # (its queue keeps their order): this window is never marked done short of a child
+        # that is not recorded, and no reader waits on a commit under way to split
+        self.writer.put(Landing(child, {}, [], None, False, opens=True))
         with self._sched:
             self._queued -= 1
         self._submit(child)

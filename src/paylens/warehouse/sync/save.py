@@ -233,9 +233,12 @@ def merged(parts: list[Batch]) -> Batch:
 
 
 def commit(con: duckdb.DuckDBPyConnection, batch: Batch, *, run_id: int, at: datetime) -> None:
-    """Commit a batch (landings of one or several windows) in one transaction: its rows, its
-    rejects and each window's checkpoint, so a window's progress never runs ahead of its rows."""
+    """Commit a batch (landings of one or several windows) in one transaction: the windows it
+    opens, its rows, its rejects and each window's checkpoint, so a window's progress never runs
+    ahead of its rows."""
     with _store.transaction(con):
+        if opened := [landing.window for landing in batch.landings if landing.opens]:
+            register(con, opened, run_id)
         if batch.tables is not None:
             _store.upsert_transaction_tables(con, batch.tables, run_id=run_id, now=at)
         _store.record_rejects(con, batch.rejects)
