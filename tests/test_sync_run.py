@@ -361,12 +361,24 @@ def test_a_batch_typed_in_parts_is_the_batch_typed_whole() -> None:
 
 
 def test_a_reader_splits_its_window_while_a_commit_holds_the_file(
-    con: duckdb.DuckDBPyConnection, service: FakeService
+    con: duckdb.DuckDBPyConnection, service: FakeService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # an idle reader takes the later half of a window from the reader paging it; the half is
     # recorded by the writer in order with the landings, so the split waits on no commit under
     # way (it once waited for the file's lock, idling both readers at the end of each sync)
-    # and a run killed at any point still resumes the whole window
+    # and a run killed at any point still resumes the whole window: the half is recorded in
+    # a commit no later than the first of its own landings and the one ending the window it
+    # came from
+    from paylens.warehouse.sync import save
+
+    commits: list[list[Landing]] = []
+    commit = save.commit
+
+    def recorded(con: duckdb.DuckDBPyConnection, batch: Batch, **options: Any) -> None:
+        commits.append(list(batch.landings))
+        commit(con, batch, **options)
+
+    monkeypatch.setattr(save, "commit", recorded)
     db_lock = threading.Lock()
     reading, locked = threading.Event(), threading.Event()
     pages = service.pages
@@ -425,3 +437,20 @@ def test_a_reader_splits_its_window_while_a_commit_holds_the_file(
     ).fetchall()
     child = split[0][1]
     assert (child.start, child.end, True) in slices
+
+    def first(window: Window, *, opens: bool = False, done: bool = False) -> int:
+        """The commit of the first landing of `window` that opens it, ends it, or holds its
+        records (neither)."""
+        return next(
+            i
+            for i, landings in enumerate(commits)
+            for landing in landings
+            if landing.window.key == window.key
+            and landing.opens == opens
+            and (landing.done or not done)
+        )
+
+    for child in {b.key: b for _, b in halves()}.values():
+        # the window it came from: the latest-starting one it halves
+        parent = max((a for a, b in halves() if b == child), key=lambda a: a.start or AT)
+        assert first(child, opens=True) <= min(first(parent, done=True), first(child))
