@@ -108,25 +108,39 @@ def con() -> Iterator[duckdb.DuckDBPyConnection]:
     connection.close()
 
 
-def run(con: duckdb.DuckDBPyConnection, service: FakeService, **options: Any) -> TransactionSync:
-    """One run on the calling thread; its run id follows the last one."""
+def engine(
+    con: duckdb.DuckDBPyConnection,
+    service: FakeService,
+    *,
+    db_lock: threading.Lock | None = None,
+    threads: bool = False,
+    **options: Any,
+) -> tuple[TransactionSync, int]:
+    """A run's engine over the fake service (on the calling thread unless `threads`) and its
+    run id, which follows the last one."""
     run_id = _store.next_run_id(con)
     con.execute("INSERT INTO sync_runs (run_id, status) VALUES (?, 'running')", [run_id])
     service.asked = []
-    engine = TransactionSync(
+    built = TransactionSync(
         con,
-        threading.Lock(),
+        db_lock or threading.Lock(),
         None,  # type: ignore[arg-type]  # the fake service stands in for the client
         run_id,
         AT,
         SyncOptions(**{"concurrency": 1, "progress": False} | options),
         lambda records: None,
         service=service,  # type: ignore[arg-type]
-        threads=False,
+        threads=threads,
     )
-    engine.mode = engine.run()  # type: ignore[attr-defined]
+    return built, run_id
+
+
+def run(con: duckdb.DuckDBPyConnection, service: FakeService, **options: Any) -> TransactionSync:
+    """One run on the calling thread; its run id follows the last one."""
+    built, run_id = engine(con, service, **options)
+    built.mode = built.run()  # type: ignore[attr-defined]
     con.execute("UPDATE sync_runs SET status = 'succeeded' WHERE run_id = ?", [run_id])
-    return engine
+    return built
 
 
 def stored(con: duckdb.DuckDBPyConnection, column: str) -> dict[str, Any]:
@@ -394,19 +408,8 @@ def test_a_reader_splits_its_window_while_a_commit_holds_the_file(
             yield page
 
     service.pages = paged  # type: ignore[method-assign]
-    run_id = _store.next_run_id(con)
-    con.execute("INSERT INTO sync_runs (run_id, status) VALUES (?, 'running')", [run_id])
-    engine = TransactionSync(
-        con,
-        db_lock,
-        None,  # type: ignore[arg-type]  # the fake service stands in for the client
-        run_id,
-        AT,
-        SyncOptions(concurrency=2, progress=False),
-        lambda records: None,
-        service=service,  # type: ignore[arg-type]
-    )
-    runner = threading.Thread(target=engine.run)
+    sync, run_id = engine(con, service, db_lock=db_lock, threads=True, concurrency=2)
+    runner = threading.Thread(target=sync.run)
     runner.start()
     assert reading.wait(10)
 
