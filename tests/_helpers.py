@@ -99,7 +99,10 @@ def run_cli(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> C
             redirect_stdout(out),
             redirect_stderr(err),
         ):
-            code = main(list(args))
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # a usage error: argparse exits, as the process would
+                code = exc.code if isinstance(exc.code, int) else 1
     finally:  # main sets the verbosity of paylens' loggers: leave them as they were
         for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)

@@ -81,25 +81,99 @@ def test_missing_configuration_says_what_to_do_in_one_line(synced: Path) -> None
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("args", "said"),
     [
-        ["cancel", "--where", "no such column = 1", "--dry-run"],  # SQL the warehouse refuses
-        ["approve", "--where", "status = ", "--dry-run"],  # SQL that does not parse
+        # a column that is not there: the closest names, then every column
+        (
+            ["cancel", "--where", "stauts = 'PENDING'", "--dry-run"],
+            "no column 'stauts' (did you mean status?); the columns: id, type, status, ",
+        ),
+        (
+            ["cancel", "--where", "rail = 'ACH'", "--dry-run"],
+            "no column 'rail' (did you mean payment_rail?); the columns: id, ",
+        ),
+        (["approve", "--where", "status = ", "--dry-run"], "is not a SQL condition"),
     ],
 )
-def test_an_error_is_one_line_never_a_traceback(synced: Path, args: list[str]) -> None:
+def test_a_filter_mistake_is_one_line_naming_what_is_there(
+    synced: Path, args: list[str], said: str
+) -> None:
     done = run_cli(*args[:1], "--db", str(synced), *args[1:])
-    assert done.returncode == 1, done
+    assert done.returncode == 2, done
     assert done.stderr.strip().count("\n") == 0 and done.stderr.startswith(f"paylens {args[0]}: ")
+    assert said in done.stderr
     assert "Traceback" not in done.stderr + done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["sync", "--resources", "transaction"],
+            "paylens sync: argument --resources: invalid choice: 'transaction' (choose from",
+        ),
+        (
+            ["sync", "--since", "2025-13-01"],
+            "paylens sync: argument --since: '2025-13-01' is not a date (YYYY-MM-DD) or an ISO",
+        ),
+        (
+            ["report", "--start", "2025-13-01"],
+            "paylens report: argument --start: '2025-13-01' is not a date (YYYY-MM-DD) or an ISO",
+        ),
+        (["report", "--end", "soon"], "paylens report: argument --end: 'soon' is not a date"),
+        (["sandbox"], "paylens sandbox: the following arguments are required: {serve,advance}"),
+        ([], "paylens: the following arguments are required: COMMAND"),
+    ],
+)
+def test_a_usage_mistake_is_one_line_naming_the_option(
+    tmp_path: Path, args: list[str], said: str
+) -> None:
+    db = ["--db", str(tmp_path / "w.duckdb")] if args and args[0] in ("sync", "report") else []
+    done = run_cli(*args, *db)
+    assert done.returncode == 2, done
+    assert done.stderr.startswith(said), done.stderr
+    assert done.stderr.count("\n") == 1 and "usage:" not in done.stderr
+    assert done.stderr.rstrip().endswith("--help)")  # where the whole usage is
+    assert list(tmp_path.iterdir()) == []  # refused before any file is touched
+
+
+def test_a_since_without_a_zone_is_utc_as_the_report_reads_its_bounds() -> None:
+    from paylens.cli import _since
+
+    assert _since("2025-09-01T06:00:00") == "2025-09-01T06:00:00+00:00"
+    assert _since("2025-09-01T06:00:00+02:00") == "2025-09-01T06:00:00+02:00"
+    assert _since("2025-09-01") == "2025-09-01"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["cancel", "--where", "TRUE", "--dry-run"],
+        ["revoke-sessions", "--where", "TRUE", "--dry-run"],
+        ["report"],
+    ],
+)
+def test_no_warehouse_is_said_the_same_way_by_every_command(
+    tmp_path: Path, args: list[str]
+) -> None:
+    missing = tmp_path / "typo.duckdb"
+    done = run_cli(
+        *args, "--db", str(missing), *(["--out", str(tmp_path)] if "report" in args else [])
+    )
+    assert done.returncode == 2, done
+    assert done.stderr == (
+        f"paylens {args[0]}: no warehouse at {missing}: run `paylens sync --db {missing}` first\n"
+    )
+    assert done.stdout == "" and list(tmp_path.iterdir()) == []
 
 
 def test_an_error_in_a_folder_that_is_no_warehouse_is_one_line(tmp_path: Path) -> None:
     not_a_db = tmp_path / "notes.duckdb"
     not_a_db.write_text("not a database\n")
     done = run_cli("cancel", "--db", str(not_a_db), "--where", "TRUE", "--dry-run")
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
+    assert "is not a DuckDB database" in done.stderr and not_a_db.read_text() == "not a database\n"
     under_a_file = str(not_a_db / "w.duckdb")
     done = run_cli("sync", "--sandbox", "--transactions", "300", "--db", under_a_file, "--quiet")
     assert done.returncode == 1 and done.stderr.startswith("paylens sync: ")
@@ -174,7 +248,7 @@ def test_max_retries_reaches_the_client(tmp_path: Path) -> None:
     # a negative count is refused in one line naming it, before anything is opened
     fresh = ["sync", "--sandbox", "--db", str(tmp_path / "r2.duckdb"), "--quiet"]
     bad = run_cli(*fresh, "--max-retries", "-1")
-    assert bad.returncode == 1 and bad.stderr.count("\n") == 1, bad.stderr
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
     assert "max_retries: must be a whole number of retries, 0 or more; got -1" in bad.stderr
     assert not (tmp_path / "r2.duckdb").exists()
 
@@ -286,7 +360,7 @@ def test_a_sync_option_out_of_range_is_one_line_and_touches_no_file(
 ) -> None:
     db = tmp_path / "w.duckdb"
     done = run_cli("sync", "--sandbox", "--transactions", "300", "--db", str(db), option, value)
-    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert named in done.stderr
     assert list(tmp_path.iterdir()) == []  # no lock, no staged copy, no file
 
@@ -298,3 +372,104 @@ def test_sync_options_refuse_what_no_sync_can_run() -> None:
     for bad in ({"concurrency": 0}, {"concurrency": True}, {"verify_syncs": 0}, {"rate_limit": 0}):
         with pytest.raises(InvalidArgumentError, match=next(iter(bad))):
             SyncOptions(**bad)  # type: ignore[arg-type]
+
+
+def test_a_report_that_cannot_run_is_refused_before_its_kernel_starts(
+    synced: Path, tmp_path: Path
+) -> None:
+    """What the notebook would find only after its kernel started (seconds later, with a
+    partial HTML report and its path on stdout) is refused at once, in one line, exit 2."""
+    empty = tmp_path / "empty.duckdb"
+    empty.touch()
+    text = tmp_path / "notes.duckdb"
+    text.write_text("not a database\n")
+    fresh = tmp_path / "fresh.duckdb"
+    Warehouse(fresh).close()
+    out = tmp_path / "reports"
+    cases = [
+        (["--db", str(empty)], "is an empty file, not a paylens warehouse"),
+        (["--db", str(text)], "is not a DuckDB database"),
+        (
+            ["--db", str(fresh)],
+            f"no sync has succeeded into {fresh} yet: run `paylens sync --db {fresh}` first",
+        ),
+        (
+            ["--db", str(synced), "--currency", "xyz"],
+            "currency: no transaction in cli.duckdb is in XYZ (its currencies: ",
+        ),
+    ]
+    for args, said in cases:
+        done = run_cli("report", *args, "--out", str(out), "--quiet")
+        assert done.returncode == 2 and said in done.stderr, (args, done)
+        assert done.stderr.count("\n") == 1 and done.stdout == ""
+        assert not out.exists()  # no notebook run, no partial report
+    with Warehouse(synced, read_only=True) as wh:
+        currencies = sorted(
+            wh.sql("SELECT DISTINCT currency FROM transactions")["currency"].dropna()
+        )
+    done = run_cli("report", "--db", str(synced), "--currency", "xyz", "--out", str(out))
+    assert done.stderr.rstrip().endswith(f"(its currencies: {', '.join(currencies)})")
+
+
+def test_an_apply_without_a_terminal_to_ask_sends_nothing_and_says_to_pass_yes(
+    synced: Path,
+) -> None:
+    before = synced.read_bytes()
+    done = run_cli(
+        "cancel", "--sandbox", "--transactions", SIZE, "--db", str(synced),
+        "--where", "status = 'PENDING'", "--apply",
+    )  # fmt: skip
+    assert done.returncode == 1, done
+    assert "no answer (pass --yes to apply without being asked)" in done.stdout
+    assert done.stdout.rstrip().endswith("not applied")
+    assert synced.read_bytes() == before  # no journal entry, nothing sent
+
+
+def test_a_partial_apply_exits_1_and_says_why_in_one_line(tmp_path: Path) -> None:
+    db = tmp_path / "partial.duckdb"
+    assert (
+        run_cli("sync", "--sandbox", "--transactions", SIZE, "--db", str(db), "--quiet").returncode
+        == 0
+    )
+    done = run_cli(
+        "cancel", "--sandbox", "--transactions", SIZE, "--db", str(db),
+        "--where", "status = 'PROCESSING' AND payment_rail IN ('ACH', 'WIRE')", "--apply", "--yes",
+    )  # fmt: skip
+    counts = dict(
+        (outcome, int(n.replace(",", "")))
+        for outcome, n in (
+            part.split() for part in done.stdout.strip().splitlines()[-1].split(", ")
+        )
+    )
+    assert counts.get("cancelled", 0) > 0 and counts.get("not_cancellable", 0) > 0, counts
+    assert done.returncode == 1
+    assert done.stderr == (
+        "paylens cancel: not every item ended as planned (see the outcomes above); exit 1\n"
+    )
+
+
+def test_revoke_sessions_asks_for_the_inventory_that_sync_wallets_takes(
+    synced: Path, tmp_path: Path
+) -> None:
+    none = run_cli("revoke-sessions", "--db", str(synced), "--where", "TRUE", "--dry-run")
+    assert none.returncode == 1 and none.stderr.count("\n") == 1
+    assert f"{synced} holds no wallet inventory yet: take one first (`paylens sync-wallets" in (
+        none.stderr
+    )
+    db = tmp_path / "wallets.duckdb"
+    taken = run_cli(
+        "sync-wallets", "--sandbox", "--seed", "2", "--transactions", "500", "--db", str(db)
+    )
+    assert taken.returncode == 0, taken.stderr
+    with Warehouse(db, read_only=True) as wh:
+        accounts, credentials, sessions = (
+            wh.sql(f"SELECT count(*) AS n FROM {t}")["n"].iloc[0]
+            for t in ("wallet_inventory", "wallet_credentials", "wallet_sessions")
+        )
+        active = len(wh.sessions())
+    assert taken.stdout == (
+        f"wallet inventory of {db}: {accounts:,} accounts, {credentials:,} credentials, "
+        f"{sessions:,} sessions\n"
+    )
+    dry = run_cli("revoke-sessions", "--db", str(db), "--where", "TRUE", "--dry-run")
+    assert dry.returncode == 0 and dry.stdout.strip().splitlines()[-1] == f"would_send {active:,}"

@@ -25,6 +25,8 @@ from paylens.errors import (
     APIConnectionError,
     InvalidArgumentError,
     OutcomeUnknownError,
+    PaylensError,
+    WarehouseError,
     WarehouseFileError,
     WarehouseLockedError,
     WarehouseStorageError,
@@ -106,7 +108,7 @@ def test_foreign_files_are_refused_and_never_altered(
         return  # the CLI below opens the file the same way whatever `read_only`: run it once
     # and the CLI says so in one line
     result = run_cli("sync", "--db", str(path), "--sandbox", "--transactions", "200", "--quiet")
-    assert result.returncode == 1 and _one_line(result).startswith("paylens sync:")
+    assert result.returncode == 2 and _one_line(result).startswith("paylens sync:")
     assert _digests(path) == before
 
 
@@ -207,6 +209,51 @@ def test_a_truncated_staged_copy_is_dropped_and_the_sync_succeeds(tmp_path: Path
         assert len(wh.transactions()) == 300
 
 
+def test_a_first_sync_that_fails_keeps_a_copy_only_when_it_stored_something(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed first sync leaves no staged copy beside a file that does not exist when it
+    stored nothing (a mistyped path, a service not reached); once it has committed records, the
+    copy stays and the next run resumes it."""
+    from paylens.warehouse.sync import save
+
+    sandbox = Sandbox(seed=3, transactions=2_000)
+    path = tmp_path / "w.duckdb"
+    sandbox.faults.inject(500, "INTERNAL_ERROR", count=1_000)
+    with pytest.raises(PaylensError):
+        sync_file(path, sandbox.client(max_retries=0), progress=False, resources=["transactions"])
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["w.duckdb.lock", "w.duckdb.syncing.lock"]  # the locks' files, nothing else
+    sandbox.faults.clear()
+
+    commit = save.commit
+
+    def commit_then_fail(*args: object, **kwargs: object) -> None:
+        commit(*args, **kwargs)  # type: ignore[arg-type]
+        raise RuntimeError("the process failed right after a commit")
+
+    monkeypatch.setattr(save, "commit", commit_then_fail)
+    with pytest.raises(RuntimeError):
+        sync_file(path, sandbox.client(), progress=False, resources=["transactions"])
+    monkeypatch.setattr(save, "commit", commit)
+    assert not path.exists() and staged_path(path).exists()  # kept: it holds records
+    report = sync_file(path, sandbox.client(), progress=False, resources=["transactions"])
+    assert report.resources["transactions"]["new"] < 2_000  # what the failed run stored stays
+    with Warehouse(path, read_only=True) as wh:
+        assert len(wh.transactions()) == 2_000
+        assert list(wh.sync_runs()["status"]) == ["failed", "succeeded"]
+
+
+def test_a_sync_of_another_service_names_the_file_the_user_gave(tmp_path: Path) -> None:
+    path = tmp_path / "w.duckdb"
+    sync_file(path, Sandbox(seed=3, transactions=300).client(), progress=False)
+    other = Client("https://api.example.com/2025-10-13", "id", "secret")
+    with pytest.raises(WarehouseError) as refused:
+        sync_file(path, other, progress=False)
+    assert str(refused.value).startswith(f"{path} holds data from https://sandbox.")
+    assert ".syncing" not in str(refused.value)
+
+
 def test_an_interrupted_swap_is_finished_by_the_next_run(tmp_path: Path) -> None:
     sandbox = Sandbox(seed=4, transactions=300)
     path = tmp_path / "w.duckdb"
@@ -267,7 +314,7 @@ def test_cli_dry_run_with_stacked_statements_changes_nothing(tmp_path: Path) -> 
         before = _digest(path)
         env = sandbox.env(server)
         result = run_cli("cancel", "--db", str(path), "--where", STACKED, "--dry-run", env=env)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "stacked statements" in _one_line(result)
     assert _digest(path) == before
     assert sandbox.requests.count() == 0 or sandbox.requests.count("POST") == 0

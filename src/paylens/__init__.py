@@ -47,6 +47,7 @@ from paylens.errors import (
     WarehouseError,
     WarehouseFileError,
     WarehouseLockedError,
+    WarehouseNotFoundError,
     WarehouseStorageError,
 )
 
@@ -122,6 +123,7 @@ __all__ = [
     "WarehouseError",
     "WarehouseFileError",
     "WarehouseLockedError",
+    "WarehouseNotFoundError",
     "WarehouseStorageError",
     "__version__",
     "analysis",

@@ -5,7 +5,11 @@ paylens sandbox advance --hours 24
 paylens demo
 paylens report --db data/paylens.duckdb --start 2025-09-01 --end 2025-10-01 --out reports/
 paylens cancel|approve|reject|confirm-receipt --where "..." --dry-run
+paylens sync-wallets
 paylens revoke-sessions --where "..." --dry-run
+
+Exit status: 0 done; 1 failed (a bulk action: not every item ended as planned); 2 the command
+cannot run as typed or configured (a usage error, missing PAYLENS_* variables, no warehouse).
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
+from paylens import errors
 from paylens._version import __version__
 from paylens.connection import DEFAULT_DB, SANDBOX_TRANSACTIONS
 
@@ -106,6 +111,7 @@ def _report(args: argparse.Namespace) -> int:
     """`paylens report`: run the report notebook over a warehouse and write it as HTML. Exit 0
     with the HTML's path, 1 when a tie-out check or the notebook failed (the partial report
     is still written), 2 when there is no warehouse or the arguments are wrong."""
+    from paylens import WarehouseError
     from paylens.report import ReportError, render_report
 
     progress = not args.quiet and sys.stderr.isatty()
@@ -126,7 +132,7 @@ def _report(args: argparse.Namespace) -> int:
             reference_rates=args.reference_rates,
             progress=progress,
         )
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, WarehouseError) as exc:
         print(f"paylens report: {exc}", file=sys.stderr)
         return 2
     except ReportError as exc:
@@ -139,8 +145,9 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _sync(args: argparse.Namespace) -> int:
-    """`paylens sync`: the scheduled job. Exit 0 on success, 1 when the sync failed, 2 when
-    paylens is not configured to reach a service."""
+    """`paylens sync`: the scheduled job. Exit 0 on success, 1 when the sync failed, 2 when it
+    cannot run as typed or configured (an option out of range, no PAYLENS_* service, a file
+    that is not a warehouse)."""
     from paylens import ConfigurationError, PaylensError
     from paylens.warehouse import sync_file
 
@@ -162,6 +169,9 @@ def _sync(args: argparse.Namespace) -> int:
             progress=not args.quiet and sys.stderr.isatty(),
             resources=args.resources,
         )
+    except _SETUP_ERRORS as exc:
+        print(f"paylens sync: {exc}", file=sys.stderr)
+        return 2
     except PaylensError as exc:
         print(f"paylens sync: failed: {exc}", file=sys.stderr)
         return 1
@@ -241,7 +251,15 @@ def _review_and_apply(
         )
     print(result.to_string(index=False, max_rows=100))
     print(", ".join(f"{k} {v:,}" for k, v in result["outcome"].value_counts().items()))
-    return 0 if result.attrs["all_as_planned"] else 1
+    if result.attrs["all_as_planned"]:
+        return 0
+    if not args.dry_run:
+        print(
+            f"paylens {args.command}: not every item ended as planned (see the outcomes above); "
+            "exit 1",
+            file=sys.stderr,
+        )
+    return 1
 
 
 def _revoke_sessions(args: argparse.Namespace) -> int:
@@ -277,10 +295,26 @@ def _revoke_sessions(args: argparse.Namespace) -> int:
         return _review_and_apply(args, plan, client, "session revoke")
 
 
+def _sync_wallets(args: argparse.Namespace) -> int:
+    """`paylens sync-wallets`: take the wallet inventory (`wh.sync_wallets`) that
+    `paylens revoke-sessions` selects from. Exit 0, 1 when it failed, 2 when not configured."""
+    from paylens.warehouse import Warehouse
+
+    client = _client(args)
+    with Warehouse(args.db, wait=args.wait) as wh:
+        found = wh.sync_wallets(client, args.accounts, concurrency=args.concurrency)
+    print(
+        f"wallet inventory of {args.db}: "
+        + ", ".join(f"{count:,} {what}" for what, count in found.items())
+    )
+    return 0
+
+
 def _confirm(question: str) -> bool:
     try:
         return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
-    except EOFError:
+    except EOFError:  # nothing to read the answer from (cron, a pipe)
+        print("no answer (pass --yes to apply without being asked)")
         return False
 
 
@@ -293,6 +327,46 @@ def _sandbox_advance(args: argparse.Namespace) -> int:
     changed = advance_served(timedelta(hours=args.hours))
     print(" ".join(f"{name}={count}" for name, count in sorted(changed.items())))
     return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes in one line naming what was wrong (the usage is a `--help` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _since(text: str) -> str:
+    """`--since`, checked as the sync reads it: a date, or an instant (UTC unless it names its
+    zone, as the report's bounds are read)."""
+    from datetime import UTC, datetime
+
+    from paylens.client._params import timestamp
+    from paylens.errors import InvalidArgumentError
+
+    try:
+        if len(text) > 10:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            text = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
+        timestamp("since", text)
+    except (ValueError, InvalidArgumentError):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a date (YYYY-MM-DD) or an ISO 8601 instant"
+        ) from None
+    return text
+
+
+def _date(text: str) -> str:
+    """A date option's value, checked as the command will read it (a UTC date or instant)."""
+    from paylens.report._bounds import instant
+
+    try:
+        instant(text)
+    except (ValueError, OverflowError):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a date (YYYY-MM-DD) or an ISO 8601 instant"
+        ) from None
+    return text
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -366,8 +440,11 @@ _RESOURCES = ("transactions", "customers", "cards", "internal_accounts", "extern
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="paylens", description=__doc__.splitlines()[0], formatter_class=_Formatter
+    parser = _Parser(
+        prog="paylens",
+        description=__doc__.splitlines()[0],
+        epilog=_EXIT_STATUS,
+        formatter_class=_Formatter,
     )
     parser.add_argument("--version", action="version", version=f"paylens {__version__}")
     parser.add_argument(
@@ -377,12 +454,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="-v: what paylens does (INFO); -vv: every HTTP request too (DEBUG)",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     sandbox = commands.add_parser(
         "sandbox", formatter_class=_Formatter, help="the embedded simulator of the service"
     )
-    sandbox_commands = sandbox.add_subparsers(dest="sandbox_command", required=True)
+    sandbox_commands = sandbox.add_subparsers(
+        dest="sandbox_command", required=True, metavar="{serve,advance}"
+    )
     serve = sandbox_commands.add_parser(
         "serve",
         formatter_class=_Formatter,
@@ -440,7 +519,9 @@ def build_parser() -> argparse.ArgumentParser:
     sync.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
     sync.add_argument(
         "--since",
-        help="only records created from this date (YYYY-MM-DD) (default: everything)",
+        type=_since,
+        help="only records created from this date (YYYY-MM-DD) or instant (UTC unless it names "
+        "its zone) (default: everything)",
     )
     _sandbox_options(sync)
     sync.add_argument("--full", action="store_true", help="re-read everything")
@@ -475,20 +556,44 @@ def build_parser() -> argparse.ArgumentParser:
         "confirm-receipt": "confirm receipt delivery of transactions selected from the warehouse",
     }
     for command, (_, noun, body_args) in _BULK.items():
-        bulk = commands.add_parser(command, help=helps[command], formatter_class=_Formatter)
+        bulk = commands.add_parser(
+            command, help=helps[command], epilog=_EXIT_STATUS, formatter_class=_Formatter
+        )
         _bulk_options(bulk, noun, "the transactions table", "\"status = 'PENDING'\"")
         if "reason" in body_args:
             bulk.add_argument(
                 "--reason", help=f"free-text reason sent with each {noun} (default: none)"
             )
         bulk.set_defaults(run=_bulk)
+    wallets = commands.add_parser(
+        "sync-wallets",
+        formatter_class=_Formatter,
+        help="take the inventory of wallet credentials and sessions (PAYLENS_* variables), "
+        "which revoke-sessions selects from",
+    )
+    wallets.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
+    wallets.add_argument(
+        "--accounts",
+        nargs="+",
+        metavar="ACCOUNT_ID",
+        help="these wallet accounts only (default: every embedded wallet account)",
+    )
+    wallets.add_argument("--concurrency", type=int, default=8, help="accounts read at once")
+    _wait_option(wallets)
+    _sandbox_options(wallets)
+    _client_options(wallets)
+    wallets.set_defaults(run=_sync_wallets)
     revoke = commands.add_parser(
         "revoke-sessions",
         formatter_class=_Formatter,
-        help="revoke wallet sessions selected from the warehouse's inventory (wh.sync_wallets)",
+        epilog=_EXIT_STATUS,
+        help="revoke wallet sessions selected from the warehouse's inventory (sync-wallets)",
     )
     _bulk_options(
-        revoke, "session revoke", "the wallet_sessions table", "\"account_id = 'Account:…'\""
+        revoke,
+        "session revoke",
+        "the wallet_sessions table (paylens sync-wallets)",
+        "\"account_id = 'InternalAccount:…'\"",
     )
     revoke.add_argument(
         "--key-env",
@@ -508,10 +613,13 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--quiet", action="store_true", help="no progress display")
     report.add_argument(
         "--start",
+        type=_date,
         help="period start, inclusive (UTC date or instant) (default: the first record)",
     )
     report.add_argument(
-        "--end", help="period end, exclusive (UTC date or instant) (default: after the last)"
+        "--end",
+        type=_date,
+        help="period end, exclusive (UTC date or instant) (default: after the last)",
     )
     report.add_argument(
         "--currency", help="one currency only, e.g. USD (default: every currency, each apart)"
@@ -586,12 +694,27 @@ def _run(args: argparse.Namespace, name: str) -> int:
             file=sys.stderr,
         )
         return 130
+    except _SETUP_ERRORS as exc:  # what to set up or type differently: exit 2, as usage errors
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 2
     except Exception as exc:  # the last net: one line, the real error named
         if args.verbose:
             logging.getLogger("paylens").exception("%s failed", name)
         first = (str(exc).strip().splitlines() or [""])[0]
         print(f"{name}: {type(exc).__name__}: {first}", file=sys.stderr)
         return 1
+
+
+_EXIT_STATUS = __doc__.split("\n\n")[-1].strip()
+
+#: Errors that say the command cannot run as typed or configured (exit 2, as a usage error):
+#: missing settings, a refused argument, no warehouse at the path or another program's file.
+_SETUP_ERRORS = (
+    errors.ConfigurationError,
+    errors.InvalidArgumentError,
+    errors.WarehouseNotFoundError,
+    errors.WarehouseFileError,
+)
 
 
 def _command(words: Sequence[str]) -> str | None:

@@ -10,6 +10,7 @@
     │                                 (dropped connection, timeout, 5xx, unreadable 2xx): paylens never
     │                                 re-sends it blindly; read the record to learn what happened
     ├── WarehouseError                a warehouse file cannot be used as asked (paylens.warehouse)
+    │   ├── WarehouseNotFoundError    no warehouse at the path yet (also a FileNotFoundError)
     │   ├── WarehouseLockedError      another writer (process, sync or Warehouse) holds it
     │   ├── WarehouseFileError        not a paylens warehouse (another program's file, SQLite,
     │   │                             truncated or corrupt); it is never altered
@@ -80,6 +81,7 @@ __all__ = [
     "WarehouseError",
     "WarehouseFileError",
     "WarehouseLockedError",
+    "WarehouseNotFoundError",
     "WarehouseStorageError",
     "error_class_for",
     "error_class_for_status",
@@ -99,6 +101,7 @@ class InvalidArgumentError(PaylensError, ValueError):
 
     def __init__(self, argument: str, message: str) -> None:
         self.argument = argument
+        self.reason = message
         super().__init__(f"{argument}: {message}")
 
     @classmethod
@@ -168,6 +171,11 @@ class OutcomeUnknownError(PaylensError):
 
 class WarehouseError(PaylensError):
     """A warehouse file cannot be used as asked."""
+
+
+class WarehouseNotFoundError(WarehouseError, FileNotFoundError):
+    """No warehouse at the path yet: nothing has been synced there, so there is nothing to read,
+    report on or act from."""
 
 
 class WarehouseLockedError(WarehouseError):

@@ -5,6 +5,8 @@ can write to the warehouse."""
 
 from __future__ import annotations
 
+import difflib
+import re
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -12,6 +14,8 @@ import duckdb
 from paylens.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from paylens.warehouse import Warehouse
 
 _PRIVATE: dict[str, str | bool | int | float | list[str]] = {
@@ -49,6 +53,10 @@ def select_ids(wh: Warehouse, expression: str, table: str) -> list[str]:
     try:
         private.register(table, snapshot)
         rows = private.execute(query).fetchall()
+    except duckdb.BinderException as exc:  # a column that is not there: say which are
+        raise InvalidArgumentError(
+            "select", f"the filter {expression!r} failed: {_unknown_column(exc, snapshot)}"
+        ) from None
     except duckdb.Error as exc:
         raise InvalidArgumentError(
             "select", f"the filter {expression!r} failed: {_first_line(exc)}"
@@ -56,6 +64,17 @@ def select_ids(wh: Warehouse, expression: str, table: str) -> list[str]:
     finally:
         private.close()
     return [str(r[0]) for r in rows]
+
+
+def _unknown_column(exc: duckdb.Error, snapshot: pa.Table) -> str:
+    """A binder error, said with the table's own names: the closest to the one misspelt."""
+    found = re.search(r'column "([^"]+)" not found', str(exc))
+    if found is None:
+        return _first_line(exc)
+    word, names = found.group(1), snapshot.column_names
+    close = difflib.get_close_matches(word, names, n=3) + [n for n in names if word in n]
+    hint = f" (did you mean {' or '.join(dict.fromkeys(close))}?)" if close else ""
+    return f"no column {word!r}{hint}; the columns: {', '.join(names)}"
 
 
 def _first_line(exc: BaseException) -> str:

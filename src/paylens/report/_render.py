@@ -16,7 +16,8 @@ from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
-from paylens.errors import PaylensError
+from paylens.errors import InvalidArgumentError, PaylensError, WarehouseError
+from paylens.warehouse._open import not_found
 
 from ._bounds import instant
 
@@ -57,10 +58,11 @@ def render_report(
     currency = currency.strip().upper() if currency and currency.strip() else None
     database = Path(db).resolve()
     if not database.exists():
-        raise FileNotFoundError(f"no warehouse at {database}: run `paylens sync` first")
+        raise not_found(database)
     bounds = [instant(start), instant(end)]
     if bounds[0] and bounds[1] and bounds[0] >= bounds[1]:
         raise ValueError(f"the period is empty: start {start} is not before end {end}")
+    _check_warehouse(database, currency)
     # after the checks: papermill's imports (nbformat, jsonschema) take ~2 s, and a command
     # refused for a missing file or an empty period should say so at once
     import papermill
@@ -110,6 +112,34 @@ def render_report(
     if failure is not None:
         raise ReportError(f"{failure.ename}: {failure.evalue}", page)
     return page
+
+
+def _check_warehouse(database: Path, currency: str | None) -> None:
+    """Refuse at once, before a kernel starts, what the notebook would only find seconds later:
+    a file that is not a paylens warehouse (`WarehouseFileError`), one no sync has filled yet
+    (`WarehouseError`), a currency none of its transactions is in (`InvalidArgumentError`)."""
+    from paylens.warehouse import Warehouse
+
+    with Warehouse(database, read_only=True) as wh:
+        synced = wh.relation("sync_runs").filter("status = 'succeeded'").aggregate("count(*)")
+        if not synced.fetchall()[0][0]:
+            raise WarehouseError(
+                f"no sync has succeeded into {database} yet: run `paylens sync --db {database}` "
+                "first"
+            )
+        if currency is None:
+            return
+        known = sorted(
+            str(row[0])
+            for row in wh.relation("transactions").aggregate("currency", "currency").fetchall()
+            if row[0] is not None
+        )
+        if known and currency not in known:
+            raise InvalidArgumentError(
+                "currency",
+                f"no transaction in {database.name} is in {currency} "
+                f"(its currencies: {', '.join(known)})",
+            )
 
 
 #: What `progress=True` shows, in order.

@@ -30,6 +30,7 @@ from paylens.errors import (
     WarehouseError,
     WarehouseFileError,
     WarehouseLockedError,
+    WarehouseNotFoundError,
     WarehouseStorageError,
 )
 
@@ -158,6 +159,11 @@ def wal_path(path: Path) -> Path:
     return path.with_name(path.name + ".wal")
 
 
+def not_found(path: Path) -> WarehouseNotFoundError:
+    """The error for a warehouse that is not there yet, said the same way everywhere."""
+    return WarehouseNotFoundError(f"no warehouse at {path}: run `paylens sync --db {path}` first")
+
+
 def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     """Open the file with DuckDB, its errors turned into typed ones; a file that is not a
     paylens warehouse is refused before anything is written to it, not even a schema.
@@ -166,7 +172,7 @@ def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     write-ahead log, which DuckDB replays into the file: such a file is looked at read-only
     first. Any other is looked at through the connection itself (one open, not two)."""
     if read_only and not path.exists():
-        raise WarehouseError(f"no warehouse at {path}: run a sync first (paylens sync --db {path})")
+        raise not_found(path)
     check_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     looked = False

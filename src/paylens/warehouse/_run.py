@@ -23,6 +23,7 @@ from . import _store
 from ._open import interrupt_of, wal_path
 from ._progress import Progress
 from ._report import SyncReport, describe_read
+from ._staged import target_of
 from .sync import ResourceResult, ResourceSync, SyncOptions, TransactionSync, utcnow
 
 logger = logging.getLogger("paylens.warehouse")
@@ -196,7 +197,7 @@ def check_source(con: duckdb.DuckDBPyConnection, lock: Any, path: Path, client: 
         known = meta.get("source_url")
         if known is not None and known != client.base_url:
             raise WarehouseError(
-                f"{path} holds data from {known}; refusing to mix in {client.base_url}. "
+                f"{target_of(path)} holds data from {known}; refusing to mix in {client.base_url}. "
                 "Use another database file for another service."
             )
         _store.set_meta(

@@ -24,17 +24,24 @@ import os
 import shutil
 from pathlib import Path
 
+import duckdb
 import orjson
 
 from paylens.errors import WarehouseFileError
 
-from ._open import check_file, probe, typed, wal_path
+from ._open import DUCKDB_CONFIG, check_file, probe, typed, wal_path
 
 logger = logging.getLogger("paylens.warehouse")
 
 
 def staged_path(target: Path) -> Path:
     return target.with_name(target.name + ".syncing")
+
+
+def target_of(path: Path) -> Path:
+    """The file a staged copy stands for (`path` itself when it is not a staged copy): the
+    name to show a user, who never typed the copy's."""
+    return path.with_name(path.name.removesuffix(".syncing"))
 
 
 def _base_path(target: Path) -> Path:
@@ -106,6 +113,21 @@ def discard(target: Path) -> None:
     staged = staged_path(target)
     logger.info("dropping the staged copy %s", staged)
     _remove(staged, wal_path(staged), _base_path(target))
+
+
+def holds_no_records(staged: Path) -> bool:
+    """Whether a staged copy holds no record of any resource: nothing a resumed run would keep
+    (a copy that cannot be read counts as holding some, and is kept)."""
+    from paylens.frames import TABLES
+
+    try:
+        with contextlib.closing(
+            duckdb.connect(str(staged), read_only=True, config=DUCKDB_CONFIG)
+        ) as con:
+            counts = " + ".join(f"(SELECT count(*) FROM {table})" for table in TABLES)
+            return not con.execute(f"SELECT {counts}").fetchall()[0][0]
+    except duckdb.Error:
+        return False
 
 
 def _stale(target: Path, staged: Path) -> str | None:

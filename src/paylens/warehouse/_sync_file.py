@@ -13,7 +13,8 @@ from paylens.errors import WarehouseFileError, WarehouseStorageError
 from . import _staged
 from ._open import WriterLock
 from ._report import SyncReport
-from ._warehouse import Warehouse
+from ._run import parse_since
+from ._warehouse import Warehouse, wanted_resources
 from .sync import Freshness, SyncOptions
 
 
@@ -39,10 +40,13 @@ def sync_file(
     `paylens sync` uses this; see `paylens.warehouse._staged` for the protocol."""
     # options a sync would refuse are refused before the file is locked or copied
     SyncOptions(concurrency=concurrency, rate_limit=rate_limit, verify_syncs=verify_syncs)
+    parse_since(since)
+    wanted_resources(resources)
     target = Path(path)
     lock = WriterLock(target, wait=wait, holder="paylens sync")
     try:
         _staged.recover(target)
+        first = not target.exists()
         staged = _staged.prepare(target)
         try:
             wh = Warehouse(staged)
@@ -66,6 +70,12 @@ def sync_file(
         except WarehouseStorageError:
             # the copy holds the space that ran out: free it (the target is intact)
             _staged.discard(target)
+            raise
+        except BaseException:
+            # a first sync that stored nothing leaves nothing to resume: no copy beside a file
+            # that does not exist (a mistyped path, a service not reached)
+            if first and _staged.holds_no_records(staged):
+                _staged.discard(target)
             raise
         _staged.swap(target, staged)
     finally:

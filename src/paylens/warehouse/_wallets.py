@@ -206,12 +206,12 @@ def mark_sessions_ended(wh: Warehouse, session_ids: Sequence[str], reason: str) 
 # --- frames -----------------------------------------------------------------------------------
 
 
-def _has_tables(wh: Warehouse) -> bool:
+def has_tables(wh: Warehouse) -> bool:
     return bool(len(wh.sql("SELECT 1 FROM duckdb_tables() WHERE table_name = 'wallet_sessions'")))
 
 
 def _frame(wh: Warehouse, query: str, params: Any = None) -> pd.DataFrame:
-    if not _has_tables(wh):
+    if not has_tables(wh):
         with wh._lock:
             if wh.read_only:
                 import pandas as pd

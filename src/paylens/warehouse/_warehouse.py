@@ -30,6 +30,17 @@ if TYPE_CHECKING:  # pandas loads when a frame is first asked for, not for a syn
 DEFAULT_PATH = Path("data/paylens.duckdb")
 
 
+def wanted_resources(resources: Sequence[str] | None) -> list[str]:
+    """The resources a sync reads, in order: those named, or all of them."""
+    known = ("transactions", *SMALL_RESOURCES)
+    unknown = [r for r in resources or () if r not in known]
+    if unknown or (resources is not None and not resources):
+        raise InvalidArgumentError(
+            "resources", f"must name some of {', '.join(known)}; got {list(resources or [])!r}"
+        )
+    return [r for r in known if r in (resources or known)]
+
+
 class Warehouse:
     """A DuckDB file holding the service's data. Open it read-write to sync into it and to
     journal bulk actions, or `read_only=True` to query it.
@@ -147,13 +158,7 @@ class Warehouse:
             verify_syncs=verify_syncs,
             freshness=freshness or Freshness(),
         )
-        known = ("transactions", *SMALL_RESOURCES)
-        unknown = [r for r in resources or () if r not in known]
-        if unknown or (resources is not None and not resources):
-            raise InvalidArgumentError(
-                "resources", f"must name some of {', '.join(known)}; got {list(resources or [])!r}"
-            )
-        wanted = [r for r in known if r in (resources or known)]
+        wanted = wanted_resources(resources)
         forced = frozenset(resources or ())
         # one sync of a file at a time in this process (a second waits): two would reconcile
         # counts against each other's half-written state
@@ -391,8 +396,14 @@ class Warehouse:
         _wallets.mark_sessions_ended(self, session_ids, reason)
 
     def ensure_wallet_tables(self) -> None:
-        """Create the wallet inventory's tables when missing (read-write only)."""
+        """Create the wallet inventory's tables when missing. A warehouse opened read-only
+        that has none raises `WarehouseError`: no inventory was ever taken into it."""
         if self.read_only:
+            if not _wallets.has_tables(self):
+                raise WarehouseError(
+                    f"{self.path} holds no wallet inventory yet: take one first "
+                    f"(`paylens sync-wallets --db {self.path}`, or wh.sync_wallets(client))"
+                )
             return
         with self._lock:
             _wallets.ensure_tables(self._con)
