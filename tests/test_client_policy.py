@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -122,6 +123,27 @@ def test_connection_refused_is_a_connection_error() -> None:
         client.config.get()
     assert info.value.attempts == 2
     assert "GET http://127.0.0.1:9/2025-10-13/config" in str(info.value)
+
+
+def test_a_service_that_does_not_answer_is_said_once_not_waited_in_silence(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from paylens.client import _policy
+
+    monkeypatch.setattr(_policy, "_UNREACHED", {})  # as in a fresh process
+    client = Client(
+        "http://127.0.0.1:9/2025-10-13", "id", "secret", max_retries=2, sleep=lambda s: None
+    )
+    with caplog.at_level(logging.WARNING, logger="paylens.client"):
+        for _ in range(2):  # two calls (a sync's readers): said once
+            with pytest.raises(APIConnectionError):
+                client.config.get()
+    said = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(said) == 1
+    assert said[0].getMessage() == (
+        "ConnectError: [Errno 111] Connection refused (GET http://127.0.0.1:9/2025-10-13/config, "
+        "1 attempt); retrying (up to 2 more tries)"
+    )
 
 
 def test_retry_after_beyond_the_cap_is_raised_not_waited(sandbox: Sandbox) -> None:

@@ -663,7 +663,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None and args.command in ("report", "demo"):
         _report_process()
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
     logging.getLogger("paylens").setLevel(level)
     # httpx/httpcore speak at DEBUG only with -vv; paylens' own client logs requests at DEBUG
     logging.getLogger("paylens.client").setLevel(

@@ -269,10 +269,31 @@ class Attempts:
             if spent + wait > self.policy.deadline:
                 raise error
         self.waited += wait
-        logger.info(
-            "retrying %s after %s in %.2fs (attempt %d)", self.info, error, wait, self.number
-        )
+        # a service that does not answer is said at once (a run otherwise waits through its
+        # backoffs in silence); 429s and 5xx are its ordinary answers, said only with -v
+        if isinstance(error, APIConnectionError) and _first_in_a_while(self.info.url):
+            logger.warning("%s; retrying (up to %d more tries)", error, self.policy.max_retries)
+        else:
+            logger.info(
+                "retrying %s after %s in %.2fs (attempt %d)", self.info, error, wait, self.number
+            )
         return wait
+
+
+_UNREACHED: dict[str, float] = {}
+_UNREACHED_LOCK = threading.Lock()
+
+
+def _first_in_a_while(url: str, every: float = 60.0) -> bool:
+    """Whether a service that does not answer is to be said now: once a minute per host, not
+    once per request (a sync's sixteen readers would say it sixteen times)."""
+    host = "/".join(url.split("/", 3)[:3])
+    now = time.monotonic()
+    with _UNREACHED_LOCK:
+        if now - _UNREACHED.get(host, -every) < every:
+            return False
+        _UNREACHED[host] = now
+        return True
 
 
 def _public_url(url: httpx.URL) -> str:
