@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import paylens
 from paylens import Sandbox
 
@@ -58,6 +60,24 @@ def test_one_default_sandbox_size_everywhere() -> None:
         if action.dest == "transactions"
     }
     assert sizes == {SANDBOX_TRANSACTIONS}
+
+
+def test_connect_without_a_service_says_its_warehouse_is_not_the_path_given(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from paylens.connection import connect
+
+    for name in ("PAYLENS_BASE_URL", "PAYLENS_CLIENT_ID", "PAYLENS_CLIENT_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    client, wh = connect("data/mine.duckdb", transactions=300)
+    try:
+        said = capsys.readouterr()
+        banner = said.out + said.err
+        assert f"in a temporary warehouse ({wh.path}, not data/mine.duckdb)" in banner
+        assert wh.path != Path("data/mine.duckdb") and not Path("data/mine.duckdb").exists()
+    finally:
+        wh.close()
+        client.close()
 
 
 def _parsers(parser: object) -> list:

@@ -85,6 +85,8 @@ def _demo(args: argparse.Namespace) -> int:
     progress = sys.stderr.isatty()
     try:
         print(sync_file(args.db, sandbox.client(), progress=progress))
+        if not progress:  # no bar to show it: say what the next seconds are spent on
+            print("running the report notebook in a kernel...", flush=True)
         report_started = time.perf_counter()
         page = render_report(args.db, out=args.out, progress=progress)
     except ReportError as exc:

@@ -103,8 +103,9 @@ def connect(
         wh = Warehouse(_temporary_folder() / "sandbox.duckdb")
         banner = Banner(
             f"{SANDBOX_LABEL} — paylens {__version__}, the embedded sandbox (seed {seed}, "
-            f"{transactions:,} transactions), not the service. Set {ENV_BASE_URL}, "
-            f"{ENV_CLIENT_ID} and {ENV_CLIENT_SECRET} to work on the service's data.",
+            f"{transactions:,} transactions), not the service, in a temporary warehouse "
+            f"({wh.path}, not {db}). Set {ENV_BASE_URL}, {ENV_CLIENT_ID} and "
+            f"{ENV_CLIENT_SECRET} to work on the service's data in {db}.",
             sandbox=True,
         )
     _show(banner)
