@@ -202,6 +202,7 @@ def test_demo_syncs_reports_and_prints_headline_figures(tmp_path: Path) -> None:
     # the quick start's main job is never silent in a terminal: the report's phases show
     assert re.search(r"computing the figures \(running the notebook\).* \d+/\d+", done.stderr)
     assert "report: rendering the HTML" in done.stderr
+    assert "running the report notebook" not in done.stdout  # said so only when no bar shows
     lines = done.stdout.strip().splitlines()
     assert lines[0].startswith("paylens ") and "SANDBOX DATA" in lines[0]
     assert lines[-1].endswith("the report: reports/paylens-report_all_all.html")
