@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from paylens._bars import visible_bar
 from paylens.client import Client, RateBudget
 from paylens.errors import (
     APIConnectionError,
@@ -466,8 +467,5 @@ class _NoBar:
 
 
 def _bar(enabled: bool, total: int, label: str) -> Any:
-    if not enabled:
-        return _NoBar()
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=label, unit=" items", leave=False)
+    shown = visible_bar(total=total, desc=label, unit=" items", leave=False) if enabled else None
+    return _NoBar() if shown is None else shown

@@ -5,9 +5,12 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from paylens._bars import visible_bar
+
 
 class Progress:
-    """Records and pages read, on a tqdm bar (notebook-aware) or nowhere; thread-safe. A full
+    """Records and pages read, on a tqdm bar (notebook-aware) where it can be seen (a
+    terminal, a notebook; `paylens._bars`) or nowhere; thread-safe. A full
     sync knows how many records to expect (the service's `totalCount`), so the bar shows a
     total and an ETA; the step under way (reading, reconciling, committing, the small
     resources, the checkpoint) is in its label, so the time after the last page is not
@@ -21,9 +24,7 @@ class Progress:
         self._bar: Any = None
         self._label = "sync (sandbox data)" if is_sandbox else "sync"
         if enabled:
-            from tqdm.auto import tqdm
-
-            self._bar = tqdm(desc=self._label, unit=" records", unit_scale=True, leave=False)
+            self._bar = visible_bar(desc=self._label, unit=" records", unit_scale=True, leave=False)
 
     def expect(self, records: int) -> None:
         with self._lock:
