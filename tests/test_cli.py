@@ -137,12 +137,13 @@ def test_a_usage_mistake_is_one_line_naming_the_option(
     assert list(tmp_path.iterdir()) == []  # refused before any file is touched
 
 
-def test_a_since_without_a_zone_is_utc_as_the_report_reads_its_bounds() -> None:
-    from paylens.cli import _since
+def test_a_date_option_without_a_zone_is_utc_as_the_report_reads_its_bounds() -> None:
+    from paylens.cli import _instant
 
-    assert _since("2025-09-01T06:00:00") == "2025-09-01T06:00:00+00:00"
-    assert _since("2025-09-01T06:00:00+02:00") == "2025-09-01T06:00:00+02:00"
-    assert _since("2025-09-01") == "2025-09-01"
+    assert _instant("2025-09-01T06:00:00") == "2025-09-01T06:00:00+00:00"
+    assert _instant("2025-09-01T06:00:00Z") == "2025-09-01T06:00:00+00:00"
+    assert _instant("2025-09-01T06:00:00+02:00") == "2025-09-01T06:00:00+02:00"
+    assert _instant("2025-09-01") == "2025-09-01"
 
 
 @pytest.mark.parametrize(
