@@ -17,7 +17,6 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
 from paylens.errors import InvalidArgumentError, PaylensError, WarehouseError
-from paylens.warehouse._open import not_found
 
 from ._bounds import instant
 
@@ -57,8 +56,6 @@ def render_report(
     """
     currency = currency.strip().upper() if currency and currency.strip() else None
     database = Path(db).resolve()
-    if not database.exists():
-        raise not_found(database)
     bounds = [instant(start), instant(end)]
     if bounds[0] and bounds[1] and bounds[0] >= bounds[1]:
         raise ValueError(f"the period is empty: start {start} is not before end {end}")
@@ -116,8 +113,9 @@ def render_report(
 
 def _check_warehouse(database: Path, currency: str | None) -> None:
     """Refuse at once, before a kernel starts, what the notebook would only find seconds later:
-    a file that is not a paylens warehouse (`WarehouseFileError`), one no sync has filled yet
-    (`WarehouseError`), a currency none of its transactions is in (`InvalidArgumentError`)."""
+    no file (`WarehouseNotFoundError`), a file that is not a paylens warehouse
+    (`WarehouseFileError`), one no sync has filled yet (`WarehouseError`), a currency none of
+    its transactions is in (`InvalidArgumentError`)."""
     from paylens.warehouse import Warehouse
 
     with Warehouse(database, read_only=True) as wh:
