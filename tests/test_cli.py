@@ -138,7 +138,7 @@ def test_a_usage_mistake_is_one_line_naming_the_option(
 
 
 def test_a_date_option_without_a_zone_is_utc_as_the_report_reads_its_bounds() -> None:
-    from paylens.cli import _instant
+    from paylens.cli._parser import _instant
 
     assert _instant("2025-09-01T06:00:00") == "2025-09-01T06:00:00+00:00"
     assert _instant("2025-09-01T06:00:00Z") == "2025-09-01T06:00:00+00:00"

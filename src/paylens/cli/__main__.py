@@ -1,0 +1,7 @@
+"""`python -m paylens.cli`: the `paylens` command."""
+
+import sys
+
+from paylens.cli import main
+
+sys.exit(main())

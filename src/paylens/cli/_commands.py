@@ -1,0 +1,326 @@
+"""The commands: each a thin call of the public function of the same name, with the
+same options (the parser is `_parser`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from paylens import errors
+from paylens._version import __version__
+
+if TYPE_CHECKING:
+    from paylens.client import Client
+    from paylens.ops import Plan
+
+#: Errors that say the command cannot run as typed or configured (exit 2, as a usage error):
+#: missing settings, a refused argument, no warehouse at the path or another program's file.
+_SETUP_ERRORS = (
+    errors.ConfigurationError,
+    errors.InvalidArgumentError,
+    errors.WarehouseNotFoundError,
+    errors.WarehouseFileError,
+)
+
+
+def _sandbox_serve(args: argparse.Namespace) -> int:
+    from paylens.sandbox import Sandbox
+
+    started = time.perf_counter()
+    sandbox = Sandbox(
+        seed=args.seed,
+        transactions=args.transactions,
+        scenarios=args.scenarios,
+        clock=args.clock,
+        profile=args.profile,
+    )
+    sandbox.faults.configure(
+        latency=args.latency, rate_429=args.rate_429, rate_limit=args.rate_limit
+    )
+    try:
+        server = sandbox.serve(port=args.port, host=args.host)
+    except OSError as exc:
+        print(
+            f"paylens sandbox serve: cannot listen on {args.host} port {args.port}: "
+            f"{exc.strerror or exc} (choose another with --port, or 0 for any free port)",
+            file=sys.stderr,
+        )
+        return 1
+    for name, value in sandbox.env(server).items():
+        print(f"{name}={value}")
+    print(
+        f"# paylens sandbox (SANDBOX DATA): {args.transactions:,} transactions "
+        f"({args.profile} profile), seed {args.seed}, "
+        f"generated in {time.perf_counter() - started:.1f}s; serving until interrupted",
+        file=sys.stderr,
+        flush=True,
+    )
+    sys.stdout.flush()
+    server.wait()
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    """The main job against the embedded sandbox: sync it into the warehouse file (incremental
+    on a re-run), run the report over it, and print headline figures per currency and the
+    report's path. Exit 0, or 1 when the sync or the report failed."""
+    from paylens import PaylensError
+    from paylens.report import Period, ReportError, render_report
+    from paylens.sandbox import Sandbox
+    from paylens.warehouse import Warehouse, sync_file
+
+    started = time.perf_counter()
+    sandbox = Sandbox(seed=args.seed, transactions=args.transactions)
+    print(
+        f"paylens {__version__} — SANDBOX DATA: the embedded sandbox, seed {args.seed}, "
+        f"{args.transactions:,} transactions (generated in {time.perf_counter() - started:.1f}s)"
+    )
+    progress = sys.stderr.isatty()
+    try:
+        print(sync_file(args.db, sandbox.client(), progress=progress))
+        if not progress:  # no bar to show it: say what the next seconds are spent on
+            print("running the report notebook in a kernel...", flush=True)
+        report_started = time.perf_counter()
+        page = render_report(args.db, out=args.out, progress=progress)
+    except ReportError as exc:
+        print(
+            f"paylens demo: the report failed: {exc}\n  partial report: {exc.html}", file=sys.stderr
+        )
+        return 1
+    except PaylensError as exc:
+        print(f"paylens demo: {exc}", file=sys.stderr)
+        return 1
+    print(f"report run in {time.perf_counter() - report_started:.1f}s")
+    with Warehouse(args.db, read_only=True) as wh:
+        period = Period(wh)
+        headline, rates = period.headline(), period.rates()
+    print("\nheadline figures (SANDBOX DATA), per currency, never added across currencies:")
+    print(headline.head(args.currencies).to_string())
+    print()
+    print(rates.rename_axis(None).to_string(header=False))
+    print(f"\ndone in {time.perf_counter() - started:.1f}s; the report: {page}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    """`paylens report`: run the report notebook over a warehouse and write it as HTML. Exit 0
+    with the HTML's path, 1 when a tie-out check or the notebook failed (the partial report
+    is still written), 2 when there is no warehouse or the arguments are wrong."""
+    from paylens import WarehouseError
+    from paylens.report import ReportError, render_report
+
+    progress = not args.quiet and sys.stderr.isatty()
+    try:
+        db = args.db
+        if args.sandbox:
+            from paylens.connection import sandbox_warehouse
+
+            db = sandbox_warehouse(
+                seed=args.seed, transactions=args.transactions, progress=progress
+            )
+        page = render_report(
+            db,
+            progress=progress,
+            **_same_names(args, "start", "end", "currency", "out", "reference_rates"),
+        )
+    except (FileNotFoundError, ValueError, WarehouseError) as exc:
+        print(f"paylens report: {exc}", file=sys.stderr)
+        return 2
+    except ReportError as exc:
+        print(f"paylens report: FAILED: {exc}", file=sys.stderr)
+        if exc.html is not None:
+            print(exc.html)
+        return 1
+    print(page)
+    return 0
+
+
+def _sync(args: argparse.Namespace) -> int:
+    """`paylens sync`: the scheduled job. Exit 0 on success, 1 when the sync failed, 2 when it
+    cannot run as typed or configured (an option out of range, no PAYLENS_* service, a file
+    that is not a warehouse)."""
+    from paylens import ConfigurationError, PaylensError
+    from paylens.warehouse import sync_file
+
+    try:
+        client = _client(args)
+    except ConfigurationError as exc:
+        print(f"paylens sync: {exc}", file=sys.stderr)
+        return 2
+    try:
+        report = sync_file(
+            args.db,
+            client,
+            progress=not args.quiet and sys.stderr.isatty(),
+            **_same_names(args, *_SYNC_OPTIONS),
+        )
+    except _SETUP_ERRORS as exc:
+        print(f"paylens sync: {exc}", file=sys.stderr)
+        return 2
+    except PaylensError as exc:
+        print(f"paylens sync: failed: {exc}", file=sys.stderr)
+        return 1
+    print(report)
+    return 0
+
+
+#: What `paylens sync` hands `sync_file` as it is.
+_SYNC_OPTIONS = ("wait", "verify_syncs", "since", "full", "concurrency", "rate_limit", "resources")
+
+
+def _same_names(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    """The options that a command hands on under the library's own names (the CLI mirrors
+    the library: `--rate-limit` is `rate_limit=`)."""
+    return {name: getattr(args, name) for name in names}
+
+
+#: The bulk actions a shell can run: command -> (ops planner, what a request does, body args).
+_BULK = {
+    "cancel": ("plan_cancel", "cancellation", ("reason",)),
+    "approve": ("plan_approve", "approval", ()),
+    "reject": ("plan_reject", "rejection", ("reason",)),
+    "confirm-receipt": ("plan_confirm_receipt", "receipt confirmation", ()),
+}
+
+
+def _client(args: argparse.Namespace) -> Client:
+    """The embedded sandbox's client with `--sandbox`, else the PAYLENS_* service; either with
+    the options of `_client_options`."""
+    import os
+
+    from paylens import Client, ConfigurationError
+    from paylens.client._config import ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET
+
+    options = {"max_retries": args.max_retries}
+    if getattr(args, "sandbox", False):
+        from paylens.sandbox import Sandbox
+
+        return Sandbox(seed=args.seed, transactions=args.transactions).client(**options)
+    missing = [n for n in (ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET) if not os.environ.get(n)]
+    if missing:  # said for a shell, not for Python
+        raise ConfigurationError(
+            f"{', '.join(missing)} not set: export the service's PAYLENS_* variables (for a local "
+            "simulator, the lines `paylens sandbox serve` prints), or pass --sandbox for the "
+            "embedded simulator"
+        )
+    return Client.from_env(**options)
+
+
+def _bulk(args: argparse.Namespace) -> int:
+    """`paylens cancel|approve|reject|confirm-receipt`: plan, print, confirm, apply. Exit 0
+    when every item ended as planned, 1 otherwise (or when the operator declined), 2 when not
+    configured. A dry run opens the warehouse read-only and needs no credentials."""
+    from paylens import ConfigurationError, ops
+    from paylens.warehouse import Warehouse
+
+    planner, noun, body_args = _BULK[args.command]
+    body = {name: getattr(args, name) for name in body_args if getattr(args, name, None)}
+    try:
+        client = None if args.dry_run else _client(args)
+    except ConfigurationError as exc:
+        print(f"paylens {args.command}: {exc}", file=sys.stderr)
+        return 2
+    with Warehouse(args.db, read_only=args.dry_run, wait=args.wait) as wh:
+        plan = getattr(ops, planner)(wh, args.where, **body)
+        return _review_and_apply(args, plan, client, noun)
+
+
+def _review_and_apply(
+    args: argparse.Namespace, plan: Plan, client: Client | None, noun: str
+) -> int:
+    """Print the plan; with --dry-run show what would be sent, else confirm and apply; print
+    each item's outcome and their counts. Exit 0 when every item ended as planned."""
+    print(plan)
+    if not len(plan.eligible):
+        print(f"nothing to {args.command}")
+        return 0
+    if args.dry_run:
+        result = plan.apply(client, dry_run=True, progress=False)  # type: ignore[arg-type]
+    else:
+        if not args.yes and not _confirm(f"send {len(plan.eligible):,} {noun} request(s)?"):
+            print("not applied")
+            return 1
+        assert client is not None
+        result = plan.apply(
+            client, concurrency=args.concurrency, progress=not args.quiet and sys.stderr.isatty()
+        )
+    print(result.to_string(index=False, max_rows=100))
+    print(", ".join(f"{k} {v:,}" for k, v in result["outcome"].value_counts().items()))
+    if result.attrs["all_as_planned"]:
+        return 0
+    if not args.dry_run:
+        print(
+            f"paylens {args.command}: not every item ended as planned (see the outcomes above); "
+            "exit 1",
+            file=sys.stderr,
+        )
+    return 1
+
+
+def _revoke_sessions(args: argparse.Namespace) -> int:
+    """`paylens revoke-sessions`: plan, print, confirm, apply `ops.plan_revoke_sessions` over
+    the wallet inventory (`wh.sync_wallets`). Each revoke is signed by the session key whose
+    private key (hex) is in the variable `--key-env`. A dry run opens the warehouse read-only
+    and needs neither credentials nor a key. Exit codes as `paylens cancel`."""
+    import os
+
+    from paylens import ConfigurationError, SessionKey, ops
+    from paylens.warehouse import Warehouse
+
+    signer: SessionKey | None = None
+    try:
+        if not args.dry_run:
+            key = os.environ.get(args.key_env)
+            if not key:
+                raise ConfigurationError(
+                    f"{args.key_env} is not set: it holds the private key (hex) of a session "
+                    "key of the sessions' account, which signs each revoke."
+                )
+            signer = SessionKey.from_private_hex(key)
+        client = None if args.dry_run else _client(args)
+    except ConfigurationError as exc:
+        print(f"paylens {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+    def unsigned(payload: str | bytes) -> str:  # a dry run shows the plan and signs nothing
+        raise ConfigurationError(f"a dry run signs nothing; set {args.key_env} to apply")
+
+    with Warehouse(args.db, read_only=args.dry_run, wait=args.wait) as wh:
+        plan = ops.plan_revoke_sessions(wh, args.where, signer=signer or unsigned)
+        return _review_and_apply(args, plan, client, "session revoke")
+
+
+def _sync_wallets(args: argparse.Namespace) -> int:
+    """`paylens sync-wallets`: take the wallet inventory (`wh.sync_wallets`) that
+    `paylens revoke-sessions` selects from. Exit 0, 1 when it failed, 2 when not configured."""
+    from paylens.warehouse import Warehouse
+
+    client = _client(args)
+    with Warehouse(args.db, wait=args.wait) as wh:
+        found = wh.sync_wallets(client, args.accounts, concurrency=args.concurrency)
+    print(
+        f"wallet inventory of {args.db}: "
+        + ", ".join(f"{count:,} {what}" for what, count in found.items())
+    )
+    return 0
+
+
+def _confirm(question: str) -> bool:
+    try:
+        return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+    except EOFError:  # nothing to read the answer from (cron, a pipe)
+        print("no answer (pass --yes to apply without being asked)")
+        return False
+
+
+def _sandbox_advance(args: argparse.Namespace) -> int:
+    """Move a served sandbox's clock ahead (PAYLENS_* variables) and print what changed."""
+    from datetime import timedelta
+
+    from paylens.sandbox import advance_served
+
+    changed = advance_served(timedelta(hours=args.hours))
+    print(" ".join(f"{name}={count}" for name, count in sorted(changed.items())))
+    return 0

@@ -1,0 +1,319 @@
+"""The command line's parser: every option with its help and default, usage mistakes in one
+line."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from paylens._version import __version__
+from paylens.connection import DEFAULT_DB, SANDBOX_TRANSACTIONS
+
+from ._commands import (
+    _BULK,
+    _bulk,
+    _demo,
+    _report,
+    _revoke_sessions,
+    _sandbox_advance,
+    _sandbox_serve,
+    _sync,
+    _sync_wallets,
+)
+
+#: How every command exits, shown under `--help`.
+EXIT_STATUS = (
+    "Exit status: 0 done; 1 failed (a bulk action: not every item ended as planned); 2 the "
+    "command cannot run as typed or configured (a usage error, missing PAYLENS_* variables, no "
+    "warehouse)."
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes in one line naming what was wrong (the usage is a `--help` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _instant(text: str) -> str:
+    """A date option's value: an ISO 8601 date (a UTC day), or an instant, UTC unless it names
+    its zone (handed on with it); anything else is refused here, before any file is touched."""
+    from datetime import UTC, datetime
+
+    value = text.strip()
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a date (YYYY-MM-DD) or an ISO 8601 instant"
+        ) from None
+    if len(value) <= 10:  # a date: the command reads it as that UTC day
+        return value
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
+
+
+#: Each command's line in `paylens --help`.
+_HELPS = {
+    "sandbox": "the embedded simulator of the service",
+    "serve": "serve a sandbox over HTTP on loopback and print the PAYLENS_* lines to export",
+    "advance": "move a served sandbox's clock ahead (PAYLENS_* variables)",
+    "sync": "bring a warehouse file in step with the service (PAYLENS_* variables)",
+    "cancel": "cancel pending ACH and wire transfers selected from the warehouse",
+    "approve": "approve payments waiting for platform approval, selected from the warehouse",
+    "reject": "reject payments waiting for platform approval, selected from the warehouse",
+    "confirm-receipt": "confirm receipt delivery of transactions selected from the warehouse",
+    "sync-wallets": "take the inventory of wallet credentials and sessions (PAYLENS_* "
+    "variables), which revoke-sessions selects from",
+    "revoke-sessions": "revoke wallet sessions selected from the warehouse's inventory "
+    "(sync-wallets)",
+    "report": "run the report notebook over a warehouse and write it as HTML",
+    "demo": "the main job on the embedded sandbox: sync, report, headline figures",
+}
+
+
+def _command(
+    parent: Any,  # what add_subparsers returned
+    name: str,
+    run: Callable[[argparse.Namespace], int] | None,
+    **options: Any,
+) -> argparse.ArgumentParser:
+    """A subcommand that runs `run` (None: a group of subcommands), its help with defaults."""
+    command = parent.add_parser(name, help=_HELPS[name], formatter_class=_Formatter, **options)
+    if run is not None:
+        command.set_defaults(run=run)
+    return command
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Help that shows each option's default, where it has one worth saying."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        quiet = action.default is None or action.default is False
+        if not quiet and action.default != argparse.SUPPRESS and "%(default)" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+def _sandbox_options(
+    parser: argparse.ArgumentParser,
+    what: str = "use the embedded sandbox instead of the PAYLENS_* service",
+) -> None:
+    parser.add_argument("--sandbox", action="store_true", help=what)
+    parser.add_argument("--seed", type=int, default=0, help="sandbox seed (with --sandbox)")
+    parser.add_argument(
+        "--transactions",
+        type=int,
+        default=SANDBOX_TRANSACTIONS,
+        help="sandbox size (with --sandbox)",
+    )
+
+
+def _client_options(parser: argparse.ArgumentParser) -> None:
+    """What every command that talks to the service takes for its client (see `_client`)."""
+    from paylens.client import RetryPolicy
+
+    parser.add_argument(
+        "--max-retries",
+        type=int,
+        default=RetryPolicy.max_retries,
+        help="retries of a failed request (connection errors, 408, 429, 5xx) before giving "
+        "up, with backoff between them; a request that changes state is retried only when "
+        "the service certainly did not act on it; 0: none",
+    )
+
+
+def _wait_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        help="seconds to wait for another writer of the file to finish (0: fail at once)",
+    )
+
+
+def _bulk_options(parser: argparse.ArgumentParser, noun: str, table: str, example: str) -> None:
+    """What every bulk command takes: the selection, dry run or apply, and the sandbox."""
+    parser.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
+    parser.add_argument(
+        "--where", required=True, help=f"one SQL condition over {table}, e.g. {example}"
+    )
+    parser.add_argument("--concurrency", type=int, default=4, help="requests at once")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument(
+        "--dry-run", action="store_true", help="show what would be sent; send and write nothing"
+    )
+    mode.add_argument("--apply", action="store_true", help=f"send the {noun} requests")
+    parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    _wait_option(parser)
+    _sandbox_options(parser)
+    _client_options(parser)
+
+
+_RESOURCES = ("transactions", "customers", "cards", "internal_accounts", "external_accounts")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="paylens",
+        description="paylens: the payments and wallet account service's data, analysis and "
+        "bulk actions",
+        epilog=EXIT_STATUS,
+        formatter_class=_Formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"paylens {__version__}")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="-v: what paylens does (INFO); -vv: every HTTP request too (DEBUG)",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sandbox = _command(commands, "sandbox", None)
+    sandbox_commands = sandbox.add_subparsers(
+        dest="sandbox_command", required=True, metavar="{serve,advance}"
+    )
+    serve = _command(sandbox_commands, "serve", _sandbox_serve)
+    serve.add_argument("--port", type=int, default=8765, help="port to listen on (0: any free)")
+    serve.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
+    serve.add_argument("--seed", type=int, default=0, help="seed of the generated data")
+    serve.add_argument(
+        "--transactions", type=int, default=SANDBOX_TRANSACTIONS, help="sandbox size"
+    )
+    serve.add_argument("--latency", type=float, default=0.0, help="seconds added to each request")
+    serve.add_argument(
+        "--profile",
+        choices=("default", "remittance"),
+        default="default",
+        help="the data's shape: default (one customer per ~50 transactions) or remittance "
+        "(one customer per transaction, 1.2 external and 0.6 internal accounts each, cards "
+        "for 10 %%)",
+    )
+    serve.add_argument(
+        "--scenarios",
+        type=int,
+        default=None,
+        help="planted rows per scenario (pending transfers in and past their window, approvals)"
+        " (default: scaled to --transactions)",
+    )
+    serve.add_argument(
+        "--rate-429", type=float, default=0.0, help="fraction of requests answered 429"
+    )
+    serve.add_argument(
+        "--rate-limit", type=float, help="requests per second answered (default: no limit)"
+    )
+    serve.add_argument(
+        "--clock",
+        choices=("wall", "fixed"),
+        default="wall",
+        help="wall: history ends now and time follows the wall clock; fixed: time moves only "
+        "with `paylens sandbox advance` (reproducible)",
+    )
+    advance = _command(sandbox_commands, "advance", _sandbox_advance)
+    advance.add_argument("--hours", type=float, required=True, help="how far to jump ahead")
+
+    sync = _command(commands, "sync", _sync)
+    sync.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
+    sync.add_argument(
+        "--since",
+        type=_instant,
+        help="only records created from this date (YYYY-MM-DD) or instant (UTC unless it names "
+        "its zone) (default: everything)",
+    )
+    _sandbox_options(sync)
+    sync.add_argument("--full", action="store_true", help="re-read everything")
+    sync.add_argument(
+        "--resources",
+        nargs="+",
+        choices=_RESOURCES,
+        default=None,
+        metavar="RESOURCE",
+        help=f"sync only these ({', '.join(_RESOURCES)}); the customers, cards and accounts "
+        "named are re-read whole whatever their age (default: all five)",
+    )
+    sync.add_argument("--concurrency", type=int, default=16, help="time slices read at once")
+    sync.add_argument(
+        "--rate-limit", type=float, help="requests per second sent (default: no limit)"
+    )
+    sync.add_argument("--quiet", action="store_true", help="no progress bar")
+    sync.add_argument(
+        "--verify-syncs",
+        type=int,
+        default=7,
+        help="every stored record is re-read at least once every this many syncs",
+    )
+    _wait_option(sync)
+    _client_options(sync)
+
+    for command, (_, noun, body_args) in _BULK.items():
+        bulk = _command(commands, command, _bulk, epilog=EXIT_STATUS)
+        _bulk_options(bulk, noun, "the transactions table", "\"status = 'PENDING'\"")
+        if "reason" in body_args:
+            bulk.add_argument(
+                "--reason", help=f"free-text reason sent with each {noun} (default: none)"
+            )
+    wallets = _command(commands, "sync-wallets", _sync_wallets)
+    wallets.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
+    wallets.add_argument(
+        "--accounts",
+        nargs="+",
+        metavar="ACCOUNT_ID",
+        help="these wallet accounts only (default: every embedded wallet account)",
+    )
+    wallets.add_argument("--concurrency", type=int, default=8, help="accounts read at once")
+    _wait_option(wallets)
+    _sandbox_options(wallets)
+    _client_options(wallets)
+    revoke = _command(commands, "revoke-sessions", _revoke_sessions, epilog=EXIT_STATUS)
+    _bulk_options(
+        revoke,
+        "session revoke",
+        "the wallet_sessions table (paylens sync-wallets)",
+        "\"account_id = 'InternalAccount:…'\"",
+    )
+    revoke.add_argument(
+        "--key-env",
+        default="PAYLENS_SESSION_KEY",
+        help="environment variable holding the private key (hex) of a session key of the "
+        "sessions' account, which signs each revoke (not needed for --dry-run)",
+    )
+
+    report = _command(commands, "report", _report)
+    report.add_argument("--db", default=DEFAULT_DB, help="warehouse file (read only)")
+    _sandbox_options(report, "instead of --db: a warehouse synced from the embedded sandbox")
+    report.add_argument("--quiet", action="store_true", help="no progress display")
+    report.add_argument(
+        "--start",
+        type=_instant,
+        help="period start, inclusive (UTC date or instant) (default: the first record)",
+    )
+    report.add_argument(
+        "--end",
+        type=_instant,
+        help="period end, exclusive (UTC date or instant) (default: after the last)",
+    )
+    report.add_argument(
+        "--currency", help="one currency only, e.g. USD (default: every currency, each apart)"
+    )
+    report.add_argument("--out", default="reports", help="folder for the report")
+    report.add_argument(
+        "--reference-rates",
+        metavar="CSV",
+        help="mid-market rates (date, sent_currency, received_currency, mid_rate) for the FX"
+        " margin (default: the sandbox's own for sandbox data, else the margin is unknown)",
+    )
+
+    demo = _command(commands, "demo", _demo)
+    demo.add_argument("--seed", type=int, default=0, help="sandbox seed")
+    demo.add_argument("--transactions", type=int, default=SANDBOX_TRANSACTIONS, help="sandbox size")
+    demo.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
+    demo.add_argument("--out", default="reports", help="folder for the report")
+    demo.add_argument(
+        "--currencies", type=int, default=6, help="currencies shown in the headline figures"
+    )
+    return parser
