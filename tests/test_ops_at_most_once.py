@@ -306,7 +306,9 @@ class DieAfterAnswer(httpx.HTTPTransport):
 
 client = Client.from_env(transport=DieAfterAnswer())
 with Warehouse(sys.argv[1]) as wh:
-    ops.plan_cancel(wh, [sys.argv[2]]).apply(client, progress=False)
+    getattr(ops, sys.argv[3] if len(sys.argv) > 3 else "plan_cancel")(wh, [sys.argv[2]]).apply(
+        client, progress=False
+    )
 """
 
 
@@ -338,6 +340,56 @@ def test_a_run_killed_after_the_service_acted_is_resolved_by_reading(tmp_path: P
     first = journal.loc[journal["transaction_id"] == target].iloc[0]
     assert first["outcome"] == "cancelled"
     assert first["message"] == "confirmed by reading the record later"
+
+
+@pytest.mark.http
+def test_an_approval_killed_after_the_service_acted_is_journalled_approved_after_a_sync(
+    tmp_path: Path,
+) -> None:
+    """The record read to resolve a dead run's approval is judged against the status the
+    item had when it was claimed, not against the warehouse's row, which the sync between
+    has already brought up to date (it then showed no change, and the journal said
+    `no_effect` of a request that had approved the payment)."""
+    sandbox = Sandbox(seed=27, transactions=1_500, scenarios=40)
+    path = tmp_path / "killed-approve.duckdb"
+    with _served_warehouse(sandbox, path, 0) as (client, env, _):
+        with Warehouse(path, read_only=True) as wh:
+            waiting = list(
+                wh.sql(
+                    "SELECT id FROM transactions WHERE agent_id IS NOT NULL "
+                    "AND status = 'PENDING' ORDER BY id"
+                )["id"]
+            )
+        target, other = waiting[:2]
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                _KILLED_AFTER_THE_SERVICE_ACTED,
+                str(path),
+                target,
+                "plan_approve",
+            ],
+            env=env,
+            timeout=120,
+        )
+        assert proc.returncode == -9
+        approved = str(client.transactions.get(target).status)
+        assert approved in ("PROCESSING", "COMPLETED")  # the dead run's request took effect
+        sync_file(path, client, progress=False)  # cron: the row now shows the approval
+        with Warehouse(path) as wh:
+            assert (
+                wh.sql("SELECT status FROM transactions WHERE id = ?", [target])["status"][0]
+                == approved
+            )
+            ops.plan_approve(wh, [other]).apply(client, progress=False)  # resolves the dead run's
+            journal = wh.journal()
+    assert _posts(sandbox, "/approve") == Counter({target: 1, other: 1})
+    first = journal.loc[journal["transaction_id"] == target].iloc[0]
+    assert (first["outcome"], first["message"]) == (
+        "approved",
+        "confirmed by reading the record later",
+    )
 
 
 def test_two_warehouse_objects_syncing_at_once_double_no_row(tmp_path: Path) -> None:

@@ -374,14 +374,17 @@ class _Transactions:
         return client.transactions.get(row["id"])
 
     def effect(self, action: str, row: dict[str, Any], current: Any) -> bool:
+        # judged by the record alone: an item is claimed only while it waits (PENDING for an
+        # approval), and `row` may be the warehouse's, which a sync since has brought up to
+        # date (compared with it, an approval a dead run made would read as no effect)
         status = str(getattr(current, "status", ""))
         if action == "cancel":
             refund = getattr(current, "refund", None)
             return refund is not None and str(refund.reason) == "USER_CANCELLATION"
         if action == "approve":
-            return status != row["status"] and status in ("PROCESSING", "COMPLETED")
+            return status in ("PROCESSING", "COMPLETED")
         if action == "reject":
-            return status != row["status"] and status in ("REJECTED", "FAILED")
+            return status in ("REJECTED", "FAILED")
         if action == "confirm_receipt":
             return getattr(current, "receipt_delivery_confirmed_at", None) is not None
         return False
