@@ -29,6 +29,7 @@ from paylens.errors import (
     WarehouseError,
     WarehouseFileError,
     WarehouseLockedError,
+    WarehouseNotFoundError,
     WarehouseStorageError,
 )
 from paylens.warehouse import Warehouse, sync_file
@@ -275,6 +276,50 @@ def test_an_interrupted_swap_is_finished_by_the_next_run(tmp_path: Path) -> None
         assert list(wh.journal()["message"]) == ["kept"]
 
 
+_KILLED_IN_ITS_SWAP = """
+import os, signal, sys
+from paylens import Sandbox
+from paylens.warehouse import _staged, sync_file
+
+replace = os.replace
+
+def die_instead(source, destination):  # the swap's rename: the marker is written, it never is
+    if str(source).endswith(".syncing"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    replace(source, destination)
+
+sandbox = Sandbox(seed=4, transactions=300)
+_staged.os.replace = die_instead
+sync_file(sys.argv[1], sandbox.client(), progress=False, full=True)
+"""
+
+
+def test_a_write_after_a_sync_killed_in_its_swap_is_kept_by_the_next_sync(tmp_path: Path) -> None:
+    """A sync killed between writing its swap marker and the rename leaves its finished copy
+    beside the file. A writer that opens the file next (an apply's journal, a notebook)
+    finishes that swap first, so what it writes is in the file the next sync keeps."""
+    sandbox = Sandbox(seed=4, transactions=300)
+    path = tmp_path / "w.duckdb"
+    sync_file(path, sandbox.client(), progress=False)
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_IN_ITS_SWAP, str(path)], capture_output=True, timeout=120
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert path.with_name(path.name + ".swapping").exists()  # killed inside its swap
+    with Warehouse(path) as wh:  # an apply's journal entry, written next
+        wh.journal_record(
+            fingerprint="f",
+            action="cancel",
+            item_id="Transaction:x",
+            outcome="cancelled",
+            message="written after the killed swap",
+        )
+    sync_file(path, sandbox.client(), progress=False)  # the next scheduled sync
+    with Warehouse(path, read_only=True) as wh:
+        assert list(wh.journal()["outcome"]) == ["cancelled"]
+        assert list(wh.sync_runs()["status"]) == ["succeeded"] * 3
+
+
 STACKED = "1=0; DELETE FROM transactions; SELECT id, created_at FROM transactions WHERE 1=1"
 
 
@@ -333,6 +378,45 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     assert "being written by" in _one_line(result)
     missing = run_cli("report", "--db", str(tmp_path / "nope.duckdb"))
     assert missing.returncode == 2 and _one_line(missing)
+
+
+def test_a_file_reached_by_another_name_has_one_writer(tmp_path: Path) -> None:
+    """A link to the warehouse (or `dir/../w.duckdb`) names the same file: its writer lock is
+    the file's, so an apply by one name waits for a sync by the other (a sync holds only that
+    lock while it reads, its copy apart); and the sync writes the file itself, leaving the
+    link a link."""
+    from paylens.warehouse._open import WriterLock
+
+    real = tmp_path / "real.duckdb"
+    link = tmp_path / "link.duckdb"
+    sync_file(real, Sandbox(seed=3, transactions=200).client(), progress=False)
+    link.symlink_to(real)
+    (tmp_path / "sub").mkdir()
+    for name in (link, tmp_path / "sub" / ".." / "real.duckdb"):
+        sync = WriterLock(name, holder="paylens sync")  # as a sync by that name holds it
+        try:
+            apply = run_cli(
+                "cancel", "--db", str(real), "--where", "TRUE", "--apply", "--yes", "--sandbox"
+            )
+            assert apply.returncode == 1 and "being written by" in _one_line(apply)
+        finally:
+            sync.release()
+    done = subprocess.run(
+        _sync_process(link, transactions=200), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and link.resolve() == real
+    with Warehouse(real, read_only=True) as wh:
+        assert len(wh.sync_runs()) == 2
+
+
+def test_a_bulk_apply_on_a_path_with_no_warehouse_creates_none(tmp_path: Path) -> None:
+    typo = tmp_path / "typo.duckdb"
+    done = run_cli("cancel", "--db", str(typo), "--where", "TRUE", "--apply", "--yes", "--sandbox")
+    assert done.returncode == 2 and "no warehouse at" in _one_line(done)
+    assert not typo.exists()
+    with pytest.raises(WarehouseNotFoundError):
+        Warehouse(typo, create=False)
 
 
 def test_port_in_use_is_one_line(tmp_path: Path) -> None:

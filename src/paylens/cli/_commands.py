@@ -222,7 +222,7 @@ def _bulk(args: argparse.Namespace) -> int:
     except ConfigurationError as exc:
         print(f"paylens {args.command}: {exc}", file=sys.stderr)
         return 2
-    with Warehouse(args.db, read_only=args.dry_run, wait=args.wait) as wh:
+    with Warehouse(args.db, read_only=args.dry_run, wait=args.wait, create=False) as wh:
         plan = getattr(ops, planner)(wh, args.where, **body)
         return _review_and_apply(args, plan, client, noun)
 
@@ -287,7 +287,7 @@ def _revoke_sessions(args: argparse.Namespace) -> int:
     def unsigned(payload: str | bytes) -> str:  # a dry run shows the plan and signs nothing
         raise ConfigurationError(f"a dry run signs nothing; set {args.key_env} to apply")
 
-    with Warehouse(args.db, read_only=args.dry_run, wait=args.wait) as wh:
+    with Warehouse(args.db, read_only=args.dry_run, wait=args.wait, create=False) as wh:
         plan = ops.plan_revoke_sessions(wh, args.where, signer=signer or unsigned)
         return _review_and_apply(args, plan, client, "session revoke")
 

@@ -61,7 +61,9 @@ class WriterLock:
     """The exclusive writer lock of one warehouse file (flock on `<file>.lock`)."""
 
     def __init__(self, path: Path, *, wait: float = 0.0, holder: str = "") -> None:
-        self.path = lock_path(path)
+        # the file's lock, whatever name it is reached by (a link, `..`): two names of one
+        # file must not make two writers
+        self.path = lock_path(path.resolve())
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + max(0.0, wait)
@@ -287,8 +289,14 @@ def open_store(path: Path, *, read_only: bool, wait: float = 0.0) -> Store:
                 )
             store.refs += 1
             return store
-        writer = None if read_only else WriterLock(path, wait=wait)
+        writer = None if read_only else WriterLock(key, wait=wait)
         try:
+            if writer is not None:
+                # a swap a killed sync began is finished before anything is written here:
+                # written to the file it replaces, it would be lost to the next sync's swap
+                from ._staged import recover  # (that module builds on this one)
+
+                recover(key)
             con = connect(path, read_only=read_only)
         except BaseException:
             if writer is not None:

@@ -42,7 +42,9 @@ def sync_file(
     SyncOptions(concurrency=concurrency, rate_limit=rate_limit, verify_syncs=verify_syncs)
     parse_since(since)
     wanted_resources(resources)
-    target = Path(path)
+    # the file itself, whatever name it is given by: a link is followed (and kept), and its
+    # writer lock is the one every other writer of the file takes
+    target = Path(path).resolve()
     lock = WriterLock(target, wait=wait, holder="paylens sync")
     try:
         _staged.recover(target)

@@ -19,7 +19,7 @@ from paylens.errors import InvalidArgumentError, WarehouseError
 from paylens.frames import to_pandas
 
 from . import _journal, _store, _wallets
-from ._open import close_store, open_store, storage_errors
+from ._open import MEMORY, close_store, not_found, open_store, storage_errors
 from ._report import SANDBOX_LABEL, SyncReport
 from ._run import SyncRun, check_source, parse_since
 from .sync import SMALL_RESOURCES, Freshness, SyncOptions, utcnow
@@ -51,6 +51,8 @@ class Warehouse:
     Every `Warehouse` on one file in one process shares one connection, so they take turns.
     A second writer gets `WarehouseLockedError` naming the holder, or waits up to `wait`
     seconds for it. A file that is not a paylens warehouse is refused and never altered.
+    A read-write open of a path with no file starts a new warehouse there, unless
+    `create=False` (then `WarehouseNotFoundError`: a bulk action on a mistyped path).
     """
 
     def __init__(
@@ -59,8 +61,11 @@ class Warehouse:
         *,
         read_only: bool = False,
         wait: float = 0.0,
+        create: bool = True,
     ) -> None:
         self.path = Path(path)
+        if not create and str(path) != MEMORY and not self.path.exists():
+            raise not_found(self.path)
         self.read_only = read_only
         self._closed = False
         self._store = open_store(self.path, read_only=read_only, wait=wait)
