@@ -255,18 +255,19 @@ def test_a_sync_of_another_service_names_the_file_the_user_gave(tmp_path: Path) 
     assert ".syncing" not in str(refused.value)
 
 
+def _journal_a_row(wh: Warehouse, outcome: str, message: str) -> None:
+    """A row an apply would journal, written straight to the file."""
+    wh.journal_record(
+        fingerprint="f", action="cancel", item_id="Transaction:x", outcome=outcome, message=message
+    )
+
+
 def test_an_interrupted_swap_is_finished_by_the_next_run(tmp_path: Path) -> None:
     sandbox = Sandbox(seed=4, transactions=300)
     path = tmp_path / "w.duckdb"
     sync_file(path, sandbox.client(), progress=False)
     with Warehouse(path) as wh:  # a journal row in the target
-        wh.journal_record(
-            fingerprint="f",
-            action="cancel",
-            item_id="Transaction:x",
-            outcome="skipped_changed",
-            message="kept",
-        )
+        _journal_a_row(wh, "skipped_changed", "kept")
     staged = path.with_name(path.name + ".syncing")
     shutil.copyfile(path, staged)
     path.with_name(path.name + ".swapping").write_bytes(b"swap")
@@ -307,13 +308,7 @@ def test_a_write_after_a_sync_killed_in_its_swap_is_kept_by_the_next_sync(tmp_pa
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert path.with_name(path.name + ".swapping").exists()  # killed inside its swap
     with Warehouse(path) as wh:  # an apply's journal entry, written next
-        wh.journal_record(
-            fingerprint="f",
-            action="cancel",
-            item_id="Transaction:x",
-            outcome="cancelled",
-            message="written after the killed swap",
-        )
+        _journal_a_row(wh, "cancelled", "written after the killed swap")
     sync_file(path, sandbox.client(), progress=False)  # the next scheduled sync
     with Warehouse(path, read_only=True) as wh:
         assert list(wh.journal()["outcome"]) == ["cancelled"]

@@ -173,7 +173,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="-v: what paylens does (INFO); -vv: every HTTP request too (DEBUG)",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (
+        _add_sandbox,
+        _add_sync,
+        _add_bulk_actions,
+        _add_sync_wallets,
+        _add_revoke_sessions,
+        _add_report,
+        _add_demo,
+    ):
+        add(commands)
+    return parser
 
+
+def _add_sandbox(commands: Any) -> None:
+    """The embedded sandbox: serve, advance."""
     sandbox = _command(commands, "sandbox", None)
     sandbox_commands = sandbox.add_subparsers(
         dest="sandbox_command", required=True, metavar="{serve,advance}"
@@ -217,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     advance = _command(sandbox_commands, "advance", _sandbox_advance)
     advance.add_argument("--hours", type=float, required=True, help="how far to jump ahead")
 
+
+def _add_sync(commands: Any) -> None:
+    """`paylens sync`."""
     sync = _command(commands, "sync", _sync)
     sync.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
     sync.add_argument(
@@ -250,6 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
     _wait_option(sync)
     _client_options(sync)
 
+
+def _add_bulk_actions(commands: Any) -> None:
+    """`paylens cancel|approve|reject|confirm-receipt`."""
     for command, (_, noun, body_args) in _BULK.items():
         bulk = _command(commands, command, _bulk, epilog=EXIT_STATUS)
         _bulk_options(bulk, noun, "the transactions table", "\"status = 'PENDING'\"")
@@ -257,6 +277,10 @@ def build_parser() -> argparse.ArgumentParser:
             bulk.add_argument(
                 "--reason", help=f"free-text reason sent with each {noun} (default: none)"
             )
+
+
+def _add_sync_wallets(commands: Any) -> None:
+    """`paylens sync-wallets`."""
     wallets = _command(commands, "sync-wallets", _sync_wallets)
     wallets.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
     wallets.add_argument(
@@ -269,6 +293,10 @@ def build_parser() -> argparse.ArgumentParser:
     _wait_option(wallets)
     _sandbox_options(wallets)
     _client_options(wallets)
+
+
+def _add_revoke_sessions(commands: Any) -> None:
+    """`paylens revoke-sessions`."""
     revoke = _command(commands, "revoke-sessions", _revoke_sessions, epilog=EXIT_STATUS)
     _bulk_options(
         revoke,
@@ -283,6 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
         "sessions' account, which signs each revoke (not needed for --dry-run)",
     )
 
+
+def _add_report(commands: Any) -> None:
+    """`paylens report`."""
     report = _command(commands, "report", _report)
     report.add_argument("--db", default=DEFAULT_DB, help="warehouse file (read only)")
     _sandbox_options(report, "instead of --db: a warehouse synced from the embedded sandbox")
@@ -308,6 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
         " margin (default: the sandbox's own for sandbox data, else the margin is unknown)",
     )
 
+
+def _add_demo(commands: Any) -> None:
+    """`paylens demo`."""
     demo = _command(commands, "demo", _demo)
     demo.add_argument("--seed", type=int, default=0, help="sandbox seed")
     demo.add_argument("--transactions", type=int, default=SANDBOX_TRANSACTIONS, help="sandbox size")
@@ -316,4 +350,3 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--currencies", type=int, default=6, help="currencies shown in the headline figures"
     )
-    return parser
