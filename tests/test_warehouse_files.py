@@ -403,6 +403,9 @@ def test_a_file_reached_by_another_name_has_one_writer(tmp_path: Path) -> None:
     assert link.is_symlink() and link.resolve() == real
     with Warehouse(real, read_only=True) as wh:
         assert len(wh.sync_runs()) == 2
+    from paylens.warehouse._open import wal_path
+
+    assert wal_path(link) == tmp_path / "real.duckdb.wal"  # where DuckDB writes it
 
 
 def test_a_bulk_apply_on_a_path_with_no_warehouse_creates_none(tmp_path: Path) -> None:

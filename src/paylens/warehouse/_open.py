@@ -157,8 +157,10 @@ def probe(path: Path) -> None:
 
 
 def wal_path(path: Path) -> Path:
-    """The file's write-ahead log (DuckDB's, beside it)."""
-    return path.with_name(path.name + ".wal")
+    """The file's write-ahead log (DuckDB's, beside the file itself: through a link, beside
+    the file the link names, as DuckDB places it)."""
+    real = path.resolve()
+    return real.with_name(real.name + ".wal")
 
 
 def not_found(path: Path) -> WarehouseNotFoundError:
