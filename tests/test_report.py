@@ -397,3 +397,37 @@ def test_reference_rates_come_from_the_operators_file(warehouse: Path, tmp_path:
     text = _text(content)
     assert "currency USD" in text and "all 10 tie-out checks passed" in text
     assert "partial" in text
+
+
+def test_the_headline_sums_every_group_of_a_currency_and_never_guesses_decimals(
+    tmp_path: Path,
+) -> None:
+    """A USD card transaction paid from an EUR account is in USD's headline with the others
+    (the card summary groups them apart by the paying account's currency); a record whose
+    currency object leaves out `decimals` (the interface makes none of its fields required)
+    is counted, in the decimals other records give for that code."""
+    import json
+    import uuid
+
+    from paylens.report import Period
+
+    path = tmp_path / "w.duckdb"
+    sync_file(path, Sandbox(seed=1, transactions=1_000).client(), progress=False)
+    with Warehouse(path) as wh:
+        eur = wh.sql("SELECT id FROM internal_accounts WHERE balance_currency = 'EUR' LIMIT 1")
+        card, incoming = (
+            json.loads(
+                wh.sql(f"SELECT raw FROM transactions WHERE {where} ORDER BY id LIMIT 1")["raw"][0]
+            )
+            for where in (
+                "type = 'CARD' AND status = 'SETTLED' AND currency = 'USD'",
+                "type = 'INCOMING' AND status = 'COMPLETED' AND currency = 'USD'",
+            )
+        )
+        card.update(id=f"CardTransaction:{uuid.uuid4()}", accountId=eur["id"][0])
+        incoming["id"] = f"Transaction:{uuid.uuid4()}"
+        del incoming["receivedAmount"]["currency"]["decimals"]
+        wh.store_transactions([card, incoming])
+        headline = Period(wh).headline()
+    usd = " ".join(["USD", *headline.loc["USD"].astype(str)])
+    assert usd == _expected_headline(path)["USD"]

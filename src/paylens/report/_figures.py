@@ -315,20 +315,33 @@ class Period:
         the amount received, completed outgoing ones with the amount sent and their fees, card
         transactions and their net settled amount, in major units of that currency."""
         txs = self.transactions
-        incoming = txs[(txs["type"] == "INCOMING") & (txs["status"] == "COMPLETED")]
-        received = incoming.groupby(["currency", "decimals"])["amount_minor"].agg(["size", "sum"])
+        incoming = txs[
+            (txs["type"] == "INCOMING") & (txs["status"] == "COMPLETED") & txs["currency"].notna()
+        ]
+        received = incoming.groupby(["currency", "decimals"], dropna=False)["amount_minor"].agg(
+            ["size", "sum"]
+        )
         fees = fee_breakdown(self.fees, by=[], status="COMPLETED")
         cards = card_summary(self.cards, by=[], status_history=self.history)
-        rows: dict[str, dict[str, str]] = {}
+        # integer figures per currency, summed over every group a helper splits it into (card
+        # transactions by the currency of the account paying them, say): formatted at the end
+        totals: dict[str, dict[str, int]] = {}
+        places: dict[str, int] = {}  # a currency's decimals, from any record that gives them
 
         def add(currency: Any, decimals: Any, **figures: Any) -> None:
-            # cells of pandas rows: a code, its decimals and integer figures
-            row = rows.setdefault(str(currency), {})
+            code = str(currency)
+            if decimals is not None and not pd.isna(decimals):
+                places.setdefault(code, int(decimals))
+            row = totals.setdefault(code, {})
             for name, value in figures.items():
-                is_count = name.endswith("_count")
-                row[name] = (
-                    f"{int(value):,}" if is_count else format_minor(int(value), int(decimals))
-                )
+                row[name] = row.get(name, 0) + int(value)
+
+        def shown(code: str, name: str, value: int) -> str:
+            if name.endswith("_count"):
+                return f"{value:,}"
+            if code not in places:  # no record said how many decimals: never guessed
+                return f"{value:,} minor units"
+            return format_minor(value, places[code])
 
         for key, got in received.iterrows():
             currency, decimals = cast(tuple[str, int], key)  # the (currency, decimals) index
@@ -351,6 +364,10 @@ class Period:
             "fees": "fees",
             "card_count": "card transactions",
             "net_settled": "card net settled",
+        }
+        rows = {
+            code: {name: shown(code, name, value) for name, value in figures.items()}
+            for code, figures in totals.items()
         }
         frame = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(columns))
         # every cell is text; a kind with no row in the period is an empty (float) column
