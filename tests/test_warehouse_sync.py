@@ -554,3 +554,37 @@ with sandbox.client(sleep=lambda s: None) as client, Warehouse(":memory:") as wh
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["2", "incremental", "False"], done.stderr[-2000:]
+
+
+def test_stored_answers_land_as_a_sync_lands_them(tmp_path: Path) -> None:
+    """`store_transactions` (how an apply stores what it read): a record given twice is
+    stored once, its last; one that does not fit the schema is set aside in
+    `rejected_records` as a sync sets it aside; anything but a record is refused with a typed
+    error before anything is written (a JSON null crashed Arrow's reader, and the process)."""
+    import json
+
+    from paylens import InvalidArgumentError
+
+    sandbox = Sandbox(seed=2, transactions=300)
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        wh.sync(sandbox.client(), progress=False, resources=["transactions"])
+        raws = [
+            json.loads(r)
+            for r in wh.sql("SELECT raw FROM transactions WHERE type = 'OUTGOING' ORDER BY id")[
+                "raw"
+            ]
+        ]
+        first, second, third = raws[:3]
+        changed = {**first, "description": "read again"}
+        float_amount = {**second, "sentAmount": {**second["sentAmount"], "amount": 12.5}}
+        huge_fee = {**third, "fees": 2**63}
+        for bad in ([None], [first, "text"], [first, 7]):
+            with pytest.raises(InvalidArgumentError, match=r"records: item \d is "):
+                wh.store_transactions(bad)  # type: ignore[list-item]
+        wh.store_transactions([first, changed, float_amount, huge_fee])
+        stored = wh.sql("SELECT id, description FROM transactions WHERE id = ?", [first["id"]])
+        rejected = wh.rejected_records()
+        count = len(wh.sql("SELECT id FROM transactions"))
+    assert list(stored["description"]) == ["read again"]  # once, the last given
+    assert count == 300
+    assert set(rejected["record_id"]) == {second["id"], third["id"]}

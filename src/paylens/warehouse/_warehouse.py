@@ -30,6 +30,19 @@ if TYPE_CHECKING:  # pandas loads when a frame is first asked for, not for a syn
 DEFAULT_PATH = Path("data/paylens.duckdb")
 
 
+def _json_text(record: dict[str, Any]) -> bytes:
+    """A record's JSON text: orjson's, or the standard library's for what orjson refuses (an
+    integer past 64 bits), so that such a record is set aside as a sync would, not raised."""
+    import json
+
+    import orjson
+
+    try:
+        return orjson.dumps(record)
+    except TypeError:
+        return json.dumps(record, default=str).encode()
+
+
 def wanted_resources(resources: Sequence[str] | None) -> list[str]:
     """The resources a sync reads, in order: those named, or all of them."""
     known = ("transactions", *SMALL_RESOURCES)
@@ -415,15 +428,32 @@ class Warehouse:
 
     def store_transactions(self, records: Sequence[dict[str, Any]]) -> None:
         """Store transaction records just read from the service (e.g. the answers of a bulk
-        action), exactly as a sync would, status history included."""
-        from paylens.frames import encode, transaction_tables
+        action), exactly as a sync would: status history included, a record given twice
+        stored once (its last), one that does not fit the declared schema set aside in
+        `rejected_records` (read again by the next sync). Anything but a JSON object (a dict)
+        is refused with `InvalidArgumentError`, before anything is written."""
+        from paylens.warehouse.sync.save import typed
 
-        if not records:
+        buffer: dict[str, bytes] = {}
+        no_id: list[bytes] = []
+        for i, record in enumerate(records):
+            if not isinstance(record, dict):
+                raise InvalidArgumentError(
+                    "records", f"item {i} is {type(record).__name__}, not a record (a dict)"
+                )
+            text = _json_text(record)
+            if isinstance(record.get("id"), str):
+                buffer[record["id"]] = text
+            else:
+                no_id.append(text)
+        if not buffer and not no_id:
             return
-        tables = transaction_tables(raw=encode(records))
         now = utcnow()
+        tables, rejects = typed(buffer, no_id, run_id=0, at=now)
         with self._writing() as con, _store.transaction(con):
-            _store.upsert_transaction_tables(con, tables, run_id=0, now=now)
+            if tables is not None:
+                _store.upsert_transaction_tables(con, tables, run_id=0, now=now)
+            _store.record_rejects(con, rejects)
 
     # -- wallet inventory (credentials and sessions of embedded wallets; see _wallets) ----------
 

@@ -177,17 +177,24 @@ def _typed(raw: list[bytes]) -> Any:
 
 
 def typed_batch(landings: list[Landing], run_id: int, at: datetime) -> Batch:
-    """Landings merged (a record read twice keeps its latest read) and typed; the records
-    that do not fit the declared schema are moved to the batch's rejects, each alone: a bad
-    record never holds back the others. Valid batches cost one vectorised read."""
+    """Landings merged (a record read twice keeps its latest read) and typed (`typed`)."""
     buffer: dict[str, bytes] = {}
-    rejects = []
+    no_id: list[bytes] = []
     for landing in landings:
         buffer.update(landing.buffer)
-        rejects += [
-            reject_row(t, "not a record with a string id", run_id, at) for t in landing.rejects
-        ]
+        no_id += landing.rejects
     records = len(buffer)
+    tables, rejects = typed(buffer, no_id, run_id, at)
+    return Batch(landings, tables, rejects, records)
+
+
+def typed(
+    buffer: dict[str, bytes], no_id: list[bytes], run_id: int, at: datetime
+) -> tuple[dict[str, pa.Table] | None, list[RejectRow]]:
+    """Records' JSON texts by id, typed; the records that do not fit the declared schema (and
+    those `no_id`, without a string id) go to rejects, each alone: a bad record never holds
+    back the others. Valid records cost one vectorised read. `buffer` keeps what was typed."""
+    rejects = [reject_row(t, "not a record with a string id", run_id, at) for t in no_id]
     tables = None
     while buffer:
         try:
@@ -212,7 +219,7 @@ def typed_batch(landings: list[Landing], run_id: int, at: datetime) -> Batch:
         tables = None
         for record_id in dropped:
             del buffer[record_id]
-    return Batch(landings, tables, rejects, records)
+    return tables, rejects
 
 
 def merged(parts: list[Batch]) -> Batch:
