@@ -249,9 +249,14 @@ class Hostile:
     huge_amount_ids: set[str] = field(default_factory=set)  # an amount of 2^64 + 5
     total_count: Callable[[int], Any] | None = None  # the totalCount it claims
     retyped_ids: set[str] = field(default_factory=set)  # OUTGOING records served as INCOMING
+    nulled_ids: set[str] = field(default_factory=set)  # records served as JSON null
 
     def rewrite(self, body: dict[str, Any]) -> dict[str, Any]:
+        if "data" in body:
+            body["data"] = [None if r.get("id") in self.nulled_ids else r for r in body["data"]]
         for record in body.get("data", []):
+            if record is None:
+                continue
             if record.get("id") in self.huge_amount_ids:
                 key = next(k for k in _AMOUNTS if isinstance(record.get(k), dict))
                 record[key] = {**record[key], "amount": 2**64 + 5}
@@ -335,6 +340,22 @@ def test_hostile_pages_are_quarantined_counted_and_cleaned(seed: int) -> None:
 
     before, after = hostile_steps(hostile)
     run_case(seed, connect, before_sync=before, after_sync=after)
+
+
+def test_a_null_in_place_of_the_oldest_record_is_set_aside_once() -> None:
+    """The record a full sync plans from (the oldest) served as JSON null: the sync goes on,
+    the null lands in rejected_records once, however often the run reads it."""
+    sandbox = lively_sandbox(7, 300)
+    oldest = min(sandbox.world.all_transactions(), key=lambda t: (t["createdAt"], t["id"]))
+    with (
+        hostile_client(sandbox, Hostile(nulled_ids={oldest["id"]})) as client,
+        Warehouse(":memory:") as wh,
+    ):
+        wh.sync(client, resources=["transactions"], options=options())
+        stored = set(wh.sql("SELECT id FROM transactions")["id"])
+        rejected = wh.rejected_records()
+    assert stored == {t["id"] for t in sandbox.world.all_transactions()} - {oldest["id"]}
+    assert list(rejected["raw"]) == ["null"]
 
 
 def test_a_string_total_count_is_a_typed_error() -> None:

@@ -114,7 +114,8 @@ def test_a_failing_commit_leaves_neither_rows_nor_checkpoint(
     window = Window(None, AT)
     save.register(con, [window], run_id=2)
     batch = save.typed_batch([landing(records[:30], window)], 2, AT)
-    batch.rejects = [("not", "a", "row")]  # the rejects' insert fails inside the transaction
+    # the rejects' insert fails inside the transaction (no run id, no time)
+    batch.rejects = [("not a run", "transactions", None, None, None, "e", "{}", "not a time")]
     with pytest.raises(duckdb.Error):
         save.commit(con, batch, run_id=2, at=AT)
     assert con.execute("SELECT count(*) FROM transactions").fetchone() == (0,)

@@ -358,4 +358,10 @@ def next_run_id(con: duckdb.DuckDBPyConnection) -> int:
 
 def record_rejects(con: duckdb.DuckDBPyConnection, rows: list[tuple[Any, ...]]) -> None:
     if rows:
-        con.executemany("INSERT INTO rejected_records VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        # a record read twice in one run (a window read again whole) is set aside once
+        con.executemany(
+            """INSERT INTO rejected_records SELECT ?, ?, ?, ?, ?, ?, ?, ?
+               WHERE NOT EXISTS (SELECT 1 FROM rejected_records
+                                 WHERE run_id = ? AND resource = ? AND raw = ?)""",
+            [(*row, row[0], row[1], row[6]) for row in dict.fromkeys(rows)],
+        )

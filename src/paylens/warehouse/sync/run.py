@@ -399,10 +399,8 @@ class TransactionSync:
         if not first.data:  # the data decides, not totalCount
             self._reconcile_range(everything)
             return
-        oldest = fetch.parse_time(first.data[0].get("createdAt")) or self.options.since
-        newest = (
-            fetch.parse_time(newest_page.data[0].get("createdAt")) if newest_page.data else None
-        )
+        oldest = _created(first) or self.options.since
+        newest = _created(newest_page)
         self._read_all(self._balanced_slices(oldest, newest, first.total_count))
         self._reconcile_range(everything)
         # everything was just read: a round of the re-verification starts at the next sync
@@ -593,6 +591,13 @@ class TransactionSync:
         with self.db_lock:
             save.commit(self.con, batch, run_id=self.run_id, at=self.started)
         self.tally.add(batch)
+
+
+def _created(page: Any) -> datetime | None:
+    """When a probe's one record was created; None when the page holds none, or something
+    that is not a record (it is set aside when its window is read, as any other)."""
+    record = page.data[0] if page.data else None
+    return fetch.parse_time(record.get("createdAt")) if isinstance(record, dict) else None
 
 
 def _answer(
