@@ -3,7 +3,7 @@ and pandas frames with Arrow dtypes and UTC timestamps."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 import orjson
 import pandas as pd
@@ -77,3 +77,24 @@ def test_frames_are_arrow_backed_with_utc_timestamps_and_integer_money() -> None
     assert frame["amount_minor"].dtype == pd.ArrowDtype(pa.int64())
     assert frame["created_at"].dtype == pd.ArrowDtype(pa.timestamp("us", tz="UTC"))
     assert frame["created_at"].dt.tz is not None
+
+
+def test_every_rfc_3339_spelling_of_an_instant_is_read() -> None:
+    """A fraction past microseconds (cut to six digits, as Python's datetime reads it), a
+    lower-case `t` or `z`, an offset: each is the instant it says, never a reason to set the
+    record aside."""
+    base = _records(4)
+    spellings = [
+        "2025-04-17T17:28:38.395123456Z",
+        "2025-04-17t17:28:38.395z",
+        "2025-04-17T19:28:38.395+02:00",
+        "2025-04-17T17:28:38Z",
+    ]
+    records = [{**r, "createdAt": s} for r, s in zip(base, spellings, strict=True)]
+    created = transaction_tables(raw=encode(records))["transactions"].column("created_at")
+    assert created.to_pylist() == [
+        datetime(2025, 4, 17, 17, 28, 38, 395123, tzinfo=UTC),
+        datetime(2025, 4, 17, 17, 28, 38, 395000, tzinfo=UTC),
+        datetime(2025, 4, 17, 17, 28, 38, 395000, tzinfo=UTC),
+        datetime(2025, 4, 17, 17, 28, 38, tzinfo=UTC),
+    ]

@@ -192,3 +192,20 @@ def test_watched_records_are_those_no_listing_can_show_changed(
     # quarantined records are known to the counts but not stored
     assert sum(stored.counts(Window(None, None)).values()) == 8
     assert stored.stored(Window(None, None)) == 7
+
+
+def test_each_record_set_aside_is_told_its_own_refusal(records: list[dict]) -> None:
+    """Two misfits in one batch that the typed models accept (a currency given as its bare
+    code): each reject's error is what Arrow says of that record, not of the first value it
+    refused in the batch."""
+    a, b, c = [r for r in records if r["type"] == "OUTGOING"][:3]
+    texts = {r["id"]: orjson.dumps(r) for r in (a, b, c)}
+    for record, key in ((a, "sentAmount"), (b, "receivedAmount")):
+        code = record[key]["currency"]["code"]
+        texts[record["id"]] = orjson.dumps({**record, key: {**record[key], "currency": code}})
+    batch = save.typed_batch([Landing(Window(None, AT), texts, [], None, True)], 1, AT)
+    errors = {row[2]: row[5] for row in batch.rejects}
+    assert set(errors) == {a["id"], b["id"]}
+    assert "/sentAmount/currency" in errors[a["id"]], errors
+    assert "/receivedAmount/currency" in errors[b["id"]], errors
+    assert batch.tables is not None and batch.tables["transactions"].num_rows == 1

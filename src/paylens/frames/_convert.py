@@ -102,7 +102,18 @@ def _column(parsed: pa.Table | pa.StructArray, column: Column) -> pa.Array:
         )
     else:
         value = _pick(parsed, column.path)
-    return value.cast(column.type)
+    return _instants(value) if column.type == UTC_TIMESTAMP else value.cast(column.type)
+
+
+def _instants(text: pa.Array) -> pa.Array:
+    """RFC 3339 date-times as UTC microseconds. Arrow reads the common spelling; what it
+    refuses is spelt out first as Python's `datetime` reads it: a fraction past microseconds
+    cut to six digits, a lower-case `t` or `z` read as upper case."""
+    try:
+        return text.cast(UTC_TIMESTAMP)
+    except pa.ArrowInvalid:
+        spelt = pc.replace_substring_regex(pc.utf8_upper(text), r"(\.\d{6})\d+", r"\1")
+        return spelt.cast(UTC_TIMESTAMP)
 
 
 def _ndjson(raw: Sequence[bytes]) -> bytes:

@@ -17,7 +17,10 @@ from .plan import Window
 
 
 def parse_time(text: str | None) -> datetime | None:
-    return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))
+    """An RFC 3339 date-time (a lower-case `z` as well)."""
+    if text is None:
+        return None
+    return datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text)
 
 
 def parse_time_or_none(value: Any) -> datetime | None:

@@ -176,6 +176,16 @@ def _typed(raw: list[bytes]) -> Any:
     return transaction_tables(raw=raw)
 
 
+def _refusal_alone(text: bytes, batch_error: Exception) -> str:
+    """What Arrow says of this record read alone (the batch's error may name another's)."""
+    for read in (_parse, _typed):
+        try:
+            read([text])
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            return str(exc)
+    return str(batch_error)
+
+
 def typed_batch(landings: list[Landing], run_id: int, at: datetime) -> Batch:
     """Landings merged (a record read twice keeps its latest read) and typed (`typed`)."""
     buffer: dict[str, bytes] = {}
@@ -203,7 +213,8 @@ def typed(
             # the JSON read refuses most bad records, and costs less than the whole typing
             items = list(buffer.items())
             for record_id in unreadable(items, _parse) or unreadable(items, _typed):
-                rejects.append(reject_row(buffer.pop(record_id), str(exc), run_id, at))
+                text = buffer.pop(record_id)
+                rejects.append(reject_row(text, _refusal_alone(text, exc), run_id, at))
             continue
         dropped = set()
         for record_id in _missing_required(tables["transactions"]):
