@@ -431,3 +431,20 @@ def test_the_headline_sums_every_group_of_a_currency_and_never_guesses_decimals(
         headline = Period(wh).headline()
     usd = " ".join(["USD", *headline.loc["USD"].astype(str)])
     assert usd == _expected_headline(path)["USD"]
+
+
+def test_the_report_kernel_gets_no_service_setting_and_no_secret_shows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from paylens.client._signing import SessionKey
+    from paylens.report import _render
+
+    key = SessionKey.generate().export_private_hex()
+    monkeypatch.setenv("PAYLENS_CLIENT_SECRET", SECRET)
+    monkeypatch.setenv("PAYLENS_SESSION_KEY", key)
+    monkeypatch.setenv("PAYLENS_BASE_URL", "https://service.example/2025-10-13")
+    kernel = _render._kernel_environment()
+    assert not [name for name in kernel if name.startswith("PAYLENS_")]
+    assert kernel.get("PATH") == os.environ.get("PATH")
+    assert _render._secrets_in("a cell printed " + key) == ["PAYLENS_SESSION_KEY"]
+    assert _render._secrets_in("from https://service.example/2025-10-13") == []

@@ -177,8 +177,9 @@ def _write_html(executed: Path, page: Path) -> Path:
     return page
 
 
-#: Environment variables the report's kernel never gets: it reads the database only.
-_SECRETS = ("PAYLENS_CLIENT_SECRET",)
+#: The secrets paylens reads from the environment, looked for in the report's output: the
+#: platform's client secret and a session key's private key (`paylens revoke-sessions`).
+_SECRETS = ("PAYLENS_CLIENT_SECRET", "PAYLENS_SESSION_KEY")
 
 
 def _secrets_in(*texts: str) -> list[str]:
@@ -188,6 +189,12 @@ def _secrets_in(*texts: str) -> list[str]:
         for name in _SECRETS
         if (value := os.environ.get(name)) and any(value in t for t in texts)
     ]
+
+
+def _kernel_environment() -> dict[str, str]:
+    """This process's environment without any PAYLENS_* variable: the report's kernel reads
+    the database only, so it is given no setting of the service, secret or not."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PAYLENS_")}
 
 
 class _ThisPython(KernelSpecManager):
@@ -206,7 +213,7 @@ class _ReportKernel(AsyncKernelManager):
         return _ThisPython(data_dir=self.data_dir)
 
     async def _async_pre_start_kernel(self, **kw: Any) -> Any:
-        kw["env"] = {k: v for k, v in os.environ.items() if k not in _SECRETS}
+        kw["env"] = _kernel_environment()
         # the kernel's own chatter (transport warnings, exit noise); cells report via iopub
         kw["stderr"] = subprocess.DEVNULL
         return await super()._async_pre_start_kernel(**kw)
