@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from paylens import Sandbox
 from paylens.analysis import failure_breakdown, fee_breakdown, revenue, settlement_times
 from paylens.errors import InvalidArgumentError
 from paylens.warehouse import Warehouse
@@ -496,3 +497,27 @@ def test_failures_from_outgoing_fee_rows_and_missing_type(failures_wh: Warehouse
     assert frame["attempted_count"].sum() == 1 + 3  # EUR: C; USD: A, B, D
     with pytest.raises(ValueError, match="lacks 'type'"):
         failure_breakdown(failures_wh.transactions().drop(columns="type"))
+
+
+def test_a_total_past_int64_is_a_typed_error_never_a_wrapped_number(tmp_path: Path) -> None:
+    """Two amounts of 2**62 minor units (each a valid int64, as the interface allows) total
+    past int64: a figure cannot hold it, and the helper says so in a typed error."""
+    import json
+    import uuid
+
+    sandbox = Sandbox(seed=3, transactions=300)
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        wh.sync(sandbox.client(), progress=False, resources=["transactions"])
+        done = json.loads(
+            wh.sql(
+                "SELECT raw FROM transactions WHERE type = 'OUTGOING' AND status = 'COMPLETED' "
+                "ORDER BY id LIMIT 1"
+            )["raw"][0]
+        )
+        huge = {**done["sentAmount"], "amount": 2**62}
+        wh.store_transactions(
+            [{**done, "id": f"Transaction:{uuid.uuid4()}", "sentAmount": huge} for _ in range(2)]
+        )
+        assert len(fee_breakdown(wh)) > 0  # row by row, each amount fits
+        with pytest.raises(InvalidArgumentError, match="past the int64 range of minor units"):
+            revenue(wh)

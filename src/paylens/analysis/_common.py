@@ -307,7 +307,19 @@ class Source:
         return "SELECT * FROM status_history" if "status_history" in self.tables else _NO_HISTORY
 
     def run(self, ctes: Sequence[tuple[str, str]], final: str) -> pd.DataFrame:
-        """Run `WITH <ctes> <final>` over the input and return a typed, labelled frame."""
+        """Run `WITH <ctes> <final>` over the input and return a typed, labelled frame. A
+        total past the int64 range of minor units (an input no real ledger holds, but one
+        the interface's integers allow) is `InvalidArgumentError`, never a wrapped number."""
+        try:
+            return self._run(ctes, final)
+        except (duckdb.ConversionException, duckdb.OutOfRangeException) as exc:
+            raise InvalidArgumentError(
+                "data",
+                "a total is past the int64 range of minor units (±9,223,372,036,854,775,807): "
+                + (str(exc).strip().splitlines() or [type(exc).__name__])[0],
+            ) from None
+
+    def _run(self, ctes: Sequence[tuple[str, str]], final: str) -> pd.DataFrame:
         body = ",\n".join(f"{name} AS ({sql})" for name, sql in ctes)
         data = self.data
         if isinstance(data, Warehouse):
