@@ -250,6 +250,7 @@ class Hostile:
     total_count: Callable[[int], Any] | None = None  # the totalCount it claims
     retyped_ids: set[str] = field(default_factory=set)  # OUTGOING records served as INCOMING
     nulled_ids: set[str] = field(default_factory=set)  # records served as JSON null
+    untimed_ids: set[str] = field(default_factory=set)  # records whose createdAt is no time
 
     def rewrite(self, body: dict[str, Any]) -> dict[str, Any]:
         if "data" in body:
@@ -257,6 +258,8 @@ class Hostile:
         for record in body.get("data", []):
             if record is None:
                 continue
+            if record.get("id") in self.untimed_ids:
+                record["createdAt"] = "yesterday"
             if record.get("id") in self.huge_amount_ids:
                 key = next(k for k in _AMOUNTS if isinstance(record.get(k), dict))
                 record[key] = {**record[key], "amount": 2**64 + 5}
@@ -342,20 +345,23 @@ def test_hostile_pages_are_quarantined_counted_and_cleaned(seed: int) -> None:
     run_case(seed, connect, before_sync=before, after_sync=after)
 
 
-def test_a_null_in_place_of_the_oldest_record_is_set_aside_once() -> None:
-    """The record a full sync plans from (the oldest) served as JSON null: the sync goes on,
-    the null lands in rejected_records once, however often the run reads it."""
+@pytest.mark.parametrize("how", ["null", "no time"])
+def test_a_misfit_in_place_of_the_oldest_record_is_set_aside_once(how: str) -> None:
+    """The record a full sync plans from (the oldest) served as JSON null, or with a
+    `createdAt` that is no time: the sync goes on, the misfit lands in rejected_records once,
+    however often the run reads it."""
     sandbox = lively_sandbox(7, 300)
     oldest = min(sandbox.world.all_transactions(), key=lambda t: (t["createdAt"], t["id"]))
-    with (
-        hostile_client(sandbox, Hostile(nulled_ids={oldest["id"]})) as client,
-        Warehouse(":memory:") as wh,
-    ):
+    hostile = (
+        Hostile(nulled_ids={oldest["id"]}) if how == "null" else Hostile(untimed_ids={oldest["id"]})
+    )
+    with hostile_client(sandbox, hostile) as client, Warehouse(":memory:") as wh:
         wh.sync(client, resources=["transactions"], options=options())
         stored = set(wh.sql("SELECT id FROM transactions")["id"])
         rejected = wh.rejected_records()
     assert stored == {t["id"] for t in sandbox.world.all_transactions()} - {oldest["id"]}
-    assert list(rejected["raw"]) == ["null"]
+    assert len(rejected) == 1
+    assert rejected["raw"][0] == "null" if how == "null" else '"yesterday"' in rejected["raw"][0]
 
 
 def test_a_string_total_count_is_a_typed_error() -> None:

@@ -595,9 +595,10 @@ class TransactionSync:
 
 def _created(page: Any) -> datetime | None:
     """When a probe's one record was created; None when the page holds none, or something
-    that is not a record (it is set aside when its window is read, as any other)."""
+    that is not a record or has no readable `createdAt` (it is set aside when its window is
+    read, as any other)."""
     record = page.data[0] if page.data else None
-    return fetch.parse_time(record.get("createdAt")) if isinstance(record, dict) else None
+    return fetch.parse_time_or_none(record.get("createdAt")) if isinstance(record, dict) else None
 
 
 def _answer(
