@@ -187,6 +187,28 @@ def _apply_scripted(plan: ops.Plan, client: Client, sandbox: Sandbox):
         sandbox.faults.decide = original  # type: ignore[method-assign]
 
 
+def test_a_second_apply_asks_nothing_the_service_refused_for_good(
+    sandbox: Sandbox, wh: Warehouse
+) -> None:
+    """A transfer the service answered 409 TRANSACTION_NOT_CANCELLABLE stays so (a window
+    only closes): a second plan skips it, naming the refusal, and asks the service again only
+    what has not been answered for good."""
+    client = sandbox.client(max_retries=0)
+    first = ops.plan_cancel(wh, PENDING_BANK).apply(client, progress=False)
+    refused = set(first.loc[first["outcome"] == "not_cancellable", "id"])
+    cancelled = set(first.loc[first["outcome"] == "cancelled", "id"])
+    assert refused and cancelled
+    sent = len(_cancel_requests(sandbox))
+    again = ops.plan_cancel(wh, sorted(refused | cancelled))
+    verdicts = dict(zip(again.items["id"], again.items["eligibility"], strict=True))
+    assert {verdicts[t] for t in refused} == {
+        "skipped: refused by the service before (not_cancellable, journal)"
+    }
+    assert len(again.eligible) == 0
+    again.apply(client, progress=False)
+    assert len(_cancel_requests(sandbox)) == sent
+
+
 def test_changed_items_are_skipped(sandbox: Sandbox, wh: Warehouse) -> None:
     plan = ops.plan_cancel(wh, PENDING_BANK)
     sandbox.advance(timedelta(days=5))  # everything pending settles or fails meanwhile
@@ -201,10 +223,11 @@ def test_caps_hold(sandbox: Sandbox, wh: Warehouse) -> None:
     result = plan.apply(sandbox.client(), max_items=2, progress=False)
     assert len(_cancel_requests(sandbox)) == 2
     assert (result["outcome"] == "skipped_over_cap").sum() == len(plan.eligible) - 2
-    amounts = plan.eligible.set_index("id")["amount_minor"]
+    # the items not answered yet (what the service refused for good is skipped by a plan)
+    fresh = ops.plan_cancel(wh, list(plan.eligible["id"]))
+    amounts = fresh.eligible.set_index("id")["amount_minor"]
     first = int(amounts.iloc[0])
     sandbox.requests.reset()
-    fresh = ops.plan_cancel(wh, list(plan.eligible["id"]))
     capped = fresh.apply(sandbox.client(), max_total_minor={"USD": first}, progress=False)
     sent = {tid for tid, _ in _cancel_requests(sandbox)}
     assert sum(int(amounts[t]) for t in sent) <= first

@@ -41,7 +41,7 @@ from paylens.errors import (
 )
 from paylens.models import Transaction
 
-from ._plan import ELIGIBLE, Plan
+from ._plan import ELIGIBLE, FINAL_REFUSALS, Plan
 
 if TYPE_CHECKING:
     from paylens.warehouse import Warehouse
@@ -50,8 +50,8 @@ logger = logging.getLogger("paylens.ops")
 
 #: What each refusal of the service means for the item, by status and code.
 _REFUSALS = {
-    (409, "TRANSACTION_NOT_CANCELLABLE"): "not_cancellable",
-    (409, "TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL"): "not_pending_approval",
+    (409, "TRANSACTION_NOT_CANCELLABLE"): FINAL_REFUSALS[0],
+    (409, "TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL"): FINAL_REFUSALS[1],
     (404, None): "not_found",
     (400, None): "rejected_type",
 }

@@ -27,6 +27,10 @@ Selection = Sequence[str] | pd.DataFrame | str
 #: Eligibility outcomes a plan can give an item.
 ELIGIBLE = "eligible"
 
+#: What the service's 409s say for good (a transfer past its cancellation window, a payment
+#: no longer waiting for approval): a plan skips an item the journal records one for.
+FINAL_REFUSALS = ("not_cancellable", "not_pending_approval")
+
 #: Rails whose pending transfers the banking partner can still cancel (spec §4.1).
 CANCELLABLE_RAILS = frozenset({"ACH", "WIRE"})
 PENDING_STATUSES = frozenset({"PENDING", "PROCESSING"})
@@ -262,7 +266,7 @@ def make_plan(
         f"SELECT {action.columns} FROM {action.table} WHERE id IN (SELECT unnest(?::VARCHAR[]))",
         [ids],
     )
-    done = wh.journal_succeeded(action.name, action.verb, ids)
+    done = wh.journal_outcomes(action.name, (action.verb, *FINAL_REFUSALS), ids)
     by_id = {str(r["id"]): {str(k): v for k, v in r.items()} for r in known.to_dict("records")}
     rows: list[dict[str, Any]] = []
     for tid in ids:
@@ -271,8 +275,10 @@ def make_plan(
             rows.append({"id": tid, "eligibility": "skipped: not found in the warehouse"})
             continue
         verdict = action.check(row)
-        if tid in done:
+        if done.get(tid) == action.verb:
             verdict = f"skipped: already {action.verb} (journal)"
+        elif tid in done:  # asked again, the service would only refuse again
+            verdict = f"skipped: refused by the service before ({done[tid]}, journal)"
         rows.append({**row, "eligibility": verdict})
     items = pd.DataFrame(rows, columns=[*known.columns, "eligibility"])
     for column in known.columns:

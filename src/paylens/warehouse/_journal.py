@@ -111,15 +111,20 @@ def in_doubt(
     return [(int(e), str(i)) for e, i, holder in rows if holder not in live]
 
 
-def succeeded(
-    con: duckdb.DuckDBPyConnection, action: str, success: str, ids: Sequence[str]
-) -> set[str]:
-    """Items the journal records this action as having succeeded on."""
+def outcomes(
+    con: duckdb.DuckDBPyConnection, action: str, wanted: Sequence[str], ids: Sequence[str]
+) -> dict[str, str]:
+    """Per item, the first of the `wanted` outcomes the journal records for this action on
+    it (`wanted` in order of precedence: a success before a refusal)."""
     if not ids:
-        return set()
+        return {}
     rows = con.execute(
-        """SELECT DISTINCT transaction_id FROM ops_journal
-           WHERE action = ? AND outcome = ? AND transaction_id IN (SELECT unnest(?::VARCHAR[]))""",
-        [action, success, list(ids)],
+        """SELECT DISTINCT transaction_id, outcome FROM ops_journal
+           WHERE action = ? AND outcome IN (SELECT unnest(?::VARCHAR[]))
+             AND transaction_id IN (SELECT unnest(?::VARCHAR[]))""",
+        [action, list(wanted), list(ids)],
     ).fetchall()
-    return {r[0] for r in rows}
+    found: dict[str, str] = {}
+    for item, outcome in sorted(rows, key=lambda r: list(wanted).index(r[1]), reverse=True):
+        found[item] = outcome
+    return found

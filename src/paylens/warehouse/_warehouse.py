@@ -404,10 +404,13 @@ class Warehouse:
         with self._lock:
             return _journal.in_doubt(self._con, action, live)
 
-    def journal_succeeded(self, action: str, success: str, ids: Sequence[str]) -> set[str]:
-        """Items the journal records `action` as having succeeded on."""
+    def journal_outcomes(
+        self, action: str, outcomes: Sequence[str], ids: Sequence[str]
+    ) -> dict[str, str]:
+        """Per item, the first of `outcomes` (in order of precedence) the journal records for
+        `action` on it: what a plan skips (done, or refused for good by the service)."""
         with self._lock:
-            return _journal.succeeded(self._con, action, success, ids)
+            return _journal.outcomes(self._con, action, outcomes, ids)
 
     def mark_sessions_ended(self, session_ids: Sequence[str], reason: str) -> None:
         """Record wallet sessions ended by paylens itself (e.g. a bulk revoke)."""
