@@ -9,7 +9,7 @@ import httpx
 import orjson
 import pytest
 
-from paylens import Client, PaginationError, ResponseValidationError, Sandbox
+from paylens import AsyncClient, Client, PaginationError, ResponseValidationError, Sandbox
 
 
 def _scripted(pages: list[dict]) -> Client:
@@ -36,8 +36,58 @@ def test_empty_pages_that_claim_more_end_with_an_error() -> None:
         {"data": [], "hasMore": True, "nextCursor": f"c{i}", "totalCount": 5} for i in range(10)
     ]
     client = _scripted(pages)
-    with pytest.raises(PaginationError, match="empty pages"):
+    with pytest.raises(PaginationError, match="bring no new record"):
         list(client.transactions.list().pages(raw=True))
+
+
+def _records(shared: Sandbox, count: int) -> list[dict]:
+    return [t for t in shared.world.all_transactions() if t["type"] == "OUTGOING"][:count]
+
+
+def test_the_same_records_under_ever_new_cursors_end_with_an_error(
+    shared_sandbox: Sandbox,
+) -> None:
+    """A service that ignores the cursor (the same records, a fresh cursor each page) stops
+    a listing with `PaginationError`, sync and async, rather than looping forever."""
+    import asyncio
+
+    same = _records(shared_sandbox, 2)
+    pages = [
+        {"data": same, "hasMore": True, "nextCursor": f"c{i}", "totalCount": 2} for i in range(50)
+    ]
+    with pytest.raises(PaginationError, match="bring no new record"):
+        list(_scripted(pages).transactions.list())
+
+    async def walk() -> None:
+        served = iter(pages)
+
+        async def answer(request: httpx.Request) -> httpx.Response:
+            return httpx.Response(200, content=orjson.dumps(next(served)))
+
+        client = AsyncClient(
+            "https://api.example.com/2025-10-13",
+            "id",
+            "secret",
+            transport=httpx.MockTransport(answer),
+        )
+        async for _ in client.transactions.list():
+            pass
+
+    with pytest.raises(PaginationError, match="bring no new record"):
+        asyncio.run(walk())
+
+
+def test_a_record_served_twice_is_given_once(shared_sandbox: Sandbox) -> None:
+    """Pages that overlap (a record at the end of one and the start of the next) or hold a
+    record twice: each record once, in order."""
+    one, two, three = _records(shared_sandbox, 3)
+    client = _scripted(
+        [
+            {"data": [one, two], "hasMore": True, "nextCursor": "A", "totalCount": 3},
+            {"data": [two, three, three], "hasMore": False, "totalCount": 3},
+        ]
+    )
+    assert [t.id for t in client.transactions.list()] == [one["id"], two["id"], three["id"]]
 
 
 def test_has_more_without_a_cursor_is_an_error() -> None:

@@ -146,7 +146,9 @@ class OutcomeUnknownError(PaylensError):
     paylens does not send it again; `paylens.ops` resolves it by reading the record.
 
     `status` is the HTTP status when one came (None for a lost connection); `error` the
-    typed error of that answer, when it had one."""
+    typed error of that answer, when it had one. A call sent with an `Idempotency-Key`
+    (`quotes.execute`) is retried under it; when no attempt was answered, `idempotency_key`
+    is that key: calling again with it gets the service's one answer, never a second act."""
 
     def __init__(
         self,
@@ -156,17 +158,22 @@ class OutcomeUnknownError(PaylensError):
         status: int | None = None,
         error: APIError | None = None,
         attempts: int = 1,
+        idempotency_key: str | None = None,
     ) -> None:
         self.request = request
         self.status = status
         self.error = error
         self.attempts = attempts
+        self.idempotency_key = idempotency_key
         self.code = error.code if error is not None else None
         where = f" ({request})" if request else ""
-        super().__init__(
-            f"outcome unknown{where}: {message}; the request was not sent again — read the "
-            "record to learn whether it took effect"
+        then = (
+            "the request was not sent again — read the record to learn whether it took effect"
+            if idempotency_key is None
+            else f"call again with idempotency_key={idempotency_key!r} for the service's answer"
+            " (the same key never acts twice)"
         )
+        super().__init__(f"outcome unknown{where}: {message}; {then}")
 
 
 class WarehouseError(PaylensError):

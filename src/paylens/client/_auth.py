@@ -134,9 +134,17 @@ class _Flows(_Resource):
         body: Any = None,
         signer: Signer | None = None,
         headers: Mapping[str, str] | None = None,
+        restart_when_processing: bool = False,
     ) -> T:
         flow = signed_flow(
-            method, path, parse, body=body, signer=signer, terminal=terminal, headers=headers
+            method,
+            path,
+            parse,
+            body=body,
+            signer=signer,
+            terminal=terminal,
+            headers=headers,
+            restart_when_processing=restart_when_processing,
         )
         return cast(T, run_flow(self._client, flow))
 
@@ -365,6 +373,7 @@ class Auth(_Flows):
             _parse(m.InternalAccountExport),
             body={"clientPublicKey": _key(key).public_key_hex},
             signer=_signer(signer),
+            restart_when_processing=True,  # the spec's way after a lapse (§5.5)
         )
 
     def update_customer_email(

@@ -221,11 +221,11 @@ class Client(_ClientBase):
                 self._sleep(pause)
             attempts.begin()
             self.stats.count(retry=attempts.number > 1, waited=waited)
-            failure: httpx.TransportError | None = None
+            failure: httpx.RequestError | None = None
             try:
                 response = self._http.send(request)
                 response.read()
-            except httpx.TransportError as exc:
+            except httpx.RequestError as exc:  # a transport's, or a body that does not decode
                 failure = exc
             # decided outside the except block: a raised error must not chain the transport's
             # exception, whose request holds the Authorization header
@@ -296,11 +296,11 @@ class AsyncClient(_ClientBase):
                 await self._sleep(pause)
             attempts.begin()
             self.stats.count(retry=attempts.number > 1, waited=waited)
-            failure: httpx.TransportError | None = None
+            failure: httpx.RequestError | None = None
             try:
                 response = await self._http.send(request)
                 await response.aread()
-            except httpx.TransportError as exc:
+            except httpx.RequestError as exc:  # a transport's, or a body that does not decode
                 failure = exc
             wait = (
                 attempts.on_transport_error(failure)

@@ -145,13 +145,21 @@ def parse_with(validate: Callable[[bytes], T]) -> Callable[[httpx.Response], T]:
     def parse(response: httpx.Response) -> T:
         from pydantic import ValidationError  # typed pages only: a sync's raw pages never
 
+        failure: ValidationError | None = None
         try:
             return validate(response.content)
         except ValidationError as exc:
-            raise ResponseValidationError(
-                f"{response.request.method} {response.request.url.path} answered a body "
-                f"that does not match the interface: {exc}"
-            ) from exc
+            failure = exc
+        # where and what, never the values: a wallet answer holds encrypted keys and
+        # credentials, which pydantic's own message (and the error, chained) would quote
+        said = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}"
+            for e in failure.errors(include_input=False, include_url=False)[:5]
+        )
+        raise ResponseValidationError(
+            f"{response.request.method} {response.request.url.path} answered a body "
+            f"that does not match the interface: {said}"
+        )
 
     return parse
 
@@ -181,6 +189,7 @@ class _Walk:
         self.params = params
         self.seen: set[str] = set()
         self.empty_run = 0
+        self.last_ids: set[str] = set()  # the previous page's record ids
 
     def call(self, parse: Callable[[httpx.Response], Any], cursor: str | None) -> Call[Any]:
         params = dict(self.params) if cursor is None else {**self.params, "cursor": cursor}
@@ -199,14 +208,46 @@ class _Walk:
                 "stopping instead of looping"
             )
         self.seen.add(cursor)
-        items = page.records if isinstance(page, TextPage) else page.data
-        self.empty_run = self.empty_run + 1 if not items else 0
+        # a page with no record the previous page did not hold is no progress, as an empty
+        # page is not: a service that serves the same records under ever new cursors stops
+        ids = set(page_ids(page)) - {None}
+        progress = bool(ids - self.last_ids) or (not ids and bool(_items(page)))
+        self.last_ids = cast(set[str], ids)
+        self.empty_run = 0 if progress else self.empty_run + 1
         if self.empty_run >= MAX_EMPTY_PAGES:
             raise PaginationError(
-                f"GET {self.path}: {self.empty_run} empty pages in a row still claim hasMore; "
-                "stopping instead of looping"
+                f"GET {self.path}: {self.empty_run} pages in a row bring no new record yet "
+                "still claim hasMore; stopping instead of looping"
             )
         return cursor
+
+
+def _items(page: RawPage | TextPage | models.Page[Any]) -> list[Any]:
+    return page.records if isinstance(page, TextPage) else page.data
+
+
+def page_ids(page: RawPage | TextPage | models.Page[Any]) -> list[str | None]:
+    """Each record's string id (None where it has none), whatever kind the page is."""
+    if isinstance(page, TextPage):
+        return list(page.ids)
+    if isinstance(page, RawPage):  # JSON values
+        return [
+            i if isinstance(item, dict) and isinstance(i := item.get("id"), str) else None
+            for item in page.data
+        ]
+    return [i if isinstance(i := getattr(item, "id", None), str) else None for item in page.data]
+
+
+def once(items: list[T], ids: list[str | None], before: set[str]) -> Iterator[T]:
+    """The items not already given: neither on the page before (`before`: a service whose
+    pages overlap) nor earlier on this page."""
+    given = set(before)
+    for item, item_id in zip(items, ids, strict=True):
+        if item_id is None:
+            yield item
+        elif item_id not in given:
+            given.add(item_id)
+            yield item
 
 
 class Paginator(Generic[T]):
@@ -249,8 +290,11 @@ class Paginator(Generic[T]):
                 return
 
     def __iter__(self) -> Iterator[T]:
+        before: set[str] = set()
         for page in self.pages():
-            yield from page.data
+            ids = page_ids(page)
+            yield from once(page.data, ids, before)
+            before = {i for i in ids if i is not None}
 
     async def apages(self, *, raw: bool | Literal["text"] = False) -> AsyncIterator[Any]:
         """`pages()` for an `AsyncClient`."""
@@ -263,9 +307,12 @@ class Paginator(Generic[T]):
                 return
 
     async def __aiter__(self) -> AsyncIterator[T]:
+        before: set[str] = set()
         async for page in self.apages():
-            for item in page.data:
+            ids = page_ids(page)
+            for item in once(page.data, ids, before):
                 yield item
+            before = {i for i in ids if i is not None}
 
     def to_list(self) -> list[T]:
         """All items in a list (sync clients)."""

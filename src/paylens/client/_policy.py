@@ -24,6 +24,7 @@ from paylens.errors import (
     InvalidArgumentError,
     OutcomeUnknownError,
     PaylensError,
+    ResponseValidationError,
     error_class_for,
     error_class_for_status,
 )
@@ -198,6 +199,12 @@ class Attempts:
     ) -> None:
         self.policy = policy
         self.retry_safe = call.retry_safe
+        # a keyed call that changes state is retried (the service answers a replay with the
+        # first result); given up on after an attempt that may have reached it, its outcome
+        # is unknown, and only the same key may ask again
+        self.changes_state = call.method.upper() not in SAFE_METHODS
+        self.key = (call.headers or {}).get("Idempotency-Key")
+        self.maybe_acted = False
         self.info = FailedRequest(request.method, _public_url(request.url))
         self.rng = rng
         self.number = 0
@@ -212,6 +219,8 @@ class Attempts:
         if response.status_code < 400:
             return None
         error = build_api_error(response, self.info, self.number)
+        if response.status_code >= 500 or response.status_code == 408:
+            self.maybe_acted = True
         retryable = response.status_code in RETRYABLE_STATUSES and error.code not in HOPELESS_CODES
         if not retryable:
             raise error
@@ -225,9 +234,11 @@ class Attempts:
             )
         return self._wait_or_raise(error, error.retry_after)
 
-    def on_transport_error(self, exc: httpx.TransportError) -> float:
+    def on_transport_error(self, exc: httpx.RequestError) -> float:
         kind = APITimeoutError if isinstance(exc, httpx.TimeoutException) else APIConnectionError
         summary = f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, NOT_SENT):
+            self.maybe_acted = True
         if not self.retry_safe and not isinstance(exc, NOT_SENT):
             raise OutcomeUnknownError(
                 f"the connection failed after the request was sent ({summary})",
@@ -239,14 +250,21 @@ class Attempts:
 
     def parse(self, call: Call[T], response: httpx.Response) -> T:
         """The answer read; for a call that changed state, an unreadable 2xx is an unknown
-        outcome (the service acted, or not, and said what in words paylens cannot read)."""
-        if self.retry_safe:
-            return call.parse(response)
+        outcome (the service acted, or not, and said what in words paylens cannot read). A
+        body no reader expected (not JSON, a number where a record belongs) is a
+        `ResponseValidationError`, never the parser's own error."""
         failure: PaylensError | None = None
         try:
             return call.parse(response)
         except PaylensError as exc:
             failure = exc
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            failure = ResponseValidationError(
+                f"{self.info} answered {response.status_code} with a body that is not the "
+                f"interface's ({type(exc).__name__})",
+            )
+        if not self.changes_state:
+            raise failure
         raise OutcomeUnknownError(
             f"the service answered {response.status_code} with a body paylens cannot read "
             f"({str(failure)[:200]})",
@@ -255,11 +273,25 @@ class Attempts:
             attempts=self.number,
         )
 
+    def _given_up(self, error: Exception) -> Exception:
+        """The error to raise on giving up: for a keyed call that changes state, after an
+        attempt that may have reached the service, its outcome is unknown."""
+        if not (self.changes_state and self.key and self.maybe_acted):
+            return error
+        return OutcomeUnknownError(
+            f"{self.number} attempt(s) with Idempotency-Key {self.key}, none answered ({error})",
+            request=self.info,
+            status=getattr(error, "status", None),
+            error=error if isinstance(error, APIError) else None,
+            attempts=self.number,
+            idempotency_key=self.key,
+        )
+
     def _wait_or_raise(self, error: Exception, retry_after: float | None) -> float:
         if self.number > self.policy.max_retries:
-            raise error
+            raise self._given_up(error)
         if retry_after is not None and retry_after > self.policy.retry_after_cap:
-            raise error
+            raise self._given_up(error)
         wait = (
             retry_after if retry_after is not None else self.policy.backoff(self.number, self.rng)
         )
@@ -267,7 +299,7 @@ class Attempts:
             # waits count even when the sleep is not a real one (an injected clock)
             spent = max(time.monotonic() - self.started, self.waited)
             if spent + wait > self.policy.deadline:
-                raise error
+                raise self._given_up(error)
         self.waited += wait
         # a service that does not answer is said at once (a run otherwise waits through its
         # backoffs in silence); 429s and 5xx are its ordinary answers, said only with -v
@@ -327,12 +359,15 @@ def build_api_error(response: httpx.Response, request: FailedRequest, attempts: 
         body = orjson.loads(response.content) if response.content else None
     except orjson.JSONDecodeError:
         body = None
-    if isinstance(body, dict) and isinstance(body.get("code"), str):
+    if isinstance(body, dict) and any(key in body for key in ("code", "message", "details")):
+        # the error shape, or near it: whatever the service said is kept (a code that is not
+        # text, or none, is read as text or as the status's)
+        code = body.get("code")
+        code = code if isinstance(code, str) else f"HTTP_{status}" if code is None else str(code)
         details = body.get("details")
-        cls = error_class_for(status, body["code"])
-        return cls(
+        return error_class_for(status, code)(
             status=status,
-            code=body["code"],
+            code=code,
             message=str(body.get("message") or ""),
             details=details if isinstance(details, dict) else None,
             retry_after=retry_after,

@@ -47,8 +47,10 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
 
 from paylens.errors import (
+    FailedRequest,
     InvalidArgumentError,
     InvalidSignatureError,
+    OutcomeUnknownError,
     PaylensError,
     ResponseValidationError,
     WalletOperationPendingError,
@@ -390,6 +392,7 @@ def signed_flow(
     terminal: frozenset[int] = frozenset({200}),
     headers: Mapping[str, str] | None = None,
     poll: PollPolicy = DEFAULT_POLL,
+    restart_when_processing: bool = False,
 ) -> Flow[T]:
     """One wallet operation under the signed-retry protocol.
 
@@ -397,14 +400,19 @@ def signed_flow(
     over `payloadToSign` exactly as received, and the same request (the same body bytes) is
     re-sent with `Service-Wallet-Signature` and `Request-Id`. A 200 PROCESSING is re-sent
     identically with backoff (`poll`). A challenge that lapsed (401 INVALID_SIGNATURE,
-    reason REQUEST_ID_EXPIRED) restarts the operation from its first request. A status in
-    `terminal` is the answer, read by `parse`; every error answer raises its typed error.
+    reason REQUEST_ID_EXPIRED) restarts the operation from its first request, unless the
+    service had already answered PROCESSING: it accepted the operation, and a new one could
+    act twice, so `WalletOperationPendingError` says to look before trying again (spec §5.5
+    allows a fresh start for an export only: `restart_when_processing`). A status in
+    `terminal` is the answer, read by `parse`; an answer `parse` cannot read is an unknown
+    outcome (`OutcomeUnknownError`) for an operation that changes state; every error answer
+    raises its typed error.
     """
     content = None if body is None else orjson.dumps(body)
     first = Call(method, path, _raw, headers=dict(headers or {}) or None, content=content)
     restarts = 0
     while True:
-        request, legs, polls = first, 0, 0
+        request, legs, polls, accepted = first, 0, 0, False
         try:
             while True:
                 response = yield request
@@ -416,6 +424,7 @@ def signed_flow(
                         )
                     request, polls = _stamped(first, response, signer), 0
                 elif _is_processing(response, 200 in terminal):
+                    accepted = True
                     polls += 1
                     if polls > poll.max_polls:
                         raise WalletOperationPendingError(
@@ -424,7 +433,7 @@ def signed_flow(
                         )
                     yield Pause(poll.wait(polls))
                 elif response.status_code in terminal:
-                    return parse(response)
+                    return _answer(method, parse, response)
                 else:
                     raise ResponseValidationError(
                         f"{method} /{path} answered {response.status_code}, expected one of "
@@ -434,8 +443,39 @@ def signed_flow(
             # only a challenge this flow stamped restarts (a passkey's own Request-Id cannot)
             if not exc.challenge_lapsed or request is first or restarts >= poll.max_restarts:
                 raise
+            if accepted and not restart_when_processing:
+                raise WalletOperationPendingError(
+                    f"{method} /{path} was accepted (PROCESSING) and its challenge lapsed "
+                    "before it ended: read its state (the sessions or credentials listed) "
+                    "before trying again, which could act a second time"
+                ) from None
             restarts += 1
             logger.info("%s /%s: the challenge lapsed; starting again", method, path)
+
+
+def _answer(method: str, parse: Callable[[httpx.Response], T], response: httpx.Response) -> T:
+    """The terminal answer read; one no reader expected is an unknown outcome of an
+    operation that changes state (it was acted on, or not), a `ResponseValidationError` of a
+    read."""
+    failure: Exception | None = None
+    try:
+        return parse(response)
+    except (PaylensError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        failure = exc
+    request = FailedRequest(
+        method, str(response.request.url.copy_with(username=None, password=None))
+    )
+    if method == "GET":
+        raise ResponseValidationError(
+            f"{request} answered a body that is not the interface's ({type(failure).__name__})"
+        )
+    raise OutcomeUnknownError(
+        f"the service answered {response.status_code} with a body paylens cannot read "
+        f"({type(failure).__name__})",
+        request=request,
+        status=response.status_code,
+        attempts=1,
+    )
 
 
 class _Driver:

@@ -166,13 +166,14 @@ class CardTransaction(TransactionBase):
 class UnknownTransaction(WireModel):
     """A transaction `type` this version does not know (say a future `STABLECOIN`).
 
-    Only `type`, `id` and `status` are typed; every other field is kept in `model_extra` and
-    written back unchanged by `to_wire()`.
+    Only `type`, `id` and `status` are typed, and required as of every transaction (a body
+    without them is not a transaction, whatever its type); every other field is kept in
+    `model_extra` and written back unchanged by `to_wire()`.
     """
 
     type: str
-    id: str | None = None
-    status: OpenEnum[TransactionStatus] | None = None
+    id: str
+    status: OpenEnum[TransactionStatus]
 
 
 Transaction = Annotated[
