@@ -205,7 +205,7 @@ class Attempts:
         self.changes_state = call.method.upper() not in SAFE_METHODS
         self.key = (call.headers or {}).get("Idempotency-Key")
         self.maybe_acted = False
-        self.info = FailedRequest(request.method, _public_url(request.url))
+        self.info = public_request(request)
         self.rng = rng
         self.number = 0
         self.started = time.monotonic()
@@ -249,29 +249,8 @@ class Attempts:
         return self._wait_or_raise(error, None)
 
     def parse(self, call: Call[T], response: httpx.Response) -> T:
-        """The answer read; for a call that changed state, an unreadable 2xx is an unknown
-        outcome (the service acted, or not, and said what in words paylens cannot read). A
-        body no reader expected (not JSON, a number where a record belongs) is a
-        `ResponseValidationError`, never the parser's own error."""
-        failure: PaylensError | None = None
-        try:
-            return call.parse(response)
-        except PaylensError as exc:
-            failure = exc
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            failure = ResponseValidationError(
-                f"{self.info} answered {response.status_code} with a body that is not the "
-                f"interface's ({type(exc).__name__})",
-            )
-        if not self.changes_state:
-            raise failure
-        raise OutcomeUnknownError(
-            f"the service answered {response.status_code} with a body paylens cannot read "
-            f"({str(failure)[:200]})",
-            request=self.info,
-            status=response.status_code,
-            attempts=self.number,
-        )
+        """The answer read (`read_answer`)."""
+        return read_answer(call.parse, response, self.info, self.number)
 
     def _given_up(self, error: Exception) -> Exception:
         """The error to raise on giving up: for a keyed call that changes state, after an
@@ -326,6 +305,42 @@ def _first_in_a_while(url: str, every: float = 60.0) -> bool:
             return False
         _UNREACHED[host] = now
         return True
+
+
+def read_answer(
+    parse: Callable[[httpx.Response], T],
+    response: httpx.Response,
+    info: FailedRequest,
+    attempts: int,
+) -> T:
+    """An answer read by `parse`. For a request that changed state, an unreadable 2xx is an
+    unknown outcome (the service acted, or not, and said what in words paylens cannot read);
+    for a read, a `ResponseValidationError`. A body no reader expected (not JSON, a number
+    where a record belongs) is never the parser's own error."""
+    failure: PaylensError | None = None
+    try:
+        return parse(response)
+    except PaylensError as exc:
+        failure = exc
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        failure = ResponseValidationError(
+            f"{info} answered {response.status_code} with a body that is not the "
+            f"interface's ({type(exc).__name__})",
+        )
+    if info.method.upper() in SAFE_METHODS:
+        raise failure
+    raise OutcomeUnknownError(
+        f"the service answered {response.status_code} with a body paylens cannot read "
+        f"({str(failure)[:200]})",
+        request=info,
+        status=response.status_code,
+        attempts=attempts,
+    )
+
+
+def public_request(request: httpx.Request) -> FailedRequest:
+    """What a request was, for errors: its method and URL without any credential."""
+    return FailedRequest(request.method, _public_url(request.url))
 
 
 def _public_url(url: httpx.URL) -> str:

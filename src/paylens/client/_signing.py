@@ -47,17 +47,15 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
 
 from paylens.errors import (
-    FailedRequest,
     InvalidArgumentError,
     InvalidSignatureError,
-    OutcomeUnknownError,
     PaylensError,
     ResponseValidationError,
     WalletOperationPendingError,
 )
 from paylens.models import SignedRetryChallenge
 
-from ._policy import Call
+from ._policy import Call, public_request, read_answer
 
 __all__ = [
     "SIGNATURE_HEADER",
@@ -433,7 +431,7 @@ def signed_flow(
                         )
                     yield Pause(poll.wait(polls))
                 elif response.status_code in terminal:
-                    return _answer(method, parse, response)
+                    return read_answer(parse, response, public_request(response.request), 1)
                 else:
                     raise ResponseValidationError(
                         f"{method} /{path} answered {response.status_code}, expected one of "
@@ -451,31 +449,6 @@ def signed_flow(
                 ) from None
             restarts += 1
             logger.info("%s /%s: the challenge lapsed; starting again", method, path)
-
-
-def _answer(method: str, parse: Callable[[httpx.Response], T], response: httpx.Response) -> T:
-    """The terminal answer read; one no reader expected is an unknown outcome of an
-    operation that changes state (it was acted on, or not), a `ResponseValidationError` of a
-    read."""
-    failure: Exception | None = None
-    try:
-        return parse(response)
-    except (PaylensError, ValueError, TypeError, KeyError, AttributeError) as exc:
-        failure = exc
-    request = FailedRequest(
-        method, str(response.request.url.copy_with(username=None, password=None))
-    )
-    if method == "GET":
-        raise ResponseValidationError(
-            f"{request} answered a body that is not the interface's ({type(failure).__name__})"
-        )
-    raise OutcomeUnknownError(
-        f"the service answered {response.status_code} with a body paylens cannot read "
-        f"({type(failure).__name__})",
-        request=request,
-        status=response.status_code,
-        attempts=1,
-    )
 
 
 class _Driver:
