@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from paylens import Client, Sandbox, ops
+from paylens import Client, InvalidArgumentError, Sandbox, ops
 from paylens.warehouse import Warehouse
 
 from ._helpers import hold_answers
@@ -207,6 +207,45 @@ def test_a_second_apply_asks_nothing_the_service_refused_for_good(
     assert len(again.eligible) == 0
     again.apply(client, progress=False)
     assert len(_cancel_requests(sandbox)) == sent
+
+
+def test_the_same_plan_applied_again_asks_nothing_refused_for_good(
+    sandbox: Sandbox, wh: Warehouse
+) -> None:
+    """`plan.apply` called twice (a notebook cell run again): what the first refused for good
+    is skipped by its claim, as a fresh plan skips it."""
+    plan = ops.plan_cancel(wh, PENDING_BANK)
+    client = sandbox.client(max_retries=0)
+    first = plan.apply(client, progress=False)
+    refused = set(first.loc[first["outcome"] == "not_cancellable", "id"])
+    assert refused
+    sent = len(_cancel_requests(sandbox))
+    again = plan.apply(client, progress=False).set_index("id")
+    assert len(_cancel_requests(sandbox)) == sent
+    assert set(again.loc[sorted(refused), "message"]) == {
+        "refused by the service before (not_cancellable, journal)"
+    }
+
+
+def test_a_cap_is_read_in_any_case_and_a_bad_one_refused(sandbox: Sandbox, wh: Warehouse) -> None:
+    """`max_total_minor={"usd": ...}` caps USD (a cap ignored would send everything); a cap
+    that is no count, or one currency capped twice, is refused before anything is sent."""
+    plan = ops.plan_cancel(wh, PENDING_BANK)
+    usd = plan.eligible[plan.eligible["currency"] == "USD"]
+    assert len(usd) >= 2
+    room = int(usd["amount_minor"].iloc[0])
+    result = plan.apply(sandbox.client(), max_total_minor={" usd ": room}, progress=False)
+    sent_usd = set(result.loc[result["outcome"] != "skipped_over_cap", "id"]) & set(usd["id"])
+    assert (
+        sum(int(a) for i, a in zip(usd["id"], usd["amount_minor"], strict=True) if i in sent_usd)
+        <= room
+    )
+    assert (result["outcome"] == "skipped_over_cap").sum() >= 1
+    before = len(_cancel_requests(sandbox))
+    for bad in ({"USD": -1}, {"USD": 1.5}, {"USD": 10, "usd": 10}, {"": 10}):
+        with pytest.raises(InvalidArgumentError, match="max_total_minor"):
+            ops.plan_cancel(wh, PENDING_BANK).apply(sandbox.client(), max_total_minor=bad)
+    assert len(_cancel_requests(sandbox)) == before
 
 
 def test_changed_items_are_skipped(sandbox: Sandbox, wh: Warehouse) -> None:

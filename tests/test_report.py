@@ -448,3 +448,19 @@ def test_the_report_kernel_gets_no_service_setting_and_no_secret_shows(
     assert kernel.get("PATH") == os.environ.get("PATH")
     assert _render._secrets_in("a cell printed " + key) == ["PAYLENS_SESSION_KEY"]
     assert _render._secrets_in("from https://service.example/2025-10-13") == []
+
+
+def test_two_periods_of_one_day_write_two_reports() -> None:
+    from datetime import UTC, datetime
+
+    from paylens.report._render import report_name
+
+    day, noon, night = (
+        datetime(2025, 9, 1, tzinfo=UTC),
+        datetime(2025, 9, 1, 12, tzinfo=UTC),
+        datetime(2025, 9, 2, tzinfo=UTC),
+    )
+    morning, afternoon = report_name([day, noon], "USD"), report_name([noon, night], "USD")
+    assert morning != afternoon
+    assert report_name([day, night], None) == "paylens-report_2025-09-01_2025-09-02"
+    assert report_name([None, None], "EUR") == "paylens-report_all_all_EUR"

@@ -34,6 +34,7 @@ from paylens.errors import (
     APIConnectionError,
     APIError,
     ConflictError,
+    InvalidArgumentError,
     NotFoundError,
     OutcomeUnknownError,
     PaylensError,
@@ -86,13 +87,14 @@ def _within_caps(
     plan: Plan, max_items: int | None, max_total_minor: Mapping[str, int] | None
 ) -> tuple[list[dict[str, Any]], list[_Outcome]]:
     """The eligible items to act on, in plan order, and those beyond a cap."""
+    caps = _currency_caps(max_total_minor)
     acting: list[dict[str, Any]] = []
     over: list[_Outcome] = []
     spent: dict[str, int] = {}
     for record in plan.eligible.to_dict("records"):
         row = {str(k): v for k, v in record.items()}
         currency, amount = row.get("currency"), int(row.get("amount_minor") or 0)
-        limit = (max_total_minor or {}).get(str(currency))
+        limit = caps.get(str(currency))
         if max_items is not None and len(acting) >= max_items:
             over.append(
                 _Outcome(row["id"], "skipped_over_cap", message=f"beyond max_items={max_items}")
@@ -109,6 +111,24 @@ def _within_caps(
             spent[str(currency)] = spent.get(str(currency), 0) + amount
             acting.append(row)
     return acting, over
+
+
+def _currency_caps(max_total_minor: Mapping[str, int] | None) -> dict[str, int]:
+    """The caps by currency code as the service spells it (`usd` caps USD, as the report
+    reads `usd`); a cap that is not a whole number of minor units, 0 or more, is refused,
+    never ignored."""
+    caps: dict[str, int] = {}
+    for code, limit in (max_total_minor or {}).items():
+        if not isinstance(code, str) or not code.strip():
+            raise InvalidArgumentError("max_total_minor", f"{code!r} is not a currency code")
+        InvalidArgumentError.unless_count(
+            f"max_total_minor[{code!r}]", limit, least=0, unit="minor units"
+        )
+        key = code.strip().upper()
+        if key in caps:
+            raise InvalidArgumentError("max_total_minor", f"{key} is capped twice")
+        caps[key] = limit
+    return caps
 
 
 def apply_plan(
@@ -278,9 +298,15 @@ class _Run:
             success=action.verb,
             token=self.token,
             live=live,
+            final=FINAL_REFUSALS,
         )
         if claim.done:
-            return _Outcome(tid, "skipped_journal", message=f"already {action.verb} (journal)")
+            said = (
+                f"already {action.verb} (journal)"
+                if claim.outcome == action.verb
+                else f"refused by the service before ({claim.outcome}, journal)"
+            )
+            return _Outcome(tid, "skipped_journal", message=said)
         if claim.busy:
             return _Outcome(tid, "skipped_claimed", message="another apply running now holds it")
         assert claim.entry_id is not None

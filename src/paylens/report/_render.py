@@ -67,12 +67,7 @@ def render_report(
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    name = "paylens-report_" + "_".join(
-        [
-            *(b.strftime("%Y-%m-%d") if b else "all" for b in bounds),
-            *([currency] if currency else []),
-        ]
-    )
+    name = report_name(bounds, currency)
     executed = folder / f"{name}.ipynb"
     parameters = {
         "db": str(database),
@@ -109,6 +104,19 @@ def render_report(
     if failure is not None:
         raise ReportError(f"{failure.ename}: {failure.evalue}", page)
     return page
+
+
+def report_name(bounds: list[datetime | None], currency: str | None) -> str:
+    """The report's file name: its period's bounds (a day, or the instant when a bound is
+    not midnight, so two periods of one day never write one file) and its currency."""
+
+    def bound(moment: datetime | None) -> str:
+        if moment is None:
+            return "all"
+        day = moment.strftime("%Y-%m-%d")
+        return day if moment.time() == datetime.min.time() else day + moment.strftime("T%H%M%S%f")
+
+    return "paylens-report_" + "_".join([*map(bound, bounds), *([currency] if currency else [])])
 
 
 def _check_warehouse(database: Path, currency: str | None) -> None:

@@ -27,6 +27,7 @@ class Claim:
     done: bool = False
     busy: bool = False
     in_doubt: tuple[int, ...] = ()
+    outcome: str | None = None  # with `done`: the success, or the final refusal, recorded
 
 
 def claim(
@@ -38,16 +39,21 @@ def claim(
     success: str,
     token: str,
     live: Collection[str],
+    final: Sequence[str] = (),
 ) -> Claim:
-    """Claim `item_id` for `action` in one transaction (the caller holds the file's lock)."""
+    """Claim `item_id` for `action` in one transaction (the caller holds the file's lock):
+    refused (`done`) when the journal records `success`, or one of the `final` outcomes (a
+    refusal no later request can change)."""
     with transaction(con):
         rows = con.execute(
             """SELECT entry_id, outcome, claim FROM ops_journal
-               WHERE action = ? AND transaction_id = ? AND (outcome = ? OR outcome IN (SELECT unnest(?::VARCHAR[])))""",
-            [action, item_id, success, list(IN_DOUBT)],
+               WHERE action = ? AND transaction_id = ? AND outcome IN (SELECT unnest(?::VARCHAR[]))""",
+            [action, item_id, [success, *final, *IN_DOUBT]],
         ).fetchall()
-        if any(outcome == success for _, outcome, _ in rows):
-            return Claim(None, done=True)
+        recorded = {outcome for _, outcome, _ in rows}
+        for ended in (success, *final):
+            if ended in recorded:
+                return Claim(None, done=True, outcome=ended)
         if any(outcome == "requested" and holder in live for _, outcome, holder in rows):
             return Claim(None, busy=True)
         found = con.execute(

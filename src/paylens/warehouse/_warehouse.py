@@ -343,10 +343,11 @@ class Warehouse:
         success: str,
         token: str,
         live: Sequence[str] | set[str],
+        final: Sequence[str] = (),
     ) -> _journal.Claim:
         """Claim an item for an apply run in one transaction, before its request is sent:
-        refused when the journal records `success` for it or a live run (`live` tokens) holds
-        it; the claim lists the in-doubt entries of dead runs, to resolve by reading the
+        refused when the journal records `success` (or one of the `final` refusals) for it
+        or a live run (`live` tokens) holds it; the claim lists the in-doubt entries of dead runs, to resolve by reading the
         record. Every Warehouse on the file shares one lock, and one process writes the file,
         so no two runs can claim one item."""
         with self._writing() as con:
@@ -358,6 +359,7 @@ class Warehouse:
                 success=success,
                 token=token,
                 live=live,
+                final=final,
             )
 
     def journal_finish(
