@@ -562,3 +562,37 @@ def test_in_memory_warehouses_are_private_and_leave_no_files(tmp_path: Path, mon
         one.sync(sandbox.client(), progress=False, resources=["transactions"])
         assert len(one.transactions()) == 200 and len(two.transactions()) == 0
     assert list(tmp_path.iterdir()) == []
+
+
+_READER_FOR_A_WHILE = """
+import sys, time
+from paylens.warehouse import Warehouse
+wh = Warehouse(sys.argv[1], read_only=True)
+print("open", flush=True)
+time.sleep(float(sys.argv[2]))
+wh.close()
+print("closed", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_writer_waits_for_a_reader_that_holds_the_file_and_is_told_who(tmp_path: Path) -> None:
+    """A notebook's read-only Warehouse keeps writers out (DuckDB's own lock): a writer is
+    told that a reader holds it, and `wait=` waits for the reader to close."""
+    path = tmp_path / "w.duckdb"
+    sync_file(path, Sandbox(seed=3, transactions=200).client(), progress=False)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", _READER_FOR_A_WHILE, str(path), "1.5"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "open"
+        with pytest.raises(WarehouseLockedError, match=r"a reader .* keeps out writers"):
+            Warehouse(path)
+        with Warehouse(path, wait=30) as wh:  # in once the reader closes
+            assert reader.stdout.readline().strip() == "closed"
+            assert len(wh.transactions()) == 200
+    finally:
+        reader.kill()
+        reader.wait()

@@ -168,13 +168,14 @@ def not_found(path: Path) -> WarehouseNotFoundError:
     return WarehouseNotFoundError(f"no warehouse at {path}: run `paylens sync --db {path}` first")
 
 
-def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+def connect(path: Path, *, read_only: bool, wait: float = 0.0) -> duckdb.DuckDBPyConnection:
     """Open the file with DuckDB, its errors turned into typed ones; a file that is not a
     paylens warehouse is refused before anything is written to it, not even a schema.
 
     Opening a file for writing writes nothing until a statement does, unless it has a
     write-ahead log, which DuckDB replays into the file: such a file is looked at read-only
-    first. Any other is looked at through the connection itself (one open, not two)."""
+    first. Any other is looked at through the connection itself (one open, not two). A
+    file another process holds is waited for up to `wait` seconds."""
     if read_only and not path.exists():
         raise not_found(path)
     check_file(path)
@@ -183,8 +184,16 @@ def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     if not read_only and wal_path(path).exists():
         probe(path)
         looked = True
+    deadline = time.monotonic() + max(0.0, wait)
     try:
-        con = duckdb.connect(str(path), read_only=read_only, config=DUCKDB_CONFIG)
+        while True:
+            try:
+                con = duckdb.connect(str(path), read_only=read_only, config=DUCKDB_CONFIG)
+                break
+            except duckdb.Error as exc:
+                if not _held(str(exc)) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.1)
         if not looked:
             try:
                 _is_paylens(con, path)
@@ -214,6 +223,12 @@ def interrupt_of(exc: BaseException) -> None:
         raise KeyboardInterrupt from None
 
 
+def _held(text: str) -> bool:
+    """Whether DuckDB's error says another process holds the file."""
+    lower = text.lower()
+    return "lock" in lower and ("conflict" in lower or "could not set lock" in lower)
+
+
 def typed(exc: BaseException, path: Path) -> WarehouseError:
     """The typed error for what DuckDB or the OS said about the file."""
     text = str(exc)
@@ -225,14 +240,15 @@ def typed(exc: BaseException, path: Path) -> WarehouseError:
         )
     if isinstance(exc, OSError):
         return WarehouseStorageError(f"cannot write {path}: {exc.strerror or text}")
-    if "lock" in lower and ("conflict" in lower or "could not set lock" in lower):
+    if _held(text):
         pid = re.search(r"\(PID (\d+)\)", text)
         holder = f"process {pid.group(1)}" if pid else "another process"
         return WarehouseLockedError(
-            f"the warehouse {path} is open for writing by {holder} (a notebook or shell with a "
-            "read-write Warehouse, or an apply); readers wait for it to close. Scheduled "
-            "`paylens sync` runs never hold it while they read the service: they write a "
-            "staged copy and swap it in"
+            f"the warehouse {path} is open in {holder}: a writer (a read-write Warehouse, an "
+            "apply) keeps out everyone, and a reader (a notebook's read-only Warehouse, the "
+            "report) keeps out writers. Wait for it to close (wait=SECONDS / --wait SECONDS). "
+            "Scheduled `paylens sync` runs are never kept out by readers: they write a staged "
+            "copy and swap it in"
         )
     if "different configuration" in lower:
         return WarehouseLockedError(
@@ -299,7 +315,7 @@ def open_store(path: Path, *, read_only: bool, wait: float = 0.0) -> Store:
                 from ._staged import recover  # (that module builds on this one)
 
                 recover(key)
-            con = connect(path, read_only=read_only)
+            con = connect(path, read_only=read_only, wait=wait)
         except BaseException:
             if writer is not None:
                 writer.release()
