@@ -248,6 +248,19 @@ def test_a_cap_is_read_in_any_case_and_a_bad_one_refused(sandbox: Sandbox, wh: W
     assert len(_cancel_requests(sandbox)) == before
 
 
+def test_a_plan_whose_warehouse_was_closed_is_refused_in_words(
+    sandbox: Sandbox, client: Client, tmp_path: Path
+) -> None:
+    from paylens import WarehouseError
+
+    with Warehouse(tmp_path / "closed.duckdb") as closing:
+        closing.sync(client, progress=False, resources=["transactions"])
+        plan = ops.plan_cancel(closing, PENDING_BANK)
+    with pytest.raises(WarehouseError, match="is closed: apply while it is open"):
+        plan.apply(sandbox.client(), progress=False)
+    assert _cancel_requests(sandbox) == []
+
+
 def test_changed_items_are_skipped(sandbox: Sandbox, wh: Warehouse) -> None:
     plan = ops.plan_cancel(wh, PENDING_BANK)
     sandbox.advance(timedelta(days=5))  # everything pending settles or fails meanwhile

@@ -169,6 +169,11 @@ def apply_plan(
     The frame's `attrs["all_as_planned"]` tells whether every item acted on succeeded.
     """
     wh = plan.warehouse
+    if wh.closed:
+        raise WarehouseError(
+            f"the plan's warehouse ({wh.path}) is closed: apply while it is open (inside its "
+            "`with` block), or plan again in an open one"
+        )
     action = plan.action
     fingerprint = plan.fingerprint
     acting, outcomes = _within_caps(plan, max_items, max_total_minor)

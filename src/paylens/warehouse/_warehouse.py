@@ -509,6 +509,11 @@ class Warehouse:
 
     # -- lifecycle -------------------------------------------------------------------------
 
+    @property
+    def closed(self) -> bool:
+        """Whether this Warehouse was closed (its queries and writes then refused)."""
+        return self._closed
+
     def close(self) -> None:
         """Let go of the file (the last Warehouse on it in this process closes it)."""
         if not self._closed:
