@@ -464,3 +464,31 @@ def test_two_periods_of_one_day_write_two_reports() -> None:
     assert morning != afternoon
     assert report_name([day, night], None) == "paylens-report_2025-09-01_2025-09-02"
     assert report_name([None, None], "EUR") == "paylens-report_all_all_EUR"
+
+
+def test_a_failed_scheduled_sync_fails_the_reports_tie_out(tmp_path: Path) -> None:
+    """A `paylens sync` that fails leaves its run in the staged copy it will resume, not in
+    the file: the report still sees it (`last_sync`), so its "last sync succeeded" check
+    fails instead of passing on the sync before."""
+    from paylens.errors import PaylensError
+    from paylens.report import Period, TieOutError
+
+    sandbox = Sandbox(seed=3, transactions=500)
+    path = tmp_path / "w.duckdb"
+    sync_file(path, sandbox.client(), progress=False)
+    sandbox.faults.inject(429, "RATE_LIMITED", count=10_000, retry_after=0)
+    with pytest.raises(PaylensError):
+        sync_file(path, sandbox.client(max_retries=0), progress=False)
+    with Warehouse(path, read_only=True) as wh:
+        last = wh.last_sync()
+        assert last is not None and (last["run_id"], last["status"]) == (2, "failed")
+        assert list(wh.sync_runs()["status"]) == ["succeeded"]  # the file holds the first
+        period = Period(wh)
+        checks = period.tie_outs()
+        assert checks.loc["last sync succeeded", "actual"] == "failed"
+        with pytest.raises(TieOutError, match="last sync succeeded"):
+            Period.assert_tie_outs(checks)
+    sandbox.faults.clear()
+    sync_file(path, sandbox.client(), progress=False)  # the next one resumes and succeeds
+    with Warehouse(path, read_only=True) as wh:
+        assert wh.last_sync()["status"] == "succeeded"  # type: ignore[index]

@@ -172,7 +172,7 @@ class Period:
         wh = self.wh
         runs = wh.sync_runs()
         pulled = runs[runs["status"] == "succeeded"].tail(1)
-        last = runs.tail(1)
+        last = wh.last_sync()
         source = wh.source or "nowhere (never synced)"
         if wh.is_sandbox:
             banner = Banner(
@@ -191,9 +191,7 @@ class Period:
                 if len(pulled)
                 else "never (no successful sync)"
             ),
-            "last sync": (
-                f"#{last['run_id'].iloc[0]} {last['status'].iloc[0]}" if len(last) else "none"
-            ),
+            "last sync": f"#{last['run_id']} {last['status']}" if last else "none",
             "period": (
                 f"{_when(self.start) if self.start else 'the first record'} to "
                 f"{_when(self.end) + ' (exclusive)' if self.end else 'the last record'}; "
@@ -241,7 +239,7 @@ class Period:
         helper_volume = fee_rows.groupby("sent_currency")["sent_minor"].sum()
         sql_volume = fees.groupby("sent_amount_currency")["sent_amount_minor"].sum()
         volume_gaps = helper_volume.sub(sql_volume, fill_value=0).ne(0).sum()
-        last_run = self.wh.sync_runs().tail(1)
+        last_run = self.wh.last_sync()
         checks: list[tuple[str, object, object]] = [
             (
                 "outgoing_fees holds every outgoing transaction",
@@ -287,7 +285,7 @@ class Period:
             (
                 "last sync succeeded",
                 "succeeded",
-                str(last_run["status"].iloc[0]) if len(last_run) else "never synced",
+                str(last_run["status"]) if last_run else "never synced",
             ),
         ]
         frame = pd.DataFrame(checks, columns=["check", "expected", "actual"]).set_index("check")

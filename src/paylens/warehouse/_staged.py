@@ -23,6 +23,7 @@ import logging
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import orjson
@@ -128,6 +129,25 @@ def holds_no_records(staged: Path) -> bool:
             return not con.execute(f"SELECT {counts}").fetchall()[0][0]
     except duckdb.Error:
         return False
+
+
+def last_attempt(target: Path) -> dict[str, Any] | None:
+    """The last run recorded in the staged copy of `target` (a sync that failed or was
+    stopped before its swap), when the copy is of the file as it is now; None when there is
+    none, or it cannot be read (a sync writing it now)."""
+    staged = staged_path(target)
+    if not staged.exists() or _stale(target, staged) is not None:
+        return None
+    try:
+        with contextlib.closing(
+            duckdb.connect(str(staged), read_only=True, config=DUCKDB_CONFIG)
+        ) as con:
+            cursor = con.execute("SELECT * FROM sync_runs ORDER BY run_id DESC LIMIT 1")
+            row = cursor.fetchall()
+            names = [d[0] for d in cursor.description or []]
+    except duckdb.Error:
+        return None
+    return dict(zip(names, row[0], strict=True)) if row else None
 
 
 def _stale(target: Path, staged: Path) -> str | None:

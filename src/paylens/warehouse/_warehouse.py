@@ -18,7 +18,7 @@ from paylens.client._params import timestamp
 from paylens.errors import InvalidArgumentError, WarehouseError
 from paylens.frames import to_pandas
 
-from . import _journal, _store, _wallets
+from . import _journal, _staged, _store, _wallets
 from ._open import MEMORY, close_store, not_found, open_store, storage_errors
 from ._report import SANDBOX_LABEL, SyncReport
 from ._run import SyncRun, check_source, parse_since
@@ -317,6 +317,18 @@ class Warehouse:
 
     def sync_runs(self) -> pd.DataFrame:
         return self.sql("SELECT * FROM sync_runs ORDER BY run_id")
+
+    def last_sync(self) -> dict[str, Any] | None:
+        """The latest sync of this file (a `sync_runs` row as a dict; None before any): its
+        last run, or a later `paylens sync` that failed or was stopped before its copy was
+        swapped in (recorded in the staged copy the next run resumes), so that a failed
+        scheduled sync is never hidden behind the last one that succeeded."""
+        runs = self.sql("SELECT * FROM sync_runs ORDER BY run_id DESC LIMIT 1")
+        own = {str(k): v for k, v in runs.iloc[0].items()} if len(runs) else None
+        attempt = _staged.last_attempt(self.path) if str(self.path) != MEMORY else None
+        if attempt is not None and (own is None or attempt["run_id"] > own["run_id"]):
+            return attempt
+        return own
 
     def _writable(self) -> None:
         if self.read_only:
