@@ -121,14 +121,9 @@ def holds_no_records(staged: Path) -> bool:
     (a copy that cannot be read counts as holding some, and is kept)."""
     from paylens.frames import TABLES
 
-    try:
-        with contextlib.closing(
-            duckdb.connect(str(staged), read_only=True, config=DUCKDB_CONFIG)
-        ) as con:
-            counts = " + ".join(f"(SELECT count(*) FROM {table})" for table in TABLES)
-            return not con.execute(f"SELECT {counts}").fetchall()[0][0]
-    except duckdb.Error:
-        return False
+    counts = " + ".join(f"(SELECT count(*) FROM {table})" for table in TABLES)
+    got = _look(staged, f"SELECT {counts}")
+    return got is not None and not got[1][0][0]
 
 
 def last_attempt(target: Path) -> dict[str, Any] | None:
@@ -138,16 +133,25 @@ def last_attempt(target: Path) -> dict[str, Any] | None:
     staged = staged_path(target)
     if not staged.exists() or _stale(target, staged) is not None:
         return None
+    got = _look(staged, "SELECT * FROM sync_runs ORDER BY run_id DESC LIMIT 1")
+    if got is None or not got[1]:
+        return None
+    names, rows = got
+    return dict(zip(names, rows[0], strict=True))
+
+
+def _look(staged: Path, query: str) -> tuple[list[str], list[tuple[Any, ...]]] | None:
+    """A query's column names and rows, read-only, from a staged copy; None when it cannot
+    be read (being written now, or cut short)."""
     try:
         with contextlib.closing(
             duckdb.connect(str(staged), read_only=True, config=DUCKDB_CONFIG)
         ) as con:
-            cursor = con.execute("SELECT * FROM sync_runs ORDER BY run_id DESC LIMIT 1")
-            row = cursor.fetchall()
-            names = [d[0] for d in cursor.description or []]
+            cursor = con.execute(query)
+            rows = cursor.fetchall()
+            return [d[0] for d in cursor.description or []], rows
     except duckdb.Error:
         return None
-    return dict(zip(names, row[0], strict=True)) if row else None
 
 
 def _stale(target: Path, staged: Path) -> str | None:
