@@ -596,3 +596,33 @@ def test_a_writer_waits_for_a_reader_that_holds_the_file_and_is_told_who(tmp_pat
     finally:
         reader.kill()
         reader.wait()
+
+
+def test_a_reader_opening_during_a_swap_waits_for_its_end(tmp_path: Path) -> None:
+    """While a sync swaps its copy in (its marker written, the file's old log removed, the
+    copy not yet renamed) a reader would see an older state than both before and after: a
+    reader that opens then waits for the swap to end (or, for a marker a killed sync left,
+    two seconds at most)."""
+    import threading
+
+    from paylens.warehouse._open import swap_marker
+
+    path = tmp_path / "w.duckdb"
+    sync_file(path, Sandbox(seed=3, transactions=200).client(), progress=False)
+    marker = swap_marker(path)
+    marker.write_bytes(b"swap")
+    ended: list[float] = []
+
+    def end_the_swap() -> None:
+        time.sleep(0.3)
+        ended.append(time.monotonic())
+        marker.unlink()
+
+    threading.Thread(target=end_the_swap).start()
+    with Warehouse(path, read_only=True) as wh:
+        opened = time.monotonic()
+        assert len(wh.transactions()) == 200
+    assert ended and opened >= ended[0]
+    marker.write_bytes(b"swap")  # left by a sync killed mid-swap: waited for, then opened
+    with Warehouse(path, read_only=True) as wh:
+        assert len(wh.transactions()) == 200

@@ -57,6 +57,26 @@ def lock_path(path: Path) -> Path:
     return path.with_name(path.name + ".lock")
 
 
+def swap_marker(path: Path) -> Path:
+    """The file a sync writes while it swaps its copy in (see `_staged`)."""
+    return path.with_name(path.name + ".swapping")
+
+
+#: How long a reader waits for a swap under way to end before it opens the file anyway (a
+#: swap takes milliseconds; a marker left by a sync killed mid-swap is finished by the next
+#: writer or sync).
+SWAP_WAIT_SECONDS = 2.0
+
+
+def _after_any_swap(path: Path) -> None:
+    """Wait while a sync swaps its copy in: between removing the file's old log and renaming
+    the copy over the file, a reader would open the file without its log (an older state
+    than both before and after)."""
+    deadline = time.monotonic() + SWAP_WAIT_SECONDS
+    while swap_marker(path).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 class WriterLock:
     """The exclusive writer lock of one warehouse file (flock on `<file>.lock`)."""
 
@@ -176,6 +196,8 @@ def connect(path: Path, *, read_only: bool, wait: float = 0.0) -> duckdb.DuckDBP
     write-ahead log, which DuckDB replays into the file: such a file is looked at read-only
     first. Any other is looked at through the connection itself (one open, not two). A
     file another process holds is waited for up to `wait` seconds."""
+    if read_only:
+        _after_any_swap(path.resolve())
     if read_only and not path.exists():
         raise not_found(path)
     check_file(path)

@@ -30,7 +30,7 @@ import orjson
 
 from paylens.errors import WarehouseFileError
 
-from ._open import DUCKDB_CONFIG, check_file, probe, typed, wal_path
+from ._open import DUCKDB_CONFIG, check_file, probe, swap_marker, typed, wal_path
 
 logger = logging.getLogger("paylens.warehouse")
 
@@ -47,10 +47,6 @@ def target_of(path: Path) -> Path:
 
 def _base_path(target: Path) -> Path:
     return target.with_name(target.name + ".syncing.base")
-
-
-def _marker(target: Path) -> Path:
-    return target.with_name(target.name + ".swapping")
 
 
 def _stat(path: Path) -> list[int] | None:
@@ -81,14 +77,14 @@ def _fsync_dir(path: Path) -> None:
 
 def recover(target: Path) -> None:
     """Finish a swap that a killed run began."""
-    if not _marker(target).exists():
+    if not swap_marker(target).exists():
         return
     staged = staged_path(target)
     if staged.exists():
         _remove(wal_path(target))
         os.replace(staged, target)
         _fsync_dir(target)
-    _remove(_base_path(target), _marker(target))
+    _remove(_base_path(target), swap_marker(target))
     logger.warning("finished the swap of %s that an interrupted sync had begun", target)
 
 
@@ -185,9 +181,9 @@ def swap(target: Path, staged: Path) -> None:
     """Put the synced copy in the target's place (see the module docstring)."""
     if wal_path(staged).exists():
         raise WarehouseFileError(f"{staged} was not closed cleanly; it is kept for the next run")
-    _marker(target).write_bytes(b"swap")
+    swap_marker(target).write_bytes(b"swap")
     _fsync_dir(target)
     _remove(wal_path(target))
     os.replace(staged, target)
     _fsync_dir(target)
-    _remove(_base_path(target), _marker(target))
+    _remove(_base_path(target), swap_marker(target))
