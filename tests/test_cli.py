@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from paylens import Client, Sandbox, Warehouse
+from paylens import Client, Sandbox, Warehouse, ops
 from paylens.cli import build_parser, main
 
 from ._helpers import run_cli
@@ -474,3 +474,33 @@ def test_revoke_sessions_asks_for_the_inventory_that_sync_wallets_takes(
     )
     dry = run_cli("revoke-sessions", "--db", str(db), "--where", "TRUE", "--dry-run")
     assert dry.returncode == 0 and dry.stdout.strip().splitlines()[-1] == f"would_send {active:,}"
+
+
+def test_an_item_in_doubt_is_sent_again_only_with_resend_unknown(tmp_path: Path) -> None:
+    """A cancel whose run died after sending it is in doubt: `paylens cancel --apply` reads
+    the record, sees nothing yet and does not send it (exit 1, `skipped_unknown`);
+    `--resend-unknown` sends it."""
+    db = tmp_path / "doubt.duckdb"
+    assert run_cli("sync", "--sandbox", "--transactions", SIZE, "--db", str(db)).returncode == 0
+    with Warehouse(db) as wh:
+        plan = ops.plan_cancel(wh, "status = 'PROCESSING' AND payment_rail IN ('ACH', 'WIRE')")
+        item = str(plan.eligible["id"].iloc[0])
+        claim = wh.journal_claim(
+            fingerprint="an earlier run",
+            action="cancel",
+            item_id=item,
+            success="cancelled",
+            token="a run that died",
+            live=set(),
+        )
+        assert claim.entry_id is not None
+        wh.journal_requested(claim.entry_id)
+    args = ["cancel", "--sandbox", "--transactions", SIZE, "--db", str(db), "--where"]
+    held = run_cli(*args, f"id = '{item}'", "--apply", "--yes")
+    assert held.returncode == 1 and held.stdout.splitlines()[-1] == "skipped_unknown 1"
+    sent = run_cli(*args, f"id = '{item}'", "--apply", "--yes", "--resend-unknown")
+    with Warehouse(db, read_only=True) as wh:
+        journal = list(wh.journal().sort_values("entry_id")["outcome"])
+    outcome = sent.stdout.splitlines()[-1].split()[0]
+    assert outcome in ("cancelled", "not_cancellable"), sent.stdout
+    assert journal == ["superseded", "skipped_unknown", outcome]

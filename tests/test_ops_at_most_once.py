@@ -427,9 +427,13 @@ def test_an_empty_plan_applies_to_an_empty_result(tmp_path: Path) -> None:
     assert result.attrs["all_as_planned"] is True
 
 
-def test_an_answer_lost_before_the_service_acted_is_sent_again_only_after_a_read(
+def test_an_answer_lost_before_the_service_acted_is_sent_again_only_when_asked(
     tmp_path: Path,
 ) -> None:
+    """A cancel dropped before the service saw it looks, from here, like one the bank is still
+    deciding (spec §4.1): the record shows nothing either way. The next apply reads it and
+    does not send it again; `resend_unknown=True`, the caller's word that the service never
+    got it, sends it once more."""
     sandbox = Sandbox(seed=30, transactions=1_500, scenarios=10)
     path = tmp_path / "not-acted.duckdb"
     _synced(sandbox, path)
@@ -451,8 +455,10 @@ def test_an_answer_lost_before_the_service_acted_is_sent_again_only_after_a_read
         assert list(first["outcome"]) == ["unknown"]
         assert list(wh.journal()["outcome"]) == ["unknown"]
         second = plan.apply(sandbox.client(), progress=False)
+        assert list(second["outcome"]) == ["skipped_unknown"]
+        third = plan.apply(sandbox.client(), progress=False, resend_unknown=True)
         journal = wh.journal()
-    assert list(second["outcome"]) == ["cancelled"]
-    assert list(journal["outcome"]) == ["no_effect", "cancelled"]
+    assert list(third["outcome"]) == ["cancelled"]
+    assert list(journal["outcome"]) == ["superseded", "skipped_unknown", "cancelled"]
     statuses = [s for m, p, s in sandbox.requests.entries if m == "POST" and p.endswith("/cancel")]
-    assert statuses == [0, 200]  # dropped unanswered, then sent once more after the read
+    assert statuses == [0, 200]  # dropped unanswered, then sent once more when asked

@@ -244,7 +244,10 @@ def _review_and_apply(
             return 1
         assert client is not None
         result = plan.apply(
-            client, concurrency=args.concurrency, progress=not args.quiet and sys.stderr.isatty()
+            client,
+            concurrency=args.concurrency,
+            progress=not args.quiet and sys.stderr.isatty(),
+            resend_unknown=args.resend_unknown,
         )
     print(result.to_string(index=False, max_rows=100))
     print(", ".join(f"{k} {v:,}" for k, v in result["outcome"].value_counts().items()))

@@ -147,6 +147,12 @@ def _bulk_options(parser: argparse.ArgumentParser, noun: str, table: str, exampl
     )
     mode.add_argument("--apply", action="store_true", help=f"send the {noun} requests")
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    parser.add_argument(
+        "--resend-unknown",
+        action="store_true",
+        help="send again the items whose earlier request has no known outcome and whose record "
+        "shows no effect yet (only once you have checked at the service that it never got them)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     _wait_option(parser)
     _sandbox_options(parser)

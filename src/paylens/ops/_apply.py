@@ -6,13 +6,17 @@ For each item, in this order:
    journal records as done, or that another apply running now holds, is skipped; one process
    writes the file and every `Warehouse` on it in that process shares one lock, so no two
    runs can claim one item;
-2. **read** it at the service: the read resolves what earlier runs left in doubt (a run killed
-   after claiming, an answer lost) — the effect seen means the earlier request took effect,
-   none means it did not — and skips an item that moved since the plan;
-3. **send** one request, never retried once it may have reached the service (the client's
-   policy); when its answer is lost (`OutcomeUnknownError`) or refused with 409, **read** the
-   record again and journal what it shows: the action's success, the refusal, or `unknown`
-   (no effect visible yet; the next apply reads it again before anything is sent).
+2. **read** it at the service: the read resolves what earlier requests left in doubt (a run
+   killed after sending, an answer lost): the effect seen means one took effect; the item
+   gone from the state the action applies to, without the effect, leaves it `unresolved`
+   (nothing more is sent); the item still waiting leaves it in doubt, and nothing is sent
+   (`skipped_unknown`), since the service may still act on it (a cancel is decided by the
+   bank, spec §4.1), unless the caller says `resend_unknown=True`. The read also skips an
+   item that moved since the plan;
+3. **send** one request (journalled `requested` just before), never retried once it may have
+   reached the service (the client's policy). An answer is judged by the record it returns
+   (a 200 showing the payment FAILED is `no_effect`); when it is lost (`OutcomeUnknownError`)
+   or refused with 409, the record is **read** again and the journal says what it shows.
 """
 
 from __future__ import annotations
@@ -38,26 +42,30 @@ from paylens.errors import (
     NotFoundError,
     OutcomeUnknownError,
     PaylensError,
+    WalletOperationPendingError,
     WarehouseError,
 )
 from paylens.models import Transaction
 
-from ._plan import ELIGIBLE, FINAL_REFUSALS, Plan
+from ._plan import ELIGIBLE, FINAL_REFUSALS, Action, Plan
 
 if TYPE_CHECKING:
     from paylens.warehouse import Warehouse
 
 logger = logging.getLogger("paylens.ops")
 
-#: What each refusal of the service means for the item, by status and code.
+#: What a refusal of the service means for the item, by action, status and code (None: any
+#: code); any other refusal is `failed`, with its status, code and message.
 _REFUSALS = {
-    (409, "TRANSACTION_NOT_CANCELLABLE"): FINAL_REFUSALS[0],
-    (409, "TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL"): FINAL_REFUSALS[1],
-    (404, None): "not_found",
-    (400, None): "rejected_type",
+    ("cancel", 409, "TRANSACTION_NOT_CANCELLABLE"): FINAL_REFUSALS[0],
+    ("approve", 409, "TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL"): FINAL_REFUSALS[1],
+    ("reject", 409, "TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL"): FINAL_REFUSALS[1],
+    # spec §4.1 rule 4: a type that cannot be cancelled is refused with 400 (code not shown)
+    ("cancel", 400, None): "rejected_type",
 }
 
 _CONFIRMED_LATER = "confirmed by reading the record later"
+_NOT_SENT = "claimed by a run that ended before sending it"
 
 #: Claim tokens of the apply runs alive in this process: a `requested` journal row holding
 #: another token belongs to a run that died, and is in doubt until its record is read.
@@ -77,10 +85,11 @@ class _Outcome:
     answer: Any = None
 
 
-def _refusal(error: APIError) -> str:
-    return (
-        _REFUSALS.get((error.status, error.code)) or _REFUSALS.get((error.status, None)) or "failed"
-    )
+def _refusal(action: str, error: APIError) -> str:
+    if error.status == 404:
+        return "not_found"
+    found = _REFUSALS.get((action, error.status, error.code))
+    return found or _REFUSALS.get((action, error.status, None)) or "failed"
 
 
 def _within_caps(
@@ -142,6 +151,7 @@ def apply_plan(
     dry_run: bool = False,
     progress: bool = True,
     refresh: bool = True,
+    resend_unknown: bool = False,
 ) -> pd.DataFrame:
     """Act on the plan's eligible items, each at most once, and return one row per selected
     item with its outcome.
@@ -152,8 +162,13 @@ def apply_plan(
       never sent again (`skipped_journal`), nor one another apply running now holds
       (`skipped_claimed`).
     - A request is sent once. When its answer is lost, the record is read and the journal
-      says what it shows (`cancelled` ... confirmed by the read, or `unknown`: no effect seen
-      yet, read again by the next apply before anything is sent).
+      says what it shows: the effect (`cancelled` ... confirmed by the read), `unresolved`
+      (the item moved on without showing it: nothing more is sent) or `unknown` (nothing
+      shows yet). A later apply reads an item left `unknown` first and does not send it
+      again while the record shows nothing (`skipped_unknown`): the service may still act
+      on it (a cancel is decided by the bank). `resend_unknown=True` sends such items again,
+      once you have checked at the service that the earlier request did not reach it (the
+      earlier entry is then journalled `superseded`).
     - `concurrency` requests at once (default 4), at most `rate_limit` per second; 429s are
       waited out by the client's retry policy (`Retry-After`).
     - Caps: `max_items`, and `max_total_minor` per currency (minor units); items beyond them
@@ -161,9 +176,12 @@ def apply_plan(
     - `dry_run=True` sends nothing and writes nothing: each row shows the request that would
       be sent.
     - Outcomes: the action's success (`cancelled`, `approved`, `rejected`, `confirmed`,
-      `revoked`), `not_cancellable` / `not_pending_approval` (409), `rejected_type` (400),
-      `not_found` (404), `failed` (any other error, with status, code, message and attempts),
-      `unknown`, or a skip.
+      `revoked`), `no_effect` (answered, but the record it returned shows the action did not
+      happen, e.g. an approval of a payment that had FAILED), `not_cancellable` (409 to a
+      cancel) / `not_pending_approval` (409 to an approval or rejection), `rejected_type`
+      (400 to a cancel: a type that cannot be cancelled), `not_found` (404), `failed` (any
+      other error, with status, code, message and attempts), `unknown`, `unresolved`, or a
+      skip.
     - With `refresh`, what was answered or read is stored in the warehouse.
 
     The frame's `attrs["all_as_planned"]` tells whether every item acted on succeeded.
@@ -193,7 +211,8 @@ def apply_plan(
             f"{wh.path} is open read-only, and an apply journals every item there before "
             "sending: plan on a Warehouse opened read-write (a dry run needs only read-only)"
         )
-    run = _Run(plan, client, fingerprint, RateBudget(rate_limit) if rate_limit else None)
+    budget = RateBudget(rate_limit) if rate_limit else None
+    run = _Run(plan, client, fingerprint, budget, resend_unknown)
     bar = _bar(progress, len(acting), action.name)
 
     def act(row: dict[str, Any]) -> _Outcome:
@@ -224,12 +243,18 @@ class _Run:
     """One apply run: its claim token, and how it acts on one item (see the module docstring)."""
 
     def __init__(
-        self, plan: Plan, client: Client, fingerprint: str, budget: RateBudget | None
+        self,
+        plan: Plan,
+        client: Client,
+        fingerprint: str,
+        budget: RateBudget | None,
+        resend_unknown: bool = False,
     ) -> None:
         self.plan = plan
         self.client = client
         self.fingerprint = fingerprint
         self.budget = budget
+        self.resend_unknown = resend_unknown
         self.token = uuid.uuid4().hex
         self.kind: Any = plan.action.kind or TRANSACTIONS
         self.wh: Warehouse = plan.warehouse
@@ -254,15 +279,19 @@ class _Run:
         return self.kind.read(self.client, row)
 
     def resolve_in_doubt(self) -> None:
-        """Read the record of every item whose request a dead run left in doubt (this
-        action, any plan) and journal what it shows; an item that cannot be read stays in
-        doubt. Items of this plan are also resolved when claimed (see `act`)."""
+        """Resolve what dead runs left of this action (any plan): a claim that sent nothing
+        is `not_sent`; a request in doubt is resolved by reading its record (see `_settle`),
+        and stays in doubt while the record shows nothing and the item still waits. Items of
+        this plan are also resolved when claimed (see `act`)."""
         action = self.plan.action
         with _LIVE_LOCK:
             live = set(_LIVE)
         entries: dict[str, list[int]] = {}
-        for entry, item in self.wh.journal_in_doubt(action.name, live):
-            entries.setdefault(item, []).append(entry)
+        for entry, item, sent in self.wh.journal_in_doubt(action.name, live):
+            if sent:
+                entries.setdefault(item, []).append(entry)
+            else:
+                self._finish([entry], _Outcome(item, "not_sent", message=_NOT_SENT))
         if not entries:
             return
         rows = self.wh.sql(
@@ -278,19 +307,27 @@ class _Run:
                 continue
             except (APIError, APIConnectionError):
                 continue
-            self._settle(entries[row["id"]], row, self.kind.effect(action.name, row, current))
+            self._settle(entries[row["id"]], row, current)
 
-    def _settle(self, in_doubt: list[int], row: dict[str, Any], effect: bool) -> None:
-        """Journal what a read showed of requests dead runs left in doubt."""
-        if not in_doubt:
-            return
-        if effect:
-            outcome = _Outcome(row["id"], self.plan.action.verb, message=_CONFIRMED_LATER)
-        else:
-            outcome = _Outcome(
-                row["id"], "no_effect", message="a later read showed no effect of it"
+    def _settle(self, in_doubt: list[int], row: dict[str, Any], current: Any) -> bool | None:
+        """Journal what a read shows of requests left in doubt: the effect (True), the item
+        gone from the state the action applies to without it (`unresolved`, False), or
+        nothing yet (None: they stay in doubt)."""
+        action = self.plan.action
+        if self.kind.effect(action.name, row, current):
+            if in_doubt:
+                self._finish(in_doubt, _Outcome(row["id"], action.verb, message=_CONFIRMED_LATER))
+            return True
+        if self.kind.waiting(action, row, current):
+            return None
+        if in_doubt:
+            shown = self.kind.shown(current)
+            said = (
+                f"the record now shows {shown} without the effect: whether the request took "
+                "effect is not known; nothing more is sent"
             )
-        self._finish(in_doubt, outcome)
+            self._finish(in_doubt, _Outcome(row["id"], "unresolved", message=said))
+        return False
 
     def act(self, row: dict[str, Any]) -> _Outcome:
         action, tid = self.plan.action, row["id"]
@@ -316,6 +353,8 @@ class _Run:
             return _Outcome(tid, "skipped_claimed", message="another apply running now holds it")
         assert claim.entry_id is not None
         entry, in_doubt = [claim.entry_id], list(claim.in_doubt)
+        if claim.unsent:
+            self._finish(list(claim.unsent), _Outcome(tid, "not_sent", message=_NOT_SENT))
         try:
             current = self._read(row)
         except NotFoundError as exc:
@@ -323,9 +362,8 @@ class _Run:
         except (APIError, APIConnectionError) as exc:
             # nothing sent now; what earlier runs left in doubt stays so, for the next run
             return self._finish(entry, _error_outcome(tid, exc, "failed"))
-        effect = self.kind.effect(action.name, row, current)
-        self._settle(in_doubt, row, effect)
-        if effect:
+        settled = self._settle(in_doubt, row, current)
+        if settled:
             if in_doubt:
                 done = _Outcome(
                     tid, "skipped_journal", message=f"already {action.verb} (confirmed by a read)"
@@ -336,34 +374,51 @@ class _Run:
                 )
             done.answer = current
             return self._finish(entry, done)
+        if settled is None and in_doubt:
+            if not self.resend_unknown:
+                said = (
+                    f"an earlier {action.name} request has no known outcome and the record "
+                    "shows no effect yet; the service may still act on it, so it is not sent "
+                    "again (check at the service; apply(resend_unknown=True) sends it again)"
+                )
+                outcome = _Outcome(tid, "skipped_unknown", message=said, answer=current)
+                return self._finish(entry, outcome)
+            said = "superseded by a request sent again on the caller's word (resend_unknown=True)"
+            self._finish(in_doubt, _Outcome(tid, "superseded", message=said))
         if (moved := self.kind.changed(row, current)) is not None:
             outcome = _Outcome(tid, "skipped_changed", message=moved, answer=current)
             return self._finish(entry, outcome)
+        self.wh.journal_requested(claim.entry_id)
         return self._finish(entry, self._send(row))
 
     def _send(self, row: dict[str, Any]) -> _Outcome:
-        tid, verb = row["id"], self.plan.action.verb
+        tid, action = row["id"], self.plan.action
         self._pace()
         try:
             answer = self.kind.send(self.plan, self.client, row)
         except ConflictError as exc:
-            return self._resolve(row, exc, _refusal(exc))
-        except OutcomeUnknownError as exc:
+            return self._resolve(row, exc, _refusal(action.name, exc))
+        except (OutcomeUnknownError, WalletOperationPendingError) as exc:
+            # a pending wallet operation was accepted: the service reconciles it on its own
             return self._resolve(row, exc, "unknown")
         except APIError as exc:
-            return _error_outcome(tid, exc, _refusal(exc))
+            return _error_outcome(tid, exc, _refusal(action.name, exc))
         except (APIConnectionError, PaylensError) as exc:
-            # the client only gives up without an unknown outcome when nothing was sent
+            # the client gives up without an unknown outcome only when nothing was sent
             return _error_outcome(tid, exc, "failed")
-        return _Outcome(tid, verb, 200, attempts=1, answer=answer)
+        contradiction = self.kind.contradicts(action.name, answer)
+        if contradiction is not None:
+            return _Outcome(tid, "no_effect", 200, message=contradiction, attempts=1, answer=answer)
+        return _Outcome(tid, action.verb, 200, attempts=1, answer=answer)
 
     def _resolve(self, row: dict[str, Any], exc: PaylensError, otherwise: str) -> _Outcome:
-        """After a lost answer or a 409: the record says whether the action took effect."""
+        """After a lost answer, a pending wallet operation or a 409: the record says whether
+        the action took effect."""
         tid, verb = row["id"], self.plan.action.verb
         try:
             current = self._read(row)
         except (APIError, APIConnectionError) as read_error:
-            out = _error_outcome(tid, exc, "unknown")
+            out = _error_outcome(tid, exc, "unknown" if otherwise == "unknown" else otherwise)
             out.message = f"{out.message}; the record could not be read: {read_error}"[:500]
             return out
         if self.kind.effect(self.plan.action.name, row, current):
@@ -380,10 +435,17 @@ class _Run:
         out = _error_outcome(tid, exc, otherwise)
         out.answer = current
         if otherwise == "unknown":
-            out.message = (
-                "the answer was lost and the record shows no effect yet; the next apply reads "
-                f"it again before sending anything ({exc})"
-            )[:500]
+            if self.kind.waiting(self.plan.action, row, current):
+                out.message = (
+                    "no answer known, and the record shows no effect yet: not sent again; the "
+                    f"next apply reads it first ({exc})"
+                )[:500]
+            else:
+                out.outcome = "unresolved"
+                out.message = (
+                    f"no answer known, and the record now shows {self.kind.shown(current)} "
+                    f"without the effect: nothing more is sent ({exc})"
+                )[:500]
         return out
 
 
@@ -423,6 +485,26 @@ class _Transactions:
     def changed(self, row: dict[str, Any], current: Any) -> str | None:
         return f"changed since the plan: now {current.status}" if _changed(row, current) else None
 
+    def waiting(self, action: Action, row: dict[str, Any], current: Any) -> bool:
+        # still in the state the action applies to, as the record shows it now
+        now = {
+            **row,
+            "status": str(getattr(current, "status", "")),
+            "receipt_delivery_confirmed_at": getattr(
+                current, "receipt_delivery_confirmed_at", None
+            ),
+        }
+        return action.check(now) == ELIGIBLE
+
+    def shown(self, current: Any) -> str:
+        return str(getattr(current, "status", "?"))
+
+    def contradicts(self, action: str, answer: Any) -> str | None:
+        status = str(getattr(answer, "status", ""))
+        if status in _EXCLUDED.get(action, ()):
+            return f"answered, but the record it returned shows {status}: not {action}ed"[:500]
+        return None
+
     def send(self, plan: Plan, client: Client, row: dict[str, Any]) -> Any:
         resource, body = client.transactions, plan.body
         tid = row["id"]
@@ -445,6 +527,13 @@ class _Transactions:
 
 
 TRANSACTIONS = _Transactions()
+
+#: Statuses a record returned by a successful answer cannot show if the action happened.
+_EXCLUDED = {
+    "cancel": frozenset({"COMPLETED"}),
+    "approve": frozenset({"FAILED", "EXPIRED", "REJECTED", "REFUNDED"}),
+    "reject": frozenset({"PROCESSING", "COMPLETED"}),
+}
 
 
 def _changed(row: dict[str, Any], current: Transaction) -> bool:

@@ -57,6 +57,16 @@ class ItemKind(Protocol):
     def changed(self, row: dict[str, Any], current: Any) -> str | None:
         """Why the item no longer is as planned, or None."""
 
+    def waiting(self, action: Action, row: dict[str, Any], current: Any) -> bool:
+        """Whether `current` is still in the state the action applies to (a request in doubt
+        may then still take effect)."""
+
+    def shown(self, current: Any) -> str:
+        """What `current` shows, in a few words (for the journal)."""
+
+    def contradicts(self, action: str, answer: Any) -> str | None:
+        """Why a successful answer shows the action did not happen, or None."""
+
     def send(self, plan: Plan, client: Client, row: dict[str, Any]) -> Any:
         """Act on the item (one request, never retried blindly); the answer to store."""
 
@@ -226,6 +236,7 @@ class Plan:
         dry_run: bool = False,
         progress: bool = True,
         refresh: bool = True,
+        resend_unknown: bool = False,
     ) -> pd.DataFrame:
         """Act on the eligible items at most once each; see `paylens.ops.apply_plan`."""
         from ._apply import apply_plan
@@ -240,6 +251,7 @@ class Plan:
             dry_run=dry_run,
             progress=progress,
             refresh=refresh,
+            resend_unknown=resend_unknown,
         )
 
 

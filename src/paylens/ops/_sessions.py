@@ -59,6 +59,15 @@ class _Sessions:
     def changed(self, row: dict[str, Any], current: Any) -> str | None:
         return None if row["id"] in current else "no longer active (revoked elsewhere or expired)"
 
+    def waiting(self, action: Action, row: dict[str, Any], current: Any) -> bool:
+        return row["id"] in current
+
+    def shown(self, current: Any) -> str:
+        return "the session no longer listed"
+
+    def contradicts(self, action: str, answer: Any) -> str | None:
+        return None
+
     def send(self, plan: Plan, client: Client, row: dict[str, Any]) -> Any:
         signer = self.signers(row["account_id"])
         assert signer is not None, "the plan checked it"

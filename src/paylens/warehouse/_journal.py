@@ -1,7 +1,9 @@
 """The bulk-operations journal's statements. One row per item an apply run acts on: claimed in
-one transaction before its request is sent (outcome `requested`, with the run's claim token),
-completed with the outcome after. Rows of runs that died are *in doubt* until a later run
-reads the record and resolves them; nothing here ever re-sends."""
+one transaction before anything is sent (outcome `claimed`, with the run's claim token),
+marked `requested` just before its request goes out, completed with the outcome after. A
+`claimed` row of a run that died sent nothing; a `requested` or `unknown` one is *in doubt*
+until a read of the record shows the effect (or that the item moved on); nothing here ever
+re-sends."""
 
 from __future__ import annotations
 
@@ -13,9 +15,13 @@ import duckdb
 
 from ._store import transaction
 
-#: Outcomes that mean the request's effect is not known yet: the run died after claiming
-#: (`requested`) or the answer was lost and a re-read showed no effect (`unknown`).
+#: Outcomes that mean a request may have reached the service and its effect is not known
+#: yet: the run died after sending (`requested`), or the answer was lost and the record
+#: showed no effect yet (`unknown`). (Journals written before `claimed` existed hold
+#: `requested` for claims too: read as in doubt, the safe side.)
 IN_DOUBT = ("requested", "unknown")
+#: Claimed, nothing sent yet.
+CLAIMED = "claimed"
 
 
 @dataclass(frozen=True)
@@ -28,6 +34,8 @@ class Claim:
     busy: bool = False
     in_doubt: tuple[int, ...] = ()
     outcome: str | None = None  # with `done`: the success, or the final refusal, recorded
+    #: claims of dead runs that sent nothing
+    unsent: tuple[int, ...] = ()
 
 
 def claim(
@@ -48,21 +56,34 @@ def claim(
         rows = con.execute(
             """SELECT entry_id, outcome, claim FROM ops_journal
                WHERE action = ? AND transaction_id = ? AND outcome IN (SELECT unnest(?::VARCHAR[]))""",
-            [action, item_id, [success, *final, *IN_DOUBT]],
+            [action, item_id, [success, *final, *IN_DOUBT, CLAIMED]],
         ).fetchall()
         recorded = {outcome for _, outcome, _ in rows}
         for ended in (success, *final):
             if ended in recorded:
                 return Claim(None, done=True, outcome=ended)
-        if any(outcome == "requested" and holder in live for _, outcome, holder in rows):
+        if any(outcome in ("requested", CLAIMED) and holder in live for _, outcome, holder in rows):
             return Claim(None, busy=True)
         found = con.execute(
             """INSERT INTO ops_journal (entry_id, plan_fingerprint, action, transaction_id,
                       outcome, requested_at, claim)
-               VALUES (nextval('ops_journal_ids'), ?, ?, ?, 'requested', ?, ?) RETURNING entry_id""",
-            [fingerprint, action, item_id, datetime.now(UTC), token],
+               VALUES (nextval('ops_journal_ids'), ?, ?, ?, ?, ?, ?) RETURNING entry_id""",
+            [fingerprint, action, item_id, CLAIMED, datetime.now(UTC), token],
         ).fetchall()
-    return Claim(int(found[0][0]), in_doubt=tuple(int(r[0]) for r in rows))
+    return Claim(
+        int(found[0][0]),
+        in_doubt=tuple(int(r[0]) for r in rows if r[1] in IN_DOUBT),
+        unsent=tuple(int(r[0]) for r in rows if r[1] == CLAIMED),
+    )
+
+
+def mark_requested(con: duckdb.DuckDBPyConnection, entry_id: int) -> None:
+    """The claimed entry's request is about to go out: from now on it is in doubt until an
+    outcome is known."""
+    con.execute(
+        "UPDATE ops_journal SET outcome = 'requested', requested_at = ? WHERE entry_id = ?",
+        [datetime.now(UTC), entry_id],
+    )
 
 
 def finish(
@@ -107,14 +128,15 @@ def record(
 
 def in_doubt(
     con: duckdb.DuckDBPyConnection, action: str, live: Collection[str]
-) -> list[tuple[int, str]]:
-    """(entry, item) of `action`'s in-doubt entries left by runs no longer alive."""
+) -> list[tuple[int, str, bool]]:
+    """(entry, item, sent) of `action`'s entries left unfinished by runs no longer alive:
+    `sent` False for a claim that sent nothing, True for one in doubt."""
     rows = con.execute(
-        """SELECT entry_id, transaction_id, claim FROM ops_journal
+        """SELECT entry_id, transaction_id, claim, outcome FROM ops_journal
            WHERE action = ? AND outcome IN (SELECT unnest(?::VARCHAR[])) ORDER BY entry_id""",
-        [action, list(IN_DOUBT)],
+        [action, [*IN_DOUBT, CLAIMED]],
     ).fetchall()
-    return [(int(e), str(i)) for e, i, holder in rows if holder not in live]
+    return [(int(e), str(i), o != CLAIMED) for e, i, holder, o in rows if holder not in live]
 
 
 def outcomes(

@@ -359,8 +359,8 @@ class Warehouse:
     ) -> _journal.Claim:
         """Claim an item for an apply run in one transaction, before its request is sent:
         refused when the journal records `success` (or one of the `final` refusals) for it
-        or a live run (`live` tokens) holds it; the claim lists the in-doubt entries of dead runs, to resolve by reading the
-        record. Every Warehouse on the file shares one lock, and one process writes the file,
+        or a live run (`live` tokens) holds it; the claim lists the entries dead runs left:
+        in doubt (to resolve by reading the record) or claimed and never sent. Every Warehouse on the file shares one lock, and one process writes the file,
         so no two runs can claim one item."""
         with self._writing() as con:
             return _journal.claim(
@@ -410,11 +410,18 @@ class Warehouse:
                 message=message,
             )
 
+    def journal_requested(self, entry_id: int) -> None:
+        """Mark a claimed entry as sent (just before its request goes out): from then on it is
+        in doubt until its outcome is known."""
+        with self._writing() as con:
+            _journal.mark_requested(con, entry_id)
+
     def journal_in_doubt(
         self, action: str, live: Sequence[str] | set[str]
-    ) -> list[tuple[int, str]]:
-        """(entry id, item id) of `action`'s journal entries whose outcome is not known, left
-        by runs not in `live`: to resolve by reading the record."""
+    ) -> list[tuple[int, str, bool]]:
+        """(entry id, item id, sent) of `action`'s journal entries left unfinished by runs not
+        in `live`: a claim that sent nothing (`sent` False), or a request whose outcome is not
+        known, to resolve by reading the record."""
         with self._lock:
             return _journal.in_doubt(self._con, action, live)
 
