@@ -682,7 +682,8 @@ def test_non_integer_amount_is_rejected_with_its_path(bad_amount: Any) -> None:
     [
         (("fees",), 125.0),
         (("platformFees",), 2.5),
-        (("rateDetails", "gridApiVariableFeeAmount"), 30.0),
+        (("rateDetails", "gridApiVariableFeeAmount"), 30.5),
+        (("rateDetails", "gridApiVariableFeeAmount"), 2.0**60),  # whole, but not exact
         (("rateDetails", "counterpartyFixedFee"), 10.5),
     ],
 )
@@ -695,6 +696,17 @@ def test_fee_fields_reject_floats(path: tuple[str, ...], bad_value: float) -> No
     with pytest.raises(ValidationError) as caught:
         OutgoingTransaction.model_validate_json(json.dumps(body))
     assert [e["loc"] for e in caught.value.errors()] == [path]
+
+
+def test_the_variable_fee_amount_is_a_json_number_holding_a_whole_amount() -> None:
+    """The interface types it `number` (format int64: "the sending amount times the rate"):
+    `30.0` is 30 minor units, exactly; a fraction is refused above, never rounded."""
+    body = outgoing_body()
+    body["rateDetails"]["gridApiVariableFeeAmount"] = 30.0
+    parsed = OutgoingTransaction.model_validate_json(json.dumps(body))
+    assert parsed.rate_details is not None
+    amount = parsed.rate_details.grid_api_variable_fee_amount
+    assert amount == 30 and type(amount) is int
 
 
 def test_card_summary_total_rejects_floats() -> None:

@@ -150,3 +150,15 @@ def test_a_page_with_an_integer_beyond_64_bits_is_read_record_by_record() -> Non
     assert parsed.records[1] == alone.records[0]
     with pytest.raises(ResponseValidationError):
         parse_text_page(httpx.Response(200, content=b'{"data":[{"id":"a","x":1e999999'))
+
+
+def test_a_page_read_exactly_leaves_the_threads_parser_fit_for_the_next_page() -> None:
+    """An integer past 64 bits is found as the records are read, while the page's objects
+    still hold the thread's parser: the next pages of that thread still read."""
+    tiny, huge = b'{"id":"a","x":1}', b'{"id":"b","x":-9223372036854775809}'
+    page = b'{"data":[%s,%s],"hasMore":false}'
+    for _ in range(3):
+        odd = parse_text_page(httpx.Response(200, content=page % (tiny, huge)))
+        assert odd.records[1] == huge
+        plain = parse_text_page(httpx.Response(200, content=page % (tiny, tiny)))
+        assert plain.ids == ["a", "a"] and plain.records[0] == odd.records[0]

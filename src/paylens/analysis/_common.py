@@ -313,10 +313,15 @@ class Source:
         try:
             return self._run(ctes, final)
         except (duckdb.ConversionException, duckdb.OutOfRangeException) as exc:
+            said = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            if isinstance(exc, duckdb.OutOfRangeException) or "out of range" in said:
+                raise InvalidArgumentError(
+                    "data",
+                    "a total is past the int64 range of minor units (±9,223,372,036,854,775,807): "
+                    + said,
+                ) from None
             raise InvalidArgumentError(
-                "data",
-                "a total is past the int64 range of minor units (±9,223,372,036,854,775,807): "
-                + (str(exc).strip().splitlines() or [type(exc).__name__])[0],
+                "data", f"a value in the data cannot be read: {said}"
             ) from None
 
     def _run(self, ctes: Sequence[tuple[str, str]], final: str) -> pd.DataFrame:

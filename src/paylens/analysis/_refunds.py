@@ -120,7 +120,8 @@ def refund_summary(
     src = source(data, "transactions", required=_REQUIRED)
     initiated, settled = (
         (
-            f"CAST(json_extract_string(raw, '$.refund.{field}') AS TIMESTAMPTZ)"
+            # RFC 3339 allows `t` and `z` in lower case; DuckDB reads them in capitals only
+            f"CAST(upper(json_extract_string(raw, '$.refund.{field}')) AS TIMESTAMPTZ)"
             for field in ("initiatedAt", "settledAt")
         )
         if src.has("raw")

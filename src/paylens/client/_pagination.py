@@ -91,11 +91,17 @@ def parse_text_page(response: httpx.Response) -> TextPage:
         )
         del data, body  # the parser can be reused only once its proxies are gone
         return page
-    except ValueError as exc:
-        if "NUMBER_ERROR" not in str(exc):
+    except (ValueError, RuntimeError) as exc:
+        # the failed parse's proxies live on in this traceback: the thread takes a new parser
+        _PARSERS.parser = simdjson.Parser()
+        # an integer simdjson cannot hold (NUMBER_ERROR past 2^64, BIGINT_ERROR below -2^63
+        # or past ~10^20, raised as the records are read): JSON has no bound, so the page is
+        # read exactly instead
+        if "NUMBER_ERROR" not in str(exc) and "BIGINT_ERROR" not in str(exc):
             raise ResponseValidationError(f"list page is not a page: {exc}") from exc
-        return _parse_text_page_exactly(response.content, parser)
+        return _parse_text_page_exactly(response.content, _PARSERS.parser)
     except (KeyError, TypeError) as exc:
+        _PARSERS.parser = simdjson.Parser()
         raise ResponseValidationError(f"list page is not a page: {exc}") from exc
 
 
@@ -117,7 +123,7 @@ def _parse_text_page_exactly(content: bytes, parser: simdjson.Parser) -> TextPag
             return spelled
         try:
             return _mini(parser.parse(spelled))
-        except ValueError:
+        except (ValueError, RuntimeError):  # the record holding the number simdjson refuses
             return spelled
 
     try:

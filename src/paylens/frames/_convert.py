@@ -194,13 +194,16 @@ def _instructions(parsed: pa.Table, ids: pa.Array) -> pa.Table:
 
 
 def transaction_tables(
-    records: Sequence[dict[str, Any]] = (), raw: Sequence[bytes] | None = None
+    records: Sequence[dict[str, Any]] = (),
+    raw: Sequence[bytes] | None = None,
+    spelt: Sequence[bytes] | None = None,
 ) -> dict[str, pa.Table]:
     """The tables a batch of transactions lands in: `transactions` (every kind), `outgoing_fees`,
     `card_transactions` and `payment_instructions`, from one read of the batch (given as
-    records, or as their JSON texts in `raw`)."""
+    records, or as their JSON texts in `raw`; `spelt`, when given, is what is read, one text
+    per record of `raw`, which the raw column keeps as it came)."""
     texts = encode(records) if raw is None else raw
-    parsed = parse_records("transactions", texts)
+    parsed = parse_records("transactions", texts if spelt is None else spelt)
     kinds = parsed.column("type")
     outgoing = parsed.filter(pc.equal(kinds, _text("OUTGOING")))
     cards = parsed.filter(pc.equal(kinds, _text("CARD")))

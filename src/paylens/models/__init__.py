@@ -39,7 +39,16 @@ if TYPE_CHECKING:
         SignedRetryChallenge,
         WalletOperationProcessing,
     )
-    from ._base import Count, MinorUnits, OpenEnum, Rate, UtcDatetime, WireModel
+    from ._base import (
+        Count,
+        MinorNumber,
+        MinorUnits,
+        OpenEnum,
+        Rate,
+        UtcDatetime,
+        WireModel,
+        whole_number,
+    )
     from ._cards import (
         Card,
         CardMerchant,
@@ -153,7 +162,9 @@ _WHERE = {
     "SignedRetryChallenge": "_auth",
     "WalletOperationProcessing": "_auth",
     "Count": "_base",
+    "MinorNumber": "_base",
     "MinorUnits": "_base",
+    "whole_number": "_base",
     "OpenEnum": "_base",
     "Rate": "_base",
     "UtcDatetime": "_base",
@@ -322,6 +333,7 @@ __all__ = [
     "ItemList",
     "KycStatus",
     "LightningInfo",
+    "MinorNumber",
     "MinorUnits",
     "OnChainTransaction",
     "OpenEnum",
@@ -375,4 +387,5 @@ __all__ = [
     "parse_customer",
     "parse_page",
     "parse_transaction",
+    "whole_number",
 ]

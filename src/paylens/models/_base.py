@@ -18,6 +18,7 @@ from typing import Annotated, Any, ClassVar, TypeVar
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -85,6 +86,21 @@ OpenEnum = Annotated[E | str, Field(union_mode="left_to_right")]
 
 MinorUnits = Annotated[int, Strict()]
 """Money in the currency's smallest unit (cents, satoshis). Never a float."""
+
+
+def whole_number(value: object) -> object:
+    """A JSON number holding a whole amount as an int (`30.0` is 30); anything else as it is.
+    Below 2**53 a float holds every whole number exactly; past it, `30.0` may be a rounding,
+    so it is left for the strict check to refuse."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2.0**53:
+        return int(value)
+    return value
+
+
+MinorNumber = Annotated[int, BeforeValidator(whole_number), Strict()]
+"""Money the interface types as a JSON number of format int64 (a variable fee amount, "the
+sending amount times the rate"): a whole number, spelt `30` or `30.0`; a fraction is refused
+(no smallest unit has parts), never rounded."""
 
 Rate = Annotated[float, Strict()]
 """A ratio, multiplier or percentage; a JSON integer is accepted and becomes a float."""

@@ -17,7 +17,17 @@ from typing import Annotated, Any, Literal
 from pydantic import Tag
 
 from ._account_info import PaymentInstructions
-from ._base import FALLBACK_TAG, Count, MinorUnits, OpenEnum, Rate, UtcDatetime, WireModel, tag_by
+from ._base import (
+    FALLBACK_TAG,
+    Count,
+    MinorNumber,
+    MinorUnits,
+    OpenEnum,
+    Rate,
+    UtcDatetime,
+    WireModel,
+    tag_by,
+)
 from ._cards import CardMerchant, CardPullSummary, CardRefundSummary, CardSettlementSummary
 from ._enums import (
     CardTransactionStatus,
@@ -81,7 +91,7 @@ class OutgoingRateDetails(WireModel):
     grid_api_multiplier: Rate
     grid_api_fixed_fee: MinorUnits
     grid_api_variable_fee_rate: Rate
-    grid_api_variable_fee_amount: MinorUnits
+    grid_api_variable_fee_amount: MinorNumber
 
 
 class TransactionBase(WireModel):

@@ -176,6 +176,31 @@ def _typed(raw: list[bytes]) -> Any:
     return transaction_tables(raw=raw)
 
 
+#: Fields the interface types as a JSON `number` of format int64: `30.0` is 30 there.
+_WHOLE_NUMBERS = (("rateDetails", "gridApiVariableFeeAmount"),)
+
+
+def _respelt(text: bytes) -> bytes | None:
+    """The record with its whole-number fields (`_WHOLE_NUMBERS`) spelt as integers, when one
+    held a whole float (what the typed read refuses); else None. A fraction stays, and the
+    record is refused as it is."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    changed = False
+    for path in _WHOLE_NUMBERS:
+        holder = record
+        for key in path[:-1]:
+            holder = holder.get(key) if isinstance(holder, dict) else None
+        value = holder.get(path[-1]) if isinstance(holder, dict) else None
+        whole = models.whole_number(value)
+        if isinstance(holder, dict) and isinstance(whole, int) and not isinstance(value, int):
+            holder[path[-1]] = whole
+            changed = True
+    return json.dumps(record, ensure_ascii=False).encode() if changed else None
+
+
 def _refusal_alone(text: bytes, batch_error: Exception) -> str:
     """What Arrow says of this record read alone (the batch's error may name another's)."""
     for read in (_parse, _typed):
@@ -206,15 +231,22 @@ def typed(
     back the others. Valid records cost one vectorised read. `buffer` keeps what was typed."""
     rejects = [reject_row(t, "not a record with a string id", run_id, at) for t in no_id]
     tables = None
+    spelt: dict[str, bytes] = {}  # records read as respelt (`_respelt`), kept raw as they came
     while buffer:
         try:
-            tables = transaction_tables(raw=list(buffer.values()))
+            texts = list(buffer.values())
+            reads = [spelt.get(k, t) for k, t in buffer.items()] if spelt else None
+            tables = transaction_tables(raw=texts, spelt=reads)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             # the JSON read refuses most bad records, and costs less than the whole typing
-            items = list(buffer.items())
+            items = [(k, spelt.get(k, t)) for k, t in buffer.items()]
             for record_id in unreadable(items, _parse) or unreadable(items, _typed):
+                if record_id not in spelt and (again := _respelt(buffer[record_id])):
+                    spelt[record_id] = again
+                    continue
                 text = buffer.pop(record_id)
-                rejects.append(reject_row(text, _refusal_alone(text, exc), run_id, at))
+                refused = spelt.pop(record_id, text)
+                rejects.append(reject_row(text, _refusal_alone(refused, exc), run_id, at))
             continue
         dropped = set()
         for record_id in _missing_required(tables["transactions"]):
