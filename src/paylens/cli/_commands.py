@@ -27,7 +27,9 @@ _SETUP_ERRORS = (
 
 def _sandbox_serve(args: argparse.Namespace) -> int:
     from paylens.sandbox import Sandbox
+    from paylens.sandbox.wire.server import check_loopback_host
 
+    check_loopback_host(args.host)  # refused before the sandbox is generated
     started = time.perf_counter()
     sandbox = Sandbox(
         seed=args.seed,
