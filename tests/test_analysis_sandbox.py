@@ -151,3 +151,43 @@ def test_status_history_times_a_card_refunded_since_the_last_sync(tmp_path: Path
         assert after.loc[i, "last_clearing_source"] == "status_history"
         # the clearing time is what was seen before the refund: the record's last event then
         assert after.loc[i, "last_clearing_at"] == before.loc[i, "last_clearing_at"]
+
+
+def _has_a_non_na_missing_value(column) -> bool:
+    import numpy as np
+
+    if column.dtype == object:
+        return any(v is None or (isinstance(v, float) and np.isnan(v)) for v in column)
+    # numpy floats and datetimes hold NaN / NaT, not pandas' <NA>
+    return isinstance(column.dtype, np.dtype) and column.dtype.kind in "fmM" and column.isna().any()
+
+
+def test_a_missing_value_is_na_in_every_frame() -> None:
+    """README: "A missing value is `<NA>` in every frame" (every helper of the README's
+    Analysis block and every warehouse frame)."""
+    from paylens import analysis
+    from paylens.sandbox import mid_rate_series
+
+    sandbox = Sandbox(seed=0, transactions=3_000)
+    with Warehouse(":memory:") as wh:
+        wh.sync(sandbox.client(), progress=False)
+        mids = mid_rate_series("2025-04-01", "2025-10-31")
+        frames = {
+            "revenue": analysis.revenue(wh, reference_rates=mids),
+            "revenue without rates": analysis.revenue(wh),
+            "fee_breakdown": analysis.fee_breakdown(wh, by="corridor"),
+            "fee_breakdown status=None": analysis.fee_breakdown(wh, by="corridor", status=None),
+            "settlement_times": analysis.settlement_times(wh, by=["rail", "source_type"]),
+            "failure_breakdown": analysis.failure_breakdown(wh, by="rail"),
+            "refund_summary": analysis.refund_summary(wh, by="refund_reason"),
+            "card_summary": analysis.card_summary(wh, by="merchant"),
+            "transactions": wh.transactions(),
+            "fees": wh.fees(),
+            "card_transactions": wh.card_transactions(),
+            "customers": wh.customers(),
+            "status_history": wh.status_history(),
+        }
+        for name, frame in frames.items():
+            assert len(frame) > 0, name
+            bad = [c for c in frame.columns if _has_a_non_na_missing_value(frame[c])]
+            assert bad == [], (name, bad)

@@ -504,3 +504,71 @@ def test_an_item_in_doubt_is_sent_again_only_with_resend_unknown(tmp_path: Path)
     outcome = sent.stdout.splitlines()[-1].split()[0]
     assert outcome in ("cancelled", "not_cancellable"), sent.stdout
     assert journal == ["superseded", "skipped_unknown", outcome]
+
+
+def test_cli_sync_since_stores_only_records_created_from_that_date(tmp_path: Path) -> None:
+    """README: `paylens sync --db ... [--since 2025-01-01]`; help: "only records created
+    from this date (YYYY-MM-DD) ... (UTC unless it names its zone)"."""
+    db = tmp_path / "w.duckdb"
+    done = run_cli(
+        "sync", "--db", str(db), "--sandbox", "--transactions", "500", "--since", "2025-10-01",
+        "--quiet",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    truth = {
+        t["id"]
+        for t in Sandbox(seed=0, transactions=500).world.all_transactions()
+        if t["createdAt"] >= "2025-10-01"
+    }
+    assert 0 < len(truth) < 500
+    with Warehouse(db, read_only=True) as wh:
+        assert set(wh.sql("SELECT id FROM transactions")["id"]) == truth
+
+
+def test_cli_sync_resources_syncs_only_those_it_names(tmp_path: Path) -> None:
+    """README: "`--resources` syncs only those it names, and re-reads whole the
+    customers, cards and accounts it names"."""
+    db = tmp_path / "w.duckdb"
+    sandbox = ["--db", str(db), "--sandbox", "--transactions", "500", "--quiet"]
+    first = run_cli("sync", *sandbox, "--resources", "transactions")
+    assert first.returncode == 0, first.stderr
+    truth = Sandbox(seed=0, transactions=500)
+    with truth.client() as client:
+        cards = {c.id for c in client.cards.list()}
+    with Warehouse(db, read_only=True) as wh:
+        assert len(wh.transactions()) == 500
+        for table in ("cards", "customers", "internal_accounts", "external_accounts"):
+            assert wh.sql(f"SELECT count(*) AS n FROM {table}")["n"].iloc[0] == 0, table
+    second = run_cli("sync", *sandbox, "--resources", "cards")
+    assert second.returncode == 0, second.stderr
+    with Warehouse(db, read_only=True) as wh:
+        assert set(wh.sql("SELECT id FROM cards")["id"]) == cards
+        assert wh.sql("SELECT count(*) AS n FROM customers")["n"].iloc[0] == 0
+        reads = wh.sql("SELECT resource FROM resource_reads")
+        assert list(reads["resource"]) == ["cards"]
+
+
+def test_sync_wallets_accounts_takes_the_inventory_of_those_accounts_only(
+    tmp_path: Path,
+) -> None:
+    """`paylens sync-wallets --help`: `--accounts`: "these wallet accounts only (default: every
+    embedded wallet account)"."""
+
+    with Sandbox(seed=0, transactions=500).client() as client:
+        wallets = sorted(
+            a.id for a in client.internal_accounts.list() if a.type == "EMBEDDED_WALLET"
+        )
+    assert len(wallets) >= 2
+    db = tmp_path / "w.duckdb"
+    sandbox = ["--db", str(db), "--sandbox", "--transactions", "500"]
+    assert run_cli("sync", *sandbox, "--quiet").returncode == 0
+    one = run_cli("sync-wallets", *sandbox, "--accounts", wallets[0])
+    assert one.returncode == 0, one.stderr
+    with Warehouse(db, read_only=True) as wh:
+        held = set(wh.sql("SELECT DISTINCT account_id FROM wallet_credentials")["account_id"])
+    assert held == {wallets[0]}
+    every = run_cli("sync-wallets", *sandbox)
+    assert every.returncode == 0, every.stderr
+    with Warehouse(db, read_only=True) as wh:
+        held = set(wh.sql("SELECT DISTINCT account_id FROM wallet_credentials")["account_id"])
+    assert held == set(wallets)

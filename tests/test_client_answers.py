@@ -128,23 +128,31 @@ def test_a_transaction_of_an_unknown_type_still_needs_its_id_and_status() -> Non
 
 
 def test_a_keyed_execute_whose_answers_are_lost_is_an_unknown_outcome_with_its_key() -> None:
-    """`quotes.execute` is retried under one Idempotency-Key; when no attempt is answered,
-    the outcome is unknown and the error gives the key, the only way to ask again safely."""
-    for answers in (
-        (_dropped, _dropped, httpx.Response(500, json={"code": "INTERNAL_ERROR"})),
-        (_dropped,),
+    """`quotes.execute` is retried under one Idempotency-Key; when no attempt gives a readable
+    answer (lost, 5xx, or a 2xx body paylens cannot read), the outcome is unknown and the error
+    gives the key, the only way to ask again safely (README: "`OutcomeUnknownError.
+    idempotency_key` is the key to call again with")."""
+
+    def unreadable(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={})
+
+    for answers, sent in (
+        ((_dropped, _dropped, httpx.Response(500, json={"code": "INTERNAL_ERROR"})), 3),
+        ((_dropped,), 3),
+        ((_dropped, unreadable), 2),  # the second attempt answered, in words it cannot read
+        ((unreadable,), 1),  # answered once, unreadable: unknown, never sent again
     ):
         fake = Fake(*answers)
         with pytest.raises(OutcomeUnknownError) as lost:
             _client(fake, max_retries=2).quotes.execute(QID)
         keys = {r.headers["Idempotency-Key"] for r in fake.requests}
-        assert len(fake.requests) == 3 and len(keys) == 1
-        assert lost.value.idempotency_key == keys.pop()
+        assert len(fake.requests) == sent and len(keys) == 1, answers
+        assert lost.value.idempotency_key == keys.pop(), answers
         assert f"idempotency_key={lost.value.idempotency_key!r}" in str(lost.value)
-    fake = Fake(httpx.Response(200, json={}))  # answered, but unreadable: unknown, once
-    with pytest.raises(OutcomeUnknownError):
-        _client(fake).quotes.execute(QID)
-    assert len(fake.requests) == 1
+    fake = Fake(unreadable)  # the async client shares the policy core
+    with pytest.raises(OutcomeUnknownError) as lost:
+        asyncio.run(_async(fake).quotes.execute(QID))
+    assert lost.value.idempotency_key == fake.requests[0].headers["Idempotency-Key"]
 
 
 def _challenge(i: int) -> httpx.Response:

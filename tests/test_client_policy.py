@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -74,6 +75,17 @@ def test_too_many_failures_give_up_with_the_last_error(sandbox: Sandbox, client:
         short.config.get()
     assert info.value.code == "SERVICE_SWITCH_ERROR"
     assert info.value.attempts == 3
+    assert sandbox.requests.count("GET", "/config") == 3
+    with pytest.raises(InternalServerError) as info:  # the default: 5 retries (README)
+        client.config.get()
+    assert info.value.attempts == 6
+    assert sandbox.requests.count("GET", "/config") == 3 + 6
+
+
+def test_reads_are_retried_on_408(sandbox: Sandbox, client: Client) -> None:
+    """README: "reads are retried on connection errors, 408, 429 and 5xx"."""
+    sandbox.faults.inject(408, "REQUEST_TIMEOUT", count=2)
+    assert client.config.get() is not None
     assert sandbox.requests.count("GET", "/config") == 3
 
 
@@ -156,6 +168,22 @@ def test_retry_after_beyond_the_cap_is_raised_not_waited(sandbox: Sandbox) -> No
     assert sleeps == []
 
 
+def test_the_default_retry_after_cap_is_120_seconds(sandbox: Sandbox) -> None:
+    """README: `RetryPolicy(retry_after_cap=120)`: a longer wait asked gets the error at once,
+    not a retry before its time; up to the cap it is waited out."""
+    assert RetryPolicy().retry_after_cap == 120
+    sleeps: list[float] = []
+    client = sandbox.client(sleep=sleeps.append)
+    sandbox.faults.inject(429, "RATE_LIMITED", count=1, retry_after=120)
+    assert client.config.get() is not None
+    assert sleeps == [120.0]
+    sandbox.faults.inject(429, "RATE_LIMITED", count=1, retry_after=121)
+    with pytest.raises(RateLimitError) as info:
+        client.config.get()
+    assert info.value.retry_after == 121
+    assert sleeps == [120.0]
+
+
 def test_the_deadline_bounds_the_total_wait(sandbox: Sandbox) -> None:
     sleeps: list[float] = []
     client = sandbox.client(retry=RetryPolicy(deadline=5), sleep=sleeps.append)
@@ -163,6 +191,23 @@ def test_the_deadline_bounds_the_total_wait(sandbox: Sandbox) -> None:
     with pytest.raises(RateLimitError):
         client.config.get()
     assert sleeps == [4.0]  # a second 4 s wait would pass the 5 s deadline
+
+
+def test_retry_after_as_an_http_date_is_honoured(sandbox: Sandbox) -> None:
+    """README: honouring `Retry-After` "(seconds or HTTP date)" in a retry, not only parsed."""
+
+    def later(request: httpx.Request, inner: httpx.BaseTransport) -> httpx.Response:
+        when = datetime.now(UTC) + timedelta(seconds=40)
+        return httpx.Response(
+            429,
+            headers={"Retry-After": format_datetime(when, usegmt=True)},
+            json={"status": 429, "code": "RATE_LIMITED", "message": "slow down"},
+        )
+
+    sleeps: list[float] = []
+    client = _scripted_client(sandbox, [later], sleeps)
+    assert client.config.get() is not None
+    assert len(sleeps) == 1 and 38.0 <= sleeps[0] <= 40.0
 
 
 def test_parse_retry_after_reads_seconds_and_http_dates() -> None:
@@ -284,7 +329,37 @@ def _pending_bank_transfer(sandbox: Sandbox) -> str:
     )
 
 
-@pytest.mark.parametrize("fault", ["500", "502", "drop"])
+Step = Callable[[httpx.Request, httpx.BaseTransport], httpx.Response]
+
+
+class _Scripted(httpx.BaseTransport):
+    """Runs the next scripted steps (each given the request and the sandbox's transport: it
+    may hand the request on, answer it itself, or raise), then hands every request on."""
+
+    def __init__(self, sandbox: Sandbox, script: list[Step]) -> None:
+        self.inner = sandbox.client()._http._transport
+        self.script = list(script)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if self.script:
+            return self.script.pop(0)(request, self.inner)
+        return self.inner.handle_request(request)
+
+
+def _scripted_client(sandbox: Sandbox, script: list[Step], sleeps: list[float]) -> Client:
+    return Client(
+        paylens.sandbox.IN_PROCESS_BASE_URL,
+        sandbox.client_id,
+        sandbox.client_secret,
+        transport=_Scripted(sandbox, script),
+        sleep=sleeps.append,
+    )
+
+
+_FAULT_CODES = {"408": "REQUEST_TIMEOUT", "500": "INTERNAL_ERROR", "502": "HTTP_502"}
+
+
+@pytest.mark.parametrize("fault", ["408", "500", "502", "drop"])
 def test_a_state_change_is_never_sent_twice_after_it_may_have_reached_the_service(
     sandbox: Sandbox, client: Client, fault: str
 ) -> None:
@@ -292,12 +367,40 @@ def test_a_state_change_is_never_sent_twice_after_it_may_have_reached_the_servic
     if fault == "drop":
         sandbox.faults.drop_next(1)
     else:
-        sandbox.faults.inject(int(fault), "INTERNAL_ERROR" if fault == "500" else "HTTP_502")
+        sandbox.faults.inject(int(fault), _FAULT_CODES[fault])
     with pytest.raises(paylens.errors.OutcomeUnknownError) as caught:
         client.transactions.cancel(tid)
     assert sandbox.requests.count("POST", suffix="/cancel") == 1
     assert caught.value.status == (None if fault == "drop" else int(fault))
     assert "not sent again" in str(caught.value)
+
+
+def test_a_state_change_whose_answer_times_out_is_an_unknown_outcome_sent_once(
+    sandbox: Sandbox,
+) -> None:
+    """README: "a timeout" after sending: `OutcomeUnknownError`, never re-sent."""
+    tid = _pending_bank_transfer(sandbox)
+
+    def acted_then_timed_out(request: httpx.Request, inner: httpx.BaseTransport) -> httpx.Response:
+        inner.handle_request(request)  # the service acts ...
+        raise httpx.ReadTimeout("read timed out", request=request)  # ... its answer is lost
+
+    sleeps: list[float] = []
+    client = _scripted_client(sandbox, [acted_then_timed_out], sleeps)
+    with pytest.raises(paylens.errors.OutcomeUnknownError):
+        client.transactions.cancel(tid)
+    assert sandbox.requests.count("POST", suffix="/cancel") == 1
+    assert sleeps == []
+
+
+def test_a_card_update_lost_to_a_5xx_is_never_sent_again(sandbox: Sandbox, client: Client) -> None:
+    """README: a card update is a request that changes state: a 5xx answer raises
+    `OutcomeUnknownError` after one request."""
+    card = next(iter(client.cards.list(state="ACTIVE")))
+    sandbox.faults.inject(503, "HTTP_503")
+    with pytest.raises(paylens.errors.OutcomeUnknownError):
+        client.cards.update(card.id, state="FROZEN")
+    assert sandbox.requests.count("PATCH", prefix="/cards") == 1
 
 
 def test_a_state_change_refused_with_429_is_retried(
@@ -311,28 +414,22 @@ def test_a_state_change_refused_with_429_is_retried(
     assert recorded_sleeps == [2.0]
 
 
-def test_a_state_change_that_could_not_connect_is_retried() -> None:
+@pytest.mark.parametrize("failure", [httpx.ConnectError, httpx.ConnectTimeout])
+def test_a_state_change_that_could_not_connect_is_retried(
+    failure: type[httpx.TransportError],
+) -> None:
+    """README: sent again when "the connection could not be made" (refused, or timed out)."""
     sandbox = Sandbox(seed=3, transactions=300)
     tid = _pending_bank_transfer(sandbox)
-    refused = {"n": 0}
-    inner = sandbox.client()._http._transport
 
-    class RefuseOnce(httpx.BaseTransport):
-        def handle_request(self, request: httpx.Request) -> httpx.Response:
-            if refused["n"] == 0:
-                refused["n"] += 1
-                raise httpx.ConnectError("connection refused", request=request)
-            return inner.handle_request(request)
+    def no_connection(request: httpx.Request, inner: httpx.BaseTransport) -> httpx.Response:
+        raise failure("no connection", request=request)
 
-    client = Client(
-        paylens.sandbox.IN_PROCESS_BASE_URL,
-        sandbox.client_id,
-        sandbox.client_secret,
-        transport=RefuseOnce(),
-        sleep=lambda _: None,
-    )
-    client.transactions.cancel(tid)
+    sleeps: list[float] = []
+    tx = _scripted_client(sandbox, [no_connection], sleeps).transactions.cancel(tid)
+    assert tx.refund is not None and tx.refund.reason == "USER_CANCELLATION"
     assert sandbox.requests.count("POST", suffix="/cancel") == 1  # the refused one never left
+    assert len(sleeps) == 1
 
 
 def test_async_state_changes_are_at_most_once_too(sandbox: Sandbox) -> None:

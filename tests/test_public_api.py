@@ -67,8 +67,7 @@ def test_connect_without_a_service_says_its_warehouse_is_not_the_path_given(
 ) -> None:
     from paylens.connection import connect
 
-    for name in ("PAYLENS_BASE_URL", "PAYLENS_CLIENT_ID", "PAYLENS_CLIENT_SECRET"):
-        monkeypatch.delenv(name, raising=False)
+    _no_paylens_variables(monkeypatch)
     client, wh = connect("data/mine.duckdb", transactions=300)
     try:
         said = capsys.readouterr()
@@ -78,6 +77,37 @@ def test_connect_without_a_service_says_its_warehouse_is_not_the_path_given(
     finally:
         wh.close()
         client.close()
+
+
+def _no_paylens_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [n for n in os.environ if n.startswith("PAYLENS_")]:
+        monkeypatch.delenv(name)
+
+
+@pytest.mark.parametrize(
+    ("set_", "missing"),
+    [
+        ("PAYLENS_CLIENT_ID", ["PAYLENS_BASE_URL", "PAYLENS_CLIENT_SECRET"]),
+        ("PAYLENS_SESSION_KEY", ["PAYLENS_BASE_URL", "PAYLENS_CLIENT_ID", "PAYLENS_CLIENT_SECRET"]),
+    ],
+)
+def test_connect_with_any_paylens_variable_set_is_the_service_never_the_sandbox(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, set_: str, missing: list[str]
+) -> None:
+    """README: `connect` gives "the service when any `PAYLENS_*` variable is set" (a session
+    key too: it is set only to act on the service's data), and the service's settings missing
+    are a `ConfigurationError` naming them and the variable that chose the service."""
+    from paylens.connection import connect
+    from paylens.errors import ConfigurationError
+
+    _no_paylens_variables(monkeypatch)
+    monkeypatch.setenv(set_, "11" * 32)
+    with pytest.raises(ConfigurationError) as refused:
+        connect(tmp_path / "w.duckdb", transactions=200)
+    said = str(refused.value)
+    assert said.startswith(f"connect() uses the service because {set_} is set; ")
+    assert f"variable(s) {', '.join(missing)} not set" in said, said
+    assert not (tmp_path / "w.duckdb").exists()
 
 
 def _parsers(parser: object) -> list:

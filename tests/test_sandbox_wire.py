@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 
 import httpx
 import pytest
 
 from paylens import Client, Sandbox
+from paylens.errors import InvalidArgumentError
 from paylens.sandbox import is_sandbox_url
 from paylens.sandbox.wire.server import SandboxServer
+
+from ._helpers import run_cli
 
 
 @pytest.mark.http
@@ -145,14 +151,90 @@ def test_cli_serve_prints_lines_ready_to_export() -> None:
 
 
 @pytest.mark.http
+def test_cli_serve_follows_the_wall_clock_and_takes_a_profile() -> None:
+    """README: `paylens sandbox serve ... [--profile remittance]`; it follows the *wall clock*
+    by default: the history ends now."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "paylens.cli", "sandbox", "serve", "--port", "0",
+         "--transactions", "300", "--profile", "remittance"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        env = dict(proc.stdout.readline().strip().partition("=")[::2] for _ in range(3))
+        assert set(env) == {"PAYLENS_BASE_URL", "PAYLENS_CLIENT_ID", "PAYLENS_CLIENT_SECRET"}
+        with Client.from_env(env) as client:
+            served_now = _wire_date(client)
+            assert abs(served_now - datetime.now(UTC)) < timedelta(minutes=1)
+            newest = max(t.created_at for t in client.transactions.list())
+            assert timedelta(0) <= served_now - newest < timedelta(days=1)
+            assert sum(1 for _ in client.customers.list(include_deleted=True)) == 300
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _wire_date(client: Client) -> datetime:
+    answer = client._http.get("config")
+    assert answer.status_code == 200
+    return parsedate_to_datetime(answer.headers["Date"])
+
+
+def test_every_answer_carries_the_sandbox_clock_in_its_date_header() -> None:
+    """README: "Every answer carries the sandbox's clock in its `Date` header"."""
+    sandbox = Sandbox(seed=2, transactions=200)
+    with sandbox.client() as client:
+        assert _wire_date(client) == sandbox.now == datetime(2025, 10, 13, tzinfo=UTC)
+        sandbox.advance(timedelta(hours=6))
+        assert _wire_date(client) == datetime(2025, 10, 13, 6, tzinfo=UTC)
+
+
+@pytest.mark.http
+def test_the_sandbox_is_served_on_loopback_only() -> None:
+    """README (`sandbox.serve(port=0)`: "real HTTP on loopback") and `paylens sandbox serve
+    --help` (`--host`: "loopback address to listen on"): an address that is not loopback is
+    refused, never listened on; the CLI says so in one line, exit 2, before generating."""
+    sandbox = Sandbox(seed=0, transactions=100)
+    for host in ("0.0.0.0", "::", "192.168.1.10", "example.com", ""):
+        with pytest.raises(InvalidArgumentError, match="must be a loopback address"):
+            sandbox.serve(host=host)
+    for host in ("127.0.0.1", "127.0.0.2", "localhost"):
+        with (
+            sandbox.serve(host=host) as server,
+            Client(server.base_url, sandbox.client_id, sandbox.client_secret) as client,
+        ):
+            assert client.config.get() is not None
+    if socket.has_ipv6:
+        with contextlib.suppress(OSError), sandbox.serve(host="::1") as server:  # no IPv6 here
+            assert server.base_url.startswith("http://[::1]:")
+            with Client(server.base_url, sandbox.client_id, sandbox.client_secret) as client:
+                assert client.config.get() is not None
+    refused = run_cli("sandbox", "serve", "--host", "0.0.0.0", "--port", "0")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.strip().count("\n") == 0
+    assert refused.stderr.startswith("paylens sandbox serve: host: must be a loopback address")
+
+
+@pytest.mark.http
 def test_control_channel_moves_a_served_sandbox(sandbox: Sandbox, server: SandboxServer) -> None:
     control = server.base_url.rsplit("/", 1)[0] + "/_control"
     auth = (sandbox.client_id, sandbox.client_secret)
     assert httpx.post(control + "/advance", json={"seconds": 3600}).status_code == 401
-    before = sandbox.now
-    answer = httpx.post(control + "/advance", json={"seconds": 86_400}, auth=auth)
-    assert answer.status_code == 200 and isinstance(answer.json(), dict)
-    assert sandbox.now - before == timedelta(days=1)
+    before, statuses = sandbox.now, {t["id"]: t["status"] for t in sandbox.world.all_transactions()}
+    answer = httpx.post(control + "/advance", json={"seconds": 21_600}, auth=auth)
+    assert answer.status_code == 200
+    assert sandbox.now - before == timedelta(hours=6)
+    # README: it "answers the counts of what changed (`created`, `completed`, ...)"
+    counts, after = answer.json(), {t["id"]: t["status"] for t in sandbox.world.all_transactions()}
+    new = set(after) - set(statuses)
+    turned_completed = sum(
+        1 for i, s in statuses.items() if s != "COMPLETED" and after[i] == "COMPLETED"
+    )
+    new_completed = sum(1 for i in new if after[i] == "COMPLETED")
+    assert counts["created"] == len(new) > 0
+    assert 0 < turned_completed <= counts["completed"] <= turned_completed + new_completed
     assert httpx.post(control + "/faults", json={"latency": 0.01}, auth=auth).status_code == 200
     assert sandbox.faults.latency == 0.01
     assert httpx.post(control + "/faults", json={"no_such": 1}, auth=auth).status_code == 400

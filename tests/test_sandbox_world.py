@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -346,6 +346,31 @@ def test_card_transactions_carry_consistent_summaries(
     assert all(t["updatedAt"] <= now for t in truth)
 
 
+def test_the_remittance_profile_has_its_documented_shape() -> None:
+    """README: remittance: "about one customer per transaction, 1.2 external and 0.6 internal
+    accounts per customer, cards for 10 % of them ... ~1 % are deleted and no longer listed";
+    "The default profile has one customer per ~50 transactions". Counted as a client lists
+    them."""
+    from paylens import Sandbox
+
+    def listed(pages: Any) -> int:
+        return sum(1 for _ in pages)
+
+    with Sandbox(seed=0, transactions=2_000, profile="remittance").client() as client:
+        every = listed(client.customers.list(include_deleted=True))
+        shown = listed(client.customers.list())
+        external = listed(client.external_accounts.list())
+        internal = listed(client.internal_accounts.list())
+        cards = listed(client.cards.list())
+    assert every == 2_000
+    assert 0.005 * every <= every - shown <= 0.02 * every
+    assert 1.1 * every <= external <= 1.3 * every
+    assert 0.55 * every <= internal <= 0.65 * every
+    assert cards == 200
+    with Sandbox(seed=0, transactions=5_000).client() as client:
+        assert listed(client.customers.list(include_deleted=True)) == 100
+
+
 # --- cancellation -----------------------------------------------------------------------------
 
 
@@ -442,6 +467,25 @@ def test_cancel_other_types_and_rails_is_invalid(world: World, truth: list[dict[
     assert call(world, "POST", "/transactions/nonsense/cancel")[0] == 404
 
 
+def test_cancellation_windows_are_drawn_in_the_documented_ranges(fresh: World) -> None:
+    """README: cancellation "inside a banking partner's window drawn per transfer (ACH 1-8
+    hours, wires 5-45 minutes)"; generated transfers and those created later alike."""
+    fresh.advance(timedelta(days=1))  # new activity too
+    windows: dict[str, list[timedelta]] = {"ACH": [], "WIRE": []}
+    for t in fresh.all_transactions():
+        cutoff = fresh.cancel_cutoff(t["id"])
+        if cutoff is not None:
+            rail = "WIRE" if t.get("paymentRail") == "WIRE" else "ACH"
+            windows[rail].append(cutoff - _instant(t["createdAt"]))
+    assert windows["ACH"] and windows["WIRE"]
+    assert all(timedelta(hours=1) <= w <= timedelta(hours=8) for w in windows["ACH"])
+    assert all(timedelta(minutes=5) <= w <= timedelta(minutes=45) for w in windows["WIRE"])
+
+
+def _instant(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
 # --- approval ---------------------------------------------------------------------------------
 
 
@@ -473,8 +517,14 @@ def test_approve_and_reject_agent_transactions(fresh: World) -> None:
 
 
 def test_unanswered_approvals_expire(fresh: World) -> None:
+    """README: agent-initiated payouts "wait up to 3 days for the platform, then expire": a
+    minute before its third day each still waits, a minute after it has expired."""
     waiting = fresh.pending_approval_ids()
-    fresh.advance(timedelta(days=3, minutes=1))
+    assert waiting
+    created = {i: _instant(fresh.get_transaction_wire(i)["createdAt"]) for i in waiting}
+    fresh.advance(min(created.values()) + timedelta(days=3, minutes=-1) - fresh.now)
+    assert {fresh.get_transaction_wire(i)["status"] for i in waiting} == {"PENDING"}
+    fresh.advance(max(created.values()) + timedelta(days=3, minutes=1) - fresh.now)
     assert {fresh.get_transaction_wire(i)["status"] for i in waiting} == {"EXPIRED"}
     assert (
         call(fresh, "POST", f"/transactions/{waiting[0]}/approve")[1]["code"]
@@ -1094,6 +1144,20 @@ def test_a_million_transactions_generate_fast_and_page_fast() -> None:
             for _ in range(20)
         )
         assert best < 0.005, params
+
+
+@pytest.mark.slow
+def test_a_million_transactions_take_about_ten_seconds() -> None:
+    """README: `paylens.Sandbox(...)`: "1,000,000 take ~10 s". Measured in CPU seconds (the
+    figure of an idle machine; a shared one stretches wall time), with half again for
+    "about"."""
+    import time
+
+    from paylens import Sandbox
+
+    started = time.process_time()
+    Sandbox(seed=0, transactions=1_000_000)
+    assert time.process_time() - started < 15
 
 
 def _timed(fn: Any) -> float:

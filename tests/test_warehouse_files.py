@@ -1,6 +1,6 @@
 """The warehouse file under hostile conditions: foreign files, a full disk, a truncated staged
-copy, stacked statements in a plan's filter, the CLI's one-line errors, and exception chains
-that never carry the request's headers."""
+copy, stacked statements in a plan's filter, other writers and readers of the file, the CLI's
+one-line errors, and exception chains and a database that never carry a credential."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import duckdb
@@ -375,6 +377,92 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     assert missing.returncode == 2 and _one_line(missing)
 
 
+_WRITER_UNTIL_TOLD = """
+import os, sys
+from paylens.warehouse import Warehouse
+wh = Warehouse(sys.argv[1])
+print("open", os.getpid(), flush=True)
+sys.stdin.readline()  # until the test says to close
+wh.close()
+print("closed", flush=True)
+"""
+
+
+def test_a_second_writer_is_refused_in_one_line_naming_the_holder_or_waits(
+    tmp_path: Path,
+) -> None:
+    """README: a second writer, in any process, gets `WarehouseLockedError` naming the holder,
+    or waits `wait=` seconds; `paylens sync` beside an open read-write `Warehouse` "fails in one
+    line, or waits with `--wait`". The holder here is a `python -c` script (a command line
+    with newlines): the refusal names it in one line, and tells a shell user what to type."""
+    path = tmp_path / "w.duckdb"
+    sync_file(path, Sandbox(seed=0, transactions=200).client(), progress=False)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITER_UNTIL_TOLD, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout is not None and writer.stdin is not None
+        assert writer.stdout.readline().split() == ["open", str(writer.pid)]
+        with pytest.raises(WarehouseLockedError) as held:
+            Warehouse(path)
+        assert held.value.path == path
+        assert (held.value.holder or "").startswith(f"process {writer.pid} (python")
+        assert "\n" not in str(held.value) and "read_only=True" in str(held.value)
+        with pytest.raises(WarehouseLockedError):  # a short wait, still held: refused after it
+            Warehouse(path, wait=0.3)
+        sync = ["sync", "--db", str(path), "--sandbox", "--transactions", "200", "--quiet"]
+        refused = run_cli(*sync)
+        assert refused.returncode == 1
+        said = _one_line(refused)
+        assert said.startswith(f"paylens sync: failed: the warehouse {path} is being written by ")
+        assert f"process {writer.pid}" in said and "--wait SECONDS" in said
+        assert "read_only" not in said  # Python advice, not a shell's
+
+        def close_the_writer() -> None:
+            time.sleep(0.5)  # while the sync below waits for it
+            assert writer.stdin is not None
+            writer.stdin.write("close\n")
+            writer.stdin.flush()
+
+        closer = threading.Thread(target=close_the_writer)
+        closer.start()
+        waited = run_cli(*sync, "--wait", "60")
+        closer.join()
+        assert waited.returncode == 0, waited.stderr
+        assert writer.stdout.readline().strip() == "closed"
+    finally:
+        writer.kill()
+        writer.wait()
+    with Warehouse(path, read_only=True) as wh:
+        assert list(wh.sync_runs()["status"]) == ["succeeded", "succeeded"]
+
+
+def test_a_holder_is_named_in_one_line_however_its_lock_file_reads(tmp_path: Path) -> None:
+    """The lock file names its holder in one line, shortened (a `python -c` script's text can
+    be pages long); one an older paylens wrote, newlines and all, is read as one line too."""
+    from paylens.warehouse._open import HOLDER_CHARS, WriterLock
+
+    path = tmp_path / "w.duckdb"
+    script = "python3 -c import sys\nfrom paylens.warehouse import Warehouse\n" + "x = 1\n" * 100
+    lock = WriterLock(path, holder=script)
+    try:
+        with pytest.raises(WarehouseLockedError) as held:
+            WriterLock(path)
+        holder = held.value.holder or ""
+        assert holder.startswith("process ") and "(python3 -c import sys from paylens." in holder
+        assert holder.endswith("…)") and len(holder) <= len("process 4194304 ()") + HOLDER_CHARS
+        assert "\n" not in str(held.value)
+        lock.path.write_text("process 42 (python3 -c import sys\nprint(1)\n)")  # an older one's
+        with pytest.raises(WarehouseLockedError) as held:
+            WriterLock(path)
+        assert held.value.holder == "process 42 (python3 -c import sys print(1) )"
+    finally:
+        lock.release()
+
+
 def test_a_file_reached_by_another_name_has_one_writer(tmp_path: Path) -> None:
     """A link to the warehouse (or `dir/../w.duckdb`) names the same file: its writer lock is
     the file's, so an apply by one name waits for a sync by the other (a sync holds only that
@@ -555,6 +643,23 @@ def test_exception_chains_never_carry_request_headers() -> None:
             assert sandbox.client_secret not in repr(value)
 
 
+def test_the_client_secret_never_reaches_the_database(tmp_path: Path) -> None:
+    """README: "The client secret ... never appear[s] in ... the database": after a sync and an
+    apply, no table's text and no byte of the file holds it."""
+    sandbox = Sandbox(seed=3, transactions=500)
+    secret = sandbox.client_secret
+    path = tmp_path / "w.duckdb"
+    with Warehouse(path) as wh, sandbox.client() as client:
+        wh.sync(client, progress=False)
+        plan = ops.plan_cancel(wh, "status IN ('PENDING', 'PROCESSING')", reason="duplicate")
+        assert len(plan.eligible) > 0
+        plan.apply(client, concurrency=2, progress=False)
+        for table in wh.sql("SELECT table_name FROM information_schema.tables")["table_name"]:
+            text = wh.sql(f'SELECT * FROM "{table}"').astype(str).to_csv()
+            assert secret not in text, table
+    assert secret.encode() not in path.read_bytes()
+
+
 def test_in_memory_warehouses_are_private_and_leave_no_files(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     sandbox = Sandbox(seed=8, transactions=200)
@@ -598,13 +703,54 @@ def test_a_writer_waits_for_a_reader_that_holds_the_file_and_is_told_who(tmp_pat
         reader.wait()
 
 
+_READER_TWICE = """
+import sys
+from paylens.warehouse import Warehouse
+wh = Warehouse(sys.argv[1], read_only=True)
+count = "SELECT count(*) AS n FROM transactions"
+print(int(wh.sql(count)["n"].iloc[0]), flush=True)
+sys.stdin.readline()  # until the test says the sync is done
+print(int(wh.sql(count)["n"].iloc[0]), flush=True)
+wh.close()
+"""
+
+
+def test_a_reader_keeps_the_snapshot_it_opened(tmp_path: Path) -> None:
+    """README: a reader is "never blocked by a scheduled sync ... a reader keeps the snapshot
+    it opened"; one opened after the swap sees the new state."""
+    sandbox = Sandbox(seed=3, transactions=200)
+    path = tmp_path / "w.duckdb"
+    sync_file(path, sandbox.client(), progress=False)
+    before = sandbox.world.transaction_count()
+    reader = subprocess.Popen(
+        [sys.executable, "-c", _READER_TWICE, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert reader.stdout is not None and reader.stdin is not None
+        assert int(reader.stdout.readline()) == before
+        sandbox.advance(timedelta(days=2))  # new activity
+        after = sandbox.world.transaction_count()
+        assert after > before
+        sync_file(path, sandbox.client(), progress=False)
+        reader.stdin.write("go\n")
+        reader.stdin.flush()
+        assert int(reader.stdout.readline()) == before  # its snapshot
+        assert reader.wait(timeout=60) == 0
+    finally:
+        reader.kill()
+        reader.wait()
+    with Warehouse(path, read_only=True) as wh:
+        assert len(wh.transactions()) == after
+
+
 def test_a_reader_opening_during_a_swap_waits_for_its_end(tmp_path: Path) -> None:
     """While a sync swaps its copy in (its marker written, the file's old log removed, the
     copy not yet renamed) a reader would see an older state than both before and after: a
     reader that opens then waits for the swap to end (or, for a marker a killed sync left,
     two seconds at most)."""
-    import threading
-
     from paylens.warehouse._open import swap_marker
 
     path = tmp_path / "w.duckdb"

@@ -389,8 +389,10 @@ def test_cli_sync_exit_codes(tmp_path: Path) -> None:
             "PAYLENS_CLIENT_SECRET": "s3cr3t-value",
         },
     )
-    assert unreachable.returncode == 1
-    assert "failed" in unreachable.stderr and "s3cr3t-value" not in unreachable.stderr
+    assert unreachable.returncode == 1  # README: "1 on failure with one line saying why"
+    said = unreachable.stderr.strip()
+    assert said.startswith("paylens sync: failed: ") and "\n" not in said, said
+    assert "Traceback" not in said and "s3cr3t-value" not in said + unreachable.stdout
 
 
 def test_read_only_open_of_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
@@ -414,6 +416,27 @@ def test_concurrent_slices_land_every_record_once(
         assert slices["done"].all()
         assert slices["records"].sum() == sandbox.world.transaction_count()
         assert_exact(wh, sandbox)
+
+
+def test_the_tables_named_exist_and_every_row_keeps_its_raw_json(tmp_path: Path) -> None:
+    """README: the tables a warehouse holds; "Every row keeps its record's raw
+    JSON"."""
+    sandbox = Sandbox(seed=3, transactions=500)
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        wh.sync(sandbox.client(), progress=False)
+        tables = set(wh.sql("SELECT table_name FROM information_schema.tables")["table_name"])
+        named = {
+            "transactions", "outgoing_fees", "card_transactions", "payment_instructions",
+            "cards", "customers", "internal_accounts", "external_accounts", "status_history",
+            "rejected_records", "sync_runs", "resource_reads", "ops_journal",
+        }  # fmt: skip
+        assert named <= tables, named - tables
+        # card_transactions, outgoing_fees, status_history: parts of a transaction's record,
+        # whose raw JSON is its row in transactions
+        for table in ("transactions", "cards", "customers", "internal_accounts",
+                      "external_accounts"):  # fmt: skip
+            counts = wh.sql(f"SELECT count(*) AS n, count(raw) AS with_raw FROM {table}").iloc[0]
+            assert counts["n"] > 0 and counts["with_raw"] == counts["n"], table
 
 
 def test_raw_json_is_stored_with_zstd(sandbox: Sandbox, client: Client, wh: Warehouse) -> None:

@@ -4,11 +4,10 @@
     client, wh = paylens.connect("../data/paylens.duckdb")   # shows where the data comes from
     wh.sync(client)
 
-With none of PAYLENS_BASE_URL, PAYLENS_CLIENT_ID and PAYLENS_CLIENT_SECRET set, `connect` builds
-an embedded sandbox and a fresh warehouse in a temporary folder (so a notebook reads the same
-data on every run) and says loudly that it is sandbox data. With any of them set it connects to
-the service (`Client.from_env()`, which names what is missing) and opens the warehouse file
-given. The secret is never shown: banners name the base URL and the client id only.
+With no PAYLENS_* variable set, `connect` builds an embedded sandbox and a fresh warehouse in
+a temporary folder (so a notebook reads the same data on every run) and says loudly that it is
+sandbox data. With any of them set (PAYLENS_SESSION_KEY too) it connects to the service
+(`Client.from_env()`, which names what is missing) and opens the warehouse file given. The secret is never shown: banners name the base URL and the client id only.
 """
 
 from __future__ import annotations
@@ -80,15 +79,25 @@ def connect(
 ) -> tuple[Client, Warehouse]:
     """A client and a warehouse to sync it into, and a banner saying which data this is.
 
-    The service when any PAYLENS_* variable is set (all three are then required), its data in
-    the warehouse file `db`; otherwise the embedded sandbox (`seed`, `transactions`) and a
-    fresh warehouse in a temporary folder, removed when the kernel exits."""
+    The service when any PAYLENS_* variable is set (`_service_variables`; PAYLENS_BASE_URL,
+    PAYLENS_CLIENT_ID and PAYLENS_CLIENT_SECRET are then required, and a `ConfigurationError`
+    names those missing), its data in the warehouse file `db`; otherwise the embedded sandbox
+    (`seed`, `transactions`) and a fresh warehouse in a temporary folder, removed when the
+    kernel exits."""
     from paylens.client import Client
     from paylens.client._config import ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET
+    from paylens.errors import ConfigurationError
     from paylens.warehouse import SANDBOX_LABEL, Warehouse
 
-    if any(os.environ.get(name) for name in (ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET)):
-        client = Client.from_env()
+    chosen = _service_variables()
+    if chosen:
+        try:
+            client = Client.from_env()
+        except ConfigurationError as exc:  # say why the service, not the sandbox, was meant
+            raise ConfigurationError(
+                f"connect() uses the service because {', '.join(chosen)} "
+                f"{'is' if len(chosen) == 1 else 'are'} set; {exc}"
+            ) from None
         wh = Warehouse(db)
         label = SANDBOX_LABEL if client.is_sandbox else "service data"
         banner = Banner(
@@ -110,6 +119,15 @@ def connect(
         )
     _show(banner)
     return client, wh
+
+
+def _service_variables() -> list[str]:
+    """The PAYLENS_* variables set (not empty) in this environment, sorted: any of them means
+    the service was meant (a session key, say, is set only to act on the service's data), so
+    `connect` never answers it with sandbox data."""
+    return sorted(
+        name for name, value in os.environ.items() if name.startswith("PAYLENS_") and value
+    )
 
 
 def sandbox_warehouse(

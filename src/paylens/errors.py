@@ -49,6 +49,7 @@ No error message, repr or attribute ever holds the client secret or a session ke
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -147,8 +148,9 @@ class OutcomeUnknownError(PaylensError):
 
     `status` is the HTTP status when one came (None for a lost connection); `error` the
     typed error of that answer, when it had one. A call sent with an `Idempotency-Key`
-    (`quotes.execute`) is retried under it; when no attempt was answered, `idempotency_key`
-    is that key: calling again with it gets the service's one answer, never a second act."""
+    (`quotes.create`, `quotes.execute`) is retried under it; when no attempt gave a readable
+    answer, `idempotency_key` is that key: calling again with it gets the service's one
+    answer, never a second act. It is None only for a call sent without a key."""
 
     def __init__(
         self,
@@ -187,7 +189,17 @@ class WarehouseNotFoundError(WarehouseError, FileNotFoundError):
 
 class WarehouseLockedError(WarehouseError):
     """Another writer holds the warehouse file: a process (`paylens sync`, a notebook, a shell),
-    or another `Warehouse` or sync in this process."""
+    or another `Warehouse` or sync in this process.
+
+    When the holder is known (another writer's lock), `path` is the file and `holder` names it
+    in one line (`process 4242 (python3 -m jupyter ...)`); otherwise both are None."""
+
+    def __init__(
+        self, message: str, *, path: Path | None = None, holder: str | None = None
+    ) -> None:
+        self.path = path
+        self.holder = holder
+        super().__init__(message)
 
 
 class WarehouseFileError(WarehouseError):

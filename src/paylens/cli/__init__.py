@@ -19,7 +19,9 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from ._commands import _SETUP_ERRORS
+from paylens import errors
+
+from ._commands import _SETUP_ERRORS, for_a_shell
 from ._parser import build_parser
 
 __all__ = ["build_parser", "main"]
@@ -70,6 +72,9 @@ def _run(args: argparse.Namespace, name: str) -> int:
             file=sys.stderr,
         )
         return 130
+    except errors.WarehouseLockedError as exc:  # another writer: what a shell can do about it
+        print(f"{name}: {for_a_shell(exc, args)}", file=sys.stderr)
+        return 1
     except _SETUP_ERRORS as exc:  # what to set up or type differently: exit 2, as usage errors
         print(f"{name}: {exc}", file=sys.stderr)
         return 2

@@ -27,7 +27,9 @@ _SETUP_ERRORS = (
 
 def _sandbox_serve(args: argparse.Namespace) -> int:
     from paylens.sandbox import Sandbox
+    from paylens.sandbox.wire.server import check_loopback_host
 
+    check_loopback_host(args.host)  # refused before the sandbox is generated
     started = time.perf_counter()
     sandbox = Sandbox(
         seed=args.seed,
@@ -160,10 +162,24 @@ def _sync(args: argparse.Namespace) -> int:
         print(f"paylens sync: {exc}", file=sys.stderr)
         return 2
     except PaylensError as exc:
-        print(f"paylens sync: failed: {exc}", file=sys.stderr)
+        print(f"paylens sync: failed: {for_a_shell(exc, args)}", file=sys.stderr)
         return 1
     print(report)
     return 0
+
+
+def for_a_shell(exc: Exception, args: argparse.Namespace) -> str:
+    """An error's message as a shell user reads it. A writer lock's refusal names the holder
+    and says what a shell can do (the library's own message advises Python: `wait=`,
+    `read_only=True`); any other error is its message."""
+    if isinstance(exc, errors.WarehouseLockedError) and exc.holder is not None:
+        then = (
+            ", or run this again with --wait SECONDS to wait for it"
+            if getattr(args, "wait", None) is not None
+            else ""
+        )
+        return f"the warehouse {exc.path} is being written by {exc.holder}: let it finish{then}"
+    return str(exc)
 
 
 #: What `paylens sync` hands `sync_file` as it is.

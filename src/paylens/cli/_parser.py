@@ -200,7 +200,11 @@ def _add_sandbox(commands: Any) -> None:
     )
     serve = _command(sandbox_commands, "serve", _sandbox_serve)
     serve.add_argument("--port", type=int, default=8765, help="port to listen on (0: any free)")
-    serve.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="loopback address to listen on (127.0.0.0/8, ::1 or localhost; others are refused)",
+    )
     serve.add_argument("--seed", type=int, default=0, help="seed of the generated data")
     serve.add_argument(
         "--transactions", type=int, default=SANDBOX_TRANSACTIONS, help="sandbox size"

@@ -249,8 +249,10 @@ class Attempts:
         return self._wait_or_raise(error, None)
 
     def parse(self, call: Call[T], response: httpx.Response) -> T:
-        """The answer read (`read_answer`)."""
-        return read_answer(call.parse, response, self.info, self.number)
+        """The answer read (`read_answer`); an unreadable answer to a keyed call that changes
+        state names its key (the only safe way to ask again)."""
+        key = self.key if self.changes_state else None
+        return read_answer(call.parse, response, self.info, self.number, idempotency_key=key)
 
     def _given_up(self, error: Exception) -> Exception:
         """The error to raise on giving up: for a keyed call that changes state, after an
@@ -312,11 +314,14 @@ def read_answer(
     response: httpx.Response,
     info: FailedRequest,
     attempts: int,
+    *,
+    idempotency_key: str | None = None,
 ) -> T:
     """An answer read by `parse`. For a request that changed state, an unreadable 2xx is an
-    unknown outcome (the service acted, or not, and said what in words paylens cannot read);
-    for a read, a `ResponseValidationError`. A body no reader expected (not JSON, a number
-    where a record belongs) is never the parser's own error."""
+    unknown outcome (the service acted, or not, and said what in words paylens cannot read),
+    carrying the `idempotency_key` it was sent with, if any, to ask again with; for a read, a
+    `ResponseValidationError`. A body no reader expected (not JSON, a number where a record
+    belongs) is never the parser's own error."""
     failure: PaylensError | None = None
     try:
         return parse(response)
@@ -335,6 +340,7 @@ def read_answer(
         request=info,
         status=response.status_code,
         attempts=attempts,
+        idempotency_key=idempotency_key,
     )
 
 

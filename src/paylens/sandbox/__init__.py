@@ -141,7 +141,9 @@ class Sandbox:
         )
 
     def serve(self, port: int = 0, host: str = "127.0.0.1") -> SandboxServer:
-        """Serve this sandbox over HTTP on a loopback address (port 0 picks a free one)."""
+        """Serve this sandbox over HTTP on a loopback address (port 0 picks a free one):
+        `localhost`, 127.0.0.0/8 or ::1; any other host is refused (`InvalidArgumentError`), as
+        the served sandbox takes anyone who reaches it for the platform."""
         return SandboxServer(self.app, host=host, port=port)
 
     def env(self, server: SandboxServer) -> dict[str, str]:

@@ -98,19 +98,22 @@ class WriterLock:
                     self._fd = None
                     raise WarehouseLockedError(
                         f"the warehouse {path} is being written by {who}. Wait for it to finish "
-                        "(or pass wait=SECONDS / --wait SECONDS), close that Warehouse, or open "
-                        "this one with read_only=True"
+                        "(or pass wait=SECONDS), close that Warehouse, or open this one with "
+                        "read_only=True",
+                        path=path,
+                        holder=who,
                     ) from None
                 time.sleep(0.05)
         os.ftruncate(self._fd, 0)
-        os.write(self._fd, f"process {os.getpid()} ({holder or _command()})".encode())
+        os.write(self._fd, f"process {os.getpid()} ({one_line(holder or _command())})".encode())
 
     def holder(self) -> str:
+        """Who holds the lock, in one line (a file an older paylens wrote may hold several)."""
         try:
-            text = self.path.read_text(errors="replace").strip()
+            text = self.path.read_text(errors="replace")
         except OSError:
             text = ""
-        return text or "another process"
+        return one_line(text, limit=HOLDER_CHARS + 40) or "another process"
 
     def release(self) -> None:
         if self._fd is not None:
@@ -120,12 +123,32 @@ class WriterLock:
             self._fd = None
 
 
+#: The longest command line a lock file names its holder by (a `python -c` script's text
+#: can be pages long).
+HOLDER_CHARS = 100
+
+
+def one_line(text: str, limit: int = HOLDER_CHARS) -> str:
+    """`text` in one line: every run of whitespace (newlines of a `python -c` script, tabs) one
+    space, and cut to `limit` characters, an ellipsis saying where."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def _command() -> str:
+    """This process's command: its program by its name (not its whole path) and the first two
+    arguments, in one line."""
     try:
-        argv = Path("/proc/self/cmdline").read_bytes().split(b"\0")
-        return " ".join(a.decode(errors="replace") for a in argv[:3] if a)[:120] or "python"
+        argv = [
+            a.decode(errors="replace")
+            for a in Path("/proc/self/cmdline").read_bytes().split(b"\0")
+            if a
+        ]
     except OSError:
         return "python"
+    if not argv:
+        return "python"
+    return one_line(" ".join([Path(argv[0]).name, *argv[1:3]])) or "python"
 
 
 def check_file(path: Path) -> None:

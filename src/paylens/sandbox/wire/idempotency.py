@@ -1,5 +1,6 @@
-"""`Idempotency-Key` on the operations whose interface declares it (`POST /quotes`,
-`POST /quotes/{quoteId}/execute`): "if the same key is sent multiple times, the server will return
+"""`Idempotency-Key` on the operations the sandbox serves of those whose interface declares
+it (`POST /quotes`, `POST /quotes/{quoteId}/execute`; the interface declares it on transfers,
+agent quotes, stablecoins and KYC links too, which are not served): "if the same key is sent multiple times, the server will return
 the same response as the first request".
 
 - A key is scoped to its operation. Its first successful (2xx) answer is kept, byte for byte,

@@ -4,6 +4,7 @@ reset without an answer."""
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import socket
 import struct
@@ -13,12 +14,32 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
+from paylens.errors import InvalidArgumentError
+
 from .app import SandboxApp
 
 logger = logging.getLogger("paylens.sandbox")
 
 #: The served sandbox's base path before the version segment; it labels the data as sandbox data.
 BASE_PATH = "/sandbox"
+
+
+def check_loopback_host(host: str) -> str:
+    """`host` when it is a loopback address: `localhost`, 127.0.0.0/8 or ::1. Anything else
+    (0.0.0.0, an empty host, a LAN address, another name) is refused: a served sandbox is for
+    this machine's own tools (its secret is printed, its control route moves its clock)."""
+    bare = host.strip("[]")
+    try:
+        loopback = bare == "localhost" or ipaddress.ip_address(bare).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise InvalidArgumentError(
+            "host",
+            f"must be a loopback address (127.0.0.1, another of 127.0.0.0/8, ::1 or localhost): "
+            f"a served sandbox is for this machine only; got {host!r}",
+        )
+    return bare
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -67,6 +88,8 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], app: SandboxApp) -> None:
         self.app = app
+        if ":" in address[0]:  # ::1
+            self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
 
     def handle_error(self, request: object, client_address: object) -> None:
@@ -79,12 +102,15 @@ class _Server(ThreadingHTTPServer):
 
 
 class SandboxServer:
-    """A running loopback server; stop it with `stop()` or use it as a context manager."""
+    """A running loopback server; stop it with `stop()` or use it as a context manager. A host
+    that is not loopback is refused (`check_loopback_host`)."""
 
     def __init__(self, app: SandboxApp, host: str = "127.0.0.1", port: int = 0) -> None:
+        host = check_loopback_host(host)
         self._server = _Server((host, port), app)
         self.host, self.port = host, int(self._server.server_address[1])
-        self.base_url = f"http://{self.host}:{self.port}{BASE_PATH}/{app.version}"
+        netloc = f"[{host}]" if ":" in host else host
+        self.base_url = f"http://{netloc}:{self.port}{BASE_PATH}/{app.version}"
         # `stop` waits for the serving loop to notice: every 50 ms, not the default 0.5 s
         self._thread = threading.Thread(
             target=self._server.serve_forever,
