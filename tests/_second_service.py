@@ -351,7 +351,10 @@ class SecondService:
                 "issuerTransactionToken": f"iss_{rng.randrange(16**12):012x}",
                 "status": "AUTHORIZED",
                 "direction": "DEBIT",
-                "merchant": {"descriptor": rng.choice(["CAFE", "HOTEL 9", "RIDE CO"]), "mcc": "5812"},
+                "merchant": {
+                    "descriptor": rng.choice(["CAFE", "HOTEL 9", "RIDE CO"]),
+                    "mcc": "5812",
+                },
                 "authorizedAmount": _money(amount // 10, code),
                 "accountId": account["id"],
                 "pullSummary": {"count": 0, "totalAmount": 0, "pendingCount": 1},
@@ -391,7 +394,9 @@ class SecondService:
             if rng.random() < 0.5:
                 record["description"] = f"order {rng.randrange(10**5)}"
             if record["status"] != "CREATED":
-                record["reconciliationInstructions"] = {"reference": f"R2-{rng.randrange(16**10):010X}"}
+                record["reconciliationInstructions"] = {
+                    "reference": f"R2-{rng.randrange(16**10):010X}"
+                }
             item = Item(record, created, arrival, kind)
             item.due = arrival + int(rng.uniform(0.5, 30) * 3600 * NS)
         self.txs[rid] = item
@@ -495,13 +500,23 @@ class SecondService:
         open_cards = [k for k in self.cards.values() if k["state"] != "CLOSED"]
         if open_cards and rng.random() < 0.3:
             k = rng.choice(open_cards)
-            k["state"] = rng.choice(["CLOSED", "FROZEN"] if k["state"] == "ACTIVE" else ["ACTIVE", "CLOSED"])
+            k["state"] = rng.choice(
+                ["CLOSED", "FROZEN"] if k["state"] == "ACTIVE" else ["ACTIVE", "CLOSED"]
+            )
             k["updatedAt"] = stamp
 
     # -- hand-built scenarios ---------------------------------------------------------------
 
-    def put(self, kind: str, created: datetime, status: str, *, frac_ns: int = 0,
-            arrives: datetime | None = None, **fields: Any) -> str:
+    def put(
+        self,
+        kind: str,
+        created: datetime,
+        status: str,
+        *,
+        frac_ns: int = 0,
+        arrives: datetime | None = None,
+        **fields: Any,
+    ) -> str:
         """A record of `kind` created at `created` (+ `frac_ns` nanoseconds), listed from
         `arrives` (default: its creation), in `status`; nothing moves it but the test."""
         created_ns = to_ns(created) + frac_ns
@@ -589,7 +604,9 @@ class SecondService:
         """Rows sorted by key already; a keyset cursor over them."""
         limit = self._limit(q)
         digest = hashlib.sha1(
-            json.dumps(sorted((k, v) for k, v in q.items() if k not in ("cursor", "limit"))).encode()
+            json.dumps(
+                sorted((k, v) for k, v in q.items() if k not in ("cursor", "limit"))
+            ).encode()
         ).hexdigest()[:8]
         if "cursor" in q:
             raw = json.loads(base64.b32decode(q["cursor"].encode()).decode())
@@ -642,7 +659,11 @@ class SecondService:
                     status == "REFUNDED" and self.habits.refunded_selects_cards
                 ):
                     continue
-            key = (item.created_ns, _tie(r["id"])) if order == "asc" else (-item.created_ns, _inv(_tie(r["id"])))
+            key = (
+                (item.created_ns, _tie(r["id"]))
+                if order == "asc"
+                else (-item.created_ns, _inv(_tie(r["id"])))
+            )
             rows.append((key, r))
         rows.sort(key=lambda x: x[0])
         total = len(rows)
@@ -652,7 +673,11 @@ class SecondService:
 
     def _list_customers(self, q: dict[str, str]) -> httpx.Response:
         deleted = q.get("isIncludingDeleted", "false") == "true"
-        bounds = {k: parse_ns(q[k]) for k in ("createdAfter", "createdBefore", "updatedAfter", "updatedBefore") if k in q}
+        bounds = {
+            k: parse_ns(q[k])
+            for k in ("createdAfter", "createdBefore", "updatedAfter", "updatedBefore")
+            if k in q
+        }
         rows = []
         for c in self.customers.values():
             if c["isDeleted"] and not deleted:
@@ -697,6 +722,4 @@ def _match(record: dict[str, Any], q: dict[str, str], currency_field: str) -> bo
         )
         if code != q["currency"]:
             return False
-    if "type" in q and record.get("type") != q["type"]:
-        return False
-    return True
+    return "type" not in q or record.get("type") == q["type"]
