@@ -291,3 +291,15 @@ def test_list_filters_take_only_the_interfaces_values(
     # says so before sending (the sandbox's 400: test_sandbox_validation)
     with pytest.raises(InvalidArgumentError, match=named):
         shared_sandbox.client().transactions.list(**filters)
+
+
+def test_a_date_time_string_keeps_its_digits_past_the_microsecond() -> None:
+    # RFC 3339 allows any fraction: a service writing nanoseconds is asked at nanoseconds
+    from paylens.client import _params
+
+    assert _params.timestamp("end_date", "2025-01-01T02:00:00.000000999+02:00") == (
+        "2025-01-01T00:00:00.000000999Z"
+    )
+    assert _params.timestamp("end_date", "2025-01-01T00:00:00.123456000Z") == (
+        "2025-01-01T00:00:00.123456Z"
+    )

@@ -162,3 +162,21 @@ def test_a_page_read_exactly_leaves_the_threads_parser_fit_for_the_next_page() -
         assert odd.records[1] == huge
         plain = parse_text_page(httpx.Response(200, content=page % (tiny, tiny)))
         assert plain.ids == ["a", "a"] and plain.records[0] == odd.records[0]
+
+
+def test_a_service_writing_nanoseconds_is_asked_up_to_the_last_nanosecond() -> None:
+    # a point window [t, t + 1 us): a record at t + 500 ns is in it; asked up to t (inclusive)
+    # the service would leave it out
+    record = b'{"id":"a","createdAt":"2025-01-01T00:00:00.000000500Z"}'
+    client = FakeClient([TextPage([record], ["a"], False, None, 1)])
+    service = fetch.Service(client)  # type: ignore[arg-type]
+    window = Window(T0, T0 + timedelta(microseconds=1))
+    assert [page.ids for page in service.pages(window)] == [["a"]]
+    assert client.asked[0]["end_date"] == T0  # nothing finer seen yet
+    list(service.pages(window))
+    assert client.asked[1]["end_date"] == "2025-01-01T00:00:00.000000999Z"
+    # a probe teaches it too (a full sync probes its oldest and newest records first)
+    probed = FakeClient([RawPage([orjson.loads(record)], False, None, 1)])
+    service = fetch.Service(probed)  # type: ignore[arg-type]
+    assert service.count(window) == 1 and service.digits == 9
+    assert fetch.fraction_digits(b'{"createdAt":"2025-01-01T00:00:00Z"}') == 0

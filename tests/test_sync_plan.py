@@ -263,3 +263,49 @@ def test_a_round_of_counts_places_the_slices_only_when_they_hold_more_than_a_few
     for total in (38_401, 100_000, 1_000_000):
         assert plan.worth_counting(total, slice_records=5_000, concurrency=16), total
     assert plan.slice_count(38_400, slice_records=5_000, concurrency=16) == 64
+
+
+@pytest.mark.parametrize("crowd", [40, 400])
+def test_a_crowded_instant_is_reverified_whole_and_the_round_goes_on(crowd: int) -> None:
+    # a bulk payout: more records in one instant than a sync's share; the window takes the
+    # whole instant (more than the share) rather than stop at it for good
+    records = [(at(1), "COMPLETED")] * crowd + [(at(2 + i), "COMPLETED") for i in range(20)]
+    stored = FakeStored(records)
+    older = Window(T0, at(100))
+    state = Verification(None, len(records))
+    last_seen: dict[int, int] = {}
+    for sync in range(1, 10):
+        share = plan.verify_share(len(records), state.stored, 3)
+        windows, cursor = plan.verify_windows(state, older, share, stored)
+        assert all(w.start is not None and w.end is not None and w.start < w.end for w in windows)
+        state = Verification(cursor, len(records))
+        for i, (t, _) in enumerate(records):
+            if any(w.start <= t < w.end for w in windows):  # type: ignore[operator]
+                last_seen[i] = sync
+        assert all(sync - last_seen.get(i, 0) < 3 for i in range(len(records))), sync
+
+
+def test_a_reverification_window_ends_after_the_whole_instant_of_its_last_record() -> None:
+    records = [(at(1), "COMPLETED"), *[(at(2), "COMPLETED")] * 3, (at(3), "COMPLETED")]
+    windows, cursor = plan.verify_windows(
+        Verification(), Window(T0, at(10)), 2, FakeStored(records)
+    )
+    assert windows == [Window(T0, at(2) + TICK)] and cursor == at(2) + TICK
+
+
+def test_statuses_records_were_taken_out_of_are_counted_again() -> None:
+    # the pass read FAILED: a COMPLETED payout returned; COMPLETED may hide a late arrival
+    before = {"COMPLETED": 28, "FAILED": 0, "SETTLED": 3}
+    assert plan.recount(before, {"COMPLETED": 27, "FAILED": 1, "SETTLED": 3}) == ("COMPLETED",)
+    assert plan.recount(before, {"COMPLETED": 29, "FAILED": 0, "SETTLED": 3}) == ()
+    # what no listed status holds lost records to one: the remainder is counted whole again
+    assert plan.recount(before, {"COMPLETED": 29, "SETTLED": 2}) == plan.COUNTED
+    # a hold that settled stays in the remainder: nothing to count again
+    assert plan.recount({"AUTHORIZED": 1}, {"SETTLED": 1}) == ()
+
+
+def test_a_windows_end_is_asked_at_the_services_precision() -> None:
+    window = Window(at(1), at(2) + TICK)
+    assert window.filters()["end_date"] == at(2)  # inclusive: the last microsecond
+    assert window.filters(9)["end_date"] == "2025-01-01T02:00:00.000000999Z"
+    assert Window(at(1), None).filters(9)["end_date"] is None

@@ -457,3 +457,20 @@ def test_a_reader_splits_its_window_while_a_commit_holds_the_file(
         # the window it came from: the latest-starting one it halves
         parent = max((a for a, b in halves() if b == child), key=lambda a: a.start or AT)
         assert first(child, opens=True) <= min(first(parent, done=True), first(child))
+
+
+def test_a_late_arrival_hidden_by_a_record_leaving_its_status_is_stored_the_same_sync(
+    con: duckdb.DuckDBPyConnection, service: FakeService
+) -> None:
+    # in the older range, between two syncs: a COMPLETED payout is returned (FAILED) and a
+    # COMPLETED transfer arrives late. COMPLETED counts as many as before, the total and FAILED
+    # one more: read FAILED, the return is stored; COMPLETED then shows one more than stored
+    completed = older(service, type="OUTGOING", status="COMPLETED")
+    paid, late = completed[len(completed) // 2], completed[len(completed) // 2 + 1]
+    del service.records[late["id"]]
+    run(con, service)
+    paid["status"], paid["failureReason"] = "FAILED", "PAYOUT_RETURNED"
+    service.records[late["id"]] = late
+    run(con, service, verify_syncs=10**6)
+    statuses = stored(con, "status")
+    assert (statuses[paid["id"]], statuses.get(late["id"])) == ("FAILED", "COMPLETED")

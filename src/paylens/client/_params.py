@@ -57,9 +57,13 @@ def timestamp(argument: str, value: object, *, end_of_day: bool = False) -> str:
 
     A `date` is a UTC day: its first instant, or with `end_of_day` its last (so an inclusive
     `end_date=date(2025, 1, 31)` covers the whole of the 31st). A datetime must carry a zone;
-    a string is read as ISO 8601 under the same rules.
+    a string is read as ISO 8601 under the same rules, and keeps the fraction digits past the
+    microsecond that a `datetime` cannot hold (a service may write nanoseconds).
     """
+    finer = ""
     if isinstance(value, str):
+        if digits := _FINER.search(value):
+            finer = digits.group(1).rstrip("0")
         try:
             value = (
                 date.fromisoformat(value)
@@ -85,13 +89,18 @@ def timestamp(argument: str, value: object, *, end_of_day: bool = False) -> str:
         raise InvalidArgumentError(
             argument, f"expected a date, an aware datetime or an ISO string, got {value!r}"
         )
-    return format_instant(instant)
+    return format_instant(instant, finer)
 
 
-def format_instant(instant: datetime) -> str:
-    """ISO 8601 in UTC with a `Z`, microseconds only when present."""
-    spec = "microseconds" if instant.microsecond else "seconds"
-    return instant.astimezone(UTC).replace(tzinfo=None).isoformat(timespec=spec) + "Z"
+#: The fraction digits of an ISO 8601 time past the sixth (`datetime` drops them).
+_FINER = re.compile(r"T\d\d:\d\d:\d\d[.,]\d{6}(\d+)")
+
+
+def format_instant(instant: datetime, finer: str = "") -> str:
+    """ISO 8601 in UTC with a `Z`, microseconds only when present (`finer`: digits past the
+    microsecond)."""
+    spec = "microseconds" if instant.microsecond or finer else "seconds"
+    return instant.astimezone(UTC).replace(tzinfo=None).isoformat(timespec=spec) + finer + "Z"
 
 
 def query(**values: str | int | None) -> dict[str, str]:

@@ -19,19 +19,32 @@ records change after they are created. So a sync, on top of what it stored befor
    transactions, REFUNDED, unknown statuses) is one remainder: where the service's remainder
    holds more, the window is read whole. REFUNDED is also counted against every stored record
    in it: a service whose filter selects card transactions too shows card returns so. Counts
-   that do not add up are not trusted: the window is re-read;
+   that do not add up are not trusted: the window is re-read. Then the statuses these reads
+   took stored records out of are counted again, and so on (`plan.recount`, at most
+   `plan.RECOUNTS` more passes): a record that left a status may have hidden an arrival in it;
 6. re-verifies a rolling share of the older range (`verify_syncs`, default 7): what no listing
    and no count can reveal (a field of a record in a terminal status changing without its
    status, such as a receipt confirmation; a card hold settling after `hold_window`) is read
-   again within `verify_syncs` syncs.
+   again within `verify_syncs` syncs. A share ends after the whole instant of its last
+   record: records created in one instant are read together, more than a share if need be.
+
+Windows are [start, end) in whole microseconds, the unit instants are stored in (a finer
+`createdAt` is cut to its microsecond, so a window holds the same records by stored instants
+as by the service's). The interface's `startDate` and `endDate` are inclusive: each window is
+asked up to the last instant before its end at the finest precision the service was seen to
+write a `createdAt` with (`fetch.Service.digits`, kept in the warehouse's meta), so a record
+created within a microsecond never falls between two windows.
 
 So after every sync each transfer's status is the service's (for the records the service
 lists, and serves readable), as is each card transaction's that is recent, a young hold or
 refunded; any other difference is gone within `verify_syncs` syncs; a `full=True` sync
-re-reads everything at once. An empty warehouse is read in full. (Counts can hide moves only
-if records also move the opposite way between terminal statuses, or vanish, which the
-interface's lifecycles never do; should a service do it, the re-verification still bounds how
-long such a difference lasts.)
+re-reads everything at once. An empty warehouse is read in full. (A record leaving a terminal
+status, as a payout returned from COMPLETED to FAILED, can hide an arrival in the status it
+left: the counts of that status do not move. Its new status gains, and once that is read the
+status it left is counted again and shows the arrival. Counts still hide a change where the
+moves cancel out and no status gains: records swapping statuses both ways, or a record that
+vanishes as another arrives in its status, which the interface's lifecycles do not show;
+should a service do it, the re-verification bounds how long such a difference lasts.)
 
 The parts: `plan` (pure: which windows to read), `fetch` (generators of pages and landings),
 `save` (typed batches, each committed with its checkpoint; the questions about what is stored),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,7 +14,7 @@ import orjson
 from paylens.client import Client, Paginator, RawPage, TextPage
 from paylens.errors import ResponseValidationError
 
-from .plan import Window
+from .plan import MICRO_DIGITS, Window
 
 
 def parse_time(text: str | None) -> datetime | None:
@@ -57,18 +58,41 @@ def checked_count(value: Any, window: Window) -> int | None:
     )
 
 
-class Service:
-    """The list endpoint of transactions, as the sync asks it."""
+#: The fraction digits of a record's (first) `createdAt`, in its JSON text.
+_FRACTION = re.compile(rb'"createdAt"\s*:\s*"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d[.,](\d+)')
 
-    def __init__(self, client: Client) -> None:
+
+def fraction_digits(text: bytes) -> int:
+    """How many fraction digits a record's JSON text writes its `createdAt` with (0: none)."""
+    found = _FRACTION.search(text)
+    return len(found.group(1)) if found else 0
+
+
+class Service:
+    """The list endpoint of transactions, as the sync asks it. `digits`: the most fraction
+    digits the service was seen to write a `createdAt` with (at least microseconds); each
+    window's inclusive `endDate` is asked at that precision (`Window.filters`), and each page
+    read or probe may raise it."""
+
+    def __init__(self, client: Client, digits: int = MICRO_DIGITS) -> None:
         self.client = client
+        self.digits = max(MICRO_DIGITS, digits)
+
+    def _learn(self, text: bytes) -> None:
+        # only ever raised: readers on other threads at worst ask one window coarser
+        self.digits = max(self.digits, fraction_digits(text))
 
     def _list(self, window: Window, *, limit: int | None, sort_order: str) -> Paginator[Any]:
-        return self.client.transactions.list(**window.filters(), sort_order=sort_order, limit=limit)
+        return self.client.transactions.list(
+            **window.filters(self.digits), sort_order=sort_order, limit=limit
+        )
 
-    def pages(self, window: Window) -> Iterable[TextPage]:
+    def pages(self, window: Window) -> Iterator[TextPage]:
         """Every page of a window, oldest record first, records kept as JSON texts."""
-        return self._list(window, limit=None, sort_order="asc").pages(raw="text")
+        for page in self._list(window, limit=None, sort_order="asc").pages(raw="text"):
+            if page.records:
+                self._learn(page.records[-1])
+            yield page
 
     def probe(self, window: Window, *, sort_order: str) -> RawPage:
         """The first page of one record (its `totalCount` checked)."""
@@ -76,6 +100,8 @@ class Service:
             iter(self._list(window, limit=1, sort_order=sort_order).pages(raw=True))
         )
         checked_count(page.total_count, window)
+        if page.data and isinstance(page.data[0], dict):
+            self._learn(orjson.dumps({"createdAt": page.data[0].get("createdAt")}))
         return page
 
     def count(self, window: Window) -> int | None:

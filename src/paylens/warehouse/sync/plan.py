@@ -12,7 +12,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from paylens import models
@@ -35,7 +35,13 @@ OPEN_STATUSES = ("CREATED", "PENDING", "PENDING_AUTHORIZATION", "PROCESSING")
 OPEN_CARD_STATUSES = ("AUTHORIZED", "PARTIALLY_SETTLED")
 #: Refund statuses after which a FAILED transfer no longer changes.
 TERMINAL_REFUND_STATUSES = ("COMPLETED", "FAILED")
+#: A stored instant's unit: a window's bounds are whole microseconds, and a record created
+#: within a microsecond (a service may write nanoseconds) is stored at its start, so a window
+#: [start, end) holds the same records whether its bounds are compared with stored instants or
+#: with the service's own.
 TICK = timedelta(microseconds=1)
+#: Fraction digits of a microsecond, the fewest a window's end is asked with.
+MICRO_DIGITS = 6
 #: A window's remaining range is not split below this.
 MIN_SPLIT = timedelta(seconds=1)
 #: Fewest records a time slice is cut for (a few pages: smaller slices add partial pages).
@@ -60,12 +66,25 @@ class Window:
     def key(self) -> str:
         return f"{self.start}|{self.end}|{self.status or ''}"
 
-    def filters(self) -> dict[str, Any]:
+    def filters(self, digits: int = MICRO_DIGITS) -> dict[str, Any]:
+        """The list endpoint's filters. Its `startDate` and `endDate` are both inclusive: the
+        end asked is the last instant before `end` that the service can write, at `digits`
+        fraction digits (the finest it was seen to write, at least microseconds); a service
+        writing nanoseconds is asked up to `end` minus one nanosecond, not one microsecond."""
         return {
             "start_date": self.start,
-            "end_date": None if self.end is None else self.end - TICK,
+            "end_date": None if self.end is None else last_before(self.end, digits),
             "status": self.status,
         }
+
+
+def last_before(end: datetime, digits: int) -> datetime | str:
+    """The last instant before `end` (a whole microsecond) written with `digits` fraction
+    digits: a datetime when microseconds do, else its text (a datetime holds no finer)."""
+    if digits <= MICRO_DIGITS:
+        return end - TICK
+    text = (end - TICK).astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
+    return f"{text}{'9' * (digits - MICRO_DIGITS)}Z"
 
 
 class Stored(Protocol):
@@ -237,6 +256,29 @@ def reconcile_level(
     return to_read, next_level
 
 
+#: Passes of the reconciliation after its first, at most (see `recount`): each follows a
+#: record out of a status, and a chain of such moves is no longer than there are statuses.
+RECOUNTS = len(COUNTED)
+
+
+def recount(before: dict[str | None, int], after: dict[str | None, int]) -> tuple[str | None, ...]:
+    """What to count again after a pass of the reconciliation that took the stored counts of a
+    range from `before` to `after`: the statuses its reads took stored records out of.
+
+    A status can hide an arrival behind a record that left it: a COMPLETED transfer arriving
+    late where a COMPLETED payout is returned (FAILED) leaves the COMPLETED count as it was,
+    and the total's gain is the FAILED one. Once the pass stored the move, the status shows
+    the arrival as a gain; counted again, it is read. A remainder that lost records to listed
+    statuses is counted again as a whole (`COUNTED`): it may hide an arrival just the same."""
+
+    def rest(counts: dict[str | None, int]) -> int:
+        return sum(n for s, n in counts.items() if s not in LISTED_STATUSES and s != SHARED_STATUS)
+
+    if rest(after) < rest(before):
+        return COUNTED
+    return tuple(s for s in (*LISTED_STATUSES, SHARED_STATUS) if after.get(s, 0) < before.get(s, 0))
+
+
 def point_windows(instants: Sequence[datetime], span: timedelta, purpose: str) -> list[Window]:
     """Windows covering records created at `instants` (sorted): instants closer than `span`
     share a window, so records created close together cost one listing, not one each."""
@@ -280,7 +322,10 @@ def verify_windows(
     state: Verification, older: Window, share: int, stored: Stored
 ) -> tuple[list[Window], datetime | None]:
     """The windows of the next `share` stored records of `older` from the cursor on (going
-    round to its start when the end is reached), and where the cursor then stands."""
+    round to its start when the end is reached), and where the cursor then stands. A window
+    ends after the whole instant of its last record: records created in one instant (a bulk
+    payout) are read together, so a crowd larger than the share is read at once rather than
+    never, and each sync reads at least its share."""
     if share <= 0 or older.end is None:
         return [], state.cursor
     cursor = state.cursor
@@ -288,14 +333,24 @@ def verify_windows(
         cursor = older.start
     windows: list[Window] = []
     first = Window(cursor, older.end)
-    stop = stored.nth(first, share)
+    stop = _after_nth(stored, first, share)
     if stop is not None:
         return [Window(cursor, stop, purpose="verify")], stop
     windows.append(Window(cursor, older.end, purpose="verify"))
     left = share - sum(stored.counts(first).values())
     if left > 0 and cursor != older.start:
         head = Window(older.start, cursor)
-        stop = stored.nth(head, left)
+        stop = _after_nth(stored, head, left)
         windows.append(Window(older.start, stop if stop is not None else cursor, purpose="verify"))
         return windows, stop
     return windows, None
+
+
+def _after_nth(stored: Stored, window: Window, n: int) -> datetime | None:
+    """Just after the instant of the `n`th stored record of `window` (n >= 1), so the records
+    created with it are taken too; None when the window holds no more than `n` (it is taken
+    whole). Never beyond the window's end: records are stored at whole microseconds."""
+    last = stored.nth(window, n - 1)
+    if last is None or stored.nth(window, n) is None:
+        return None
+    return last + TICK

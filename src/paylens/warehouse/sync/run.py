@@ -366,6 +366,8 @@ class TransactionSync:
                 resumed = save.unfinished(self.con, self.run_id)
             if resumed:
                 logger.info("resuming %d unfinished slices of an interrupted sync", len(resumed))
+            if isinstance(self.service, Service):  # a stand-in (tests) pages by itself
+                self.service.digits = max(self.service.digits, self.stored.time_digits())
             self.on_phase("reading")
             self._read_all(resumed)
             stored = self.stored.stored(Window(self.options.since, None))
@@ -376,6 +378,8 @@ class TransactionSync:
                 self._incremental()
             self.on_phase("committing")
             self.writer.flush()
+            if isinstance(self.service, Service):
+                self.stored.save_time_digits(self.service.digits)
             return mode
         finally:
             self._stopping.set()
@@ -487,9 +491,19 @@ class TransactionSync:
 
     def _reconcile_range(self, window: Window) -> None:
         """Bisect where the service's per-status counts differ from the stored ones and re-read
-        what they show moved (see `plan.reconcile_level`)."""
-        pending: plan.Level = [(window, plan.COUNTED)]
+        what they show moved (see `plan.reconcile_level`); again, for the statuses the reads
+        took stored records out of, until none did (see `plan.recount`)."""
         self.on_phase("reconciling")
+        statuses: tuple[str | None, ...] = plan.COUNTED
+        for _ in range(plan.RECOUNTS + 1):
+            before = self.stored.counts(window)
+            self._reconcile_level_by_level([(window, statuses)])
+            statuses = plan.recount(before, self.stored.counts(window))
+            if not statuses:
+                return
+        logger.warning("records still moving out of %s after the reconciliation", statuses)
+
+    def _reconcile_level_by_level(self, pending: plan.Level) -> None:
         while pending:
             futures = {
                 (i, status): self.pool.submit(self.service.count, Window(w.start, w.end, status))

@@ -383,6 +383,7 @@ _KNOWN = """(SELECT created_at, status FROM transactions
                ORDER BY record_id, rejected_at DESC))"""
 
 _VERIFY_META = ("verify_cursor", "verify_stored")
+_DIGITS_META = "created_at_digits"  # `save_time_digits` writes it
 
 
 def _where(window: Window) -> tuple[str, list[Any]]:
@@ -501,6 +502,17 @@ class StoredTransactions:
         return Verification(
             datetime.fromisoformat(cursor) if cursor else None, int(stored) if stored else 0
         )
+
+    def time_digits(self) -> int:
+        """The most fraction digits the service was seen to write a `createdAt` with (0: none
+        recorded)."""
+        with self._locked() as con:
+            digits = _store.meta(con).get(_DIGITS_META)
+        return int(digits) if digits else 0
+
+    def save_time_digits(self, digits: int) -> None:
+        with self._locked() as con:
+            _store.set_meta(con, created_at_digits=str(digits))
 
     def save_verification(self, state: Verification) -> None:
         with self._locked() as con:
