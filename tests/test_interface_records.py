@@ -791,3 +791,18 @@ def test_a_variable_fee_amount_spelt_as_a_whole_json_number_is_stored_exactly() 
         raw = rows(wh, "transactions", "id, raw")
         assert json.loads(next(r["raw"] for r in raw if r["id"] == whole["id"])) == whole
         assert [r["record_id"] for r in rejected(wh)] == [part["id"]]
+
+
+def test_currency_decimals_past_127_are_stored() -> None:
+    """The interface bounds a currency's `decimals` below only (>= 0): 200 is valid, and the
+    transfer is stored with it (an int8 column set the whole record aside)."""
+    wide = {"amount": 100, "currency": {"code": "XTS", "decimals": 200}}
+    sent = [transfer(1, sentAmount=wide), transfer(2)]
+    with synced(FakeService(transactions=sent)) as (wh, report):
+        check_run(wh, report)
+        check_table(wh, "transactions", sent)
+        stored = rows(wh, "transactions", "id, decimals, sent_amount_decimals AS sent")
+        assert {r["id"]: (r["decimals"], r["sent"]) for r in stored} == {
+            sent[0]["id"]: (200, 200),
+            sent[1]["id"]: (2, 2),
+        }

@@ -50,7 +50,8 @@ def _money(prefix: str, wire: str) -> list[Column]:
     return [
         Column(f"{prefix}_minor", pa.int64(), (wire, "amount")),
         Column(f"{prefix}_currency", pa.string(), (wire, "currency", "code")),
-        Column(f"{prefix}_decimals", pa.int8(), (wire, "currency", "decimals")),
+        # the interface bounds `decimals` below only (>= 0): int16, not int8
+        Column(f"{prefix}_decimals", pa.int16(), (wire, "currency", "decimals")),
     ]
 
 
@@ -75,7 +76,7 @@ TRANSACTIONS = [
     Column("failure_reason", pa.string(), ("failureReason",)),
     Column("amount_minor", pa.int64(), _headline("amount")),
     Column("currency", pa.string(), _headline("currency", "code")),
-    Column("decimals", pa.int8(), _headline("currency", "decimals")),
+    Column("decimals", pa.int16(), _headline("currency", "decimals")),
     *_money("sent_amount", "sentAmount"),
     *_money("received_amount", "receivedAmount"),
     Column("exchange_rate", pa.float64(), ("exchangeRate",)),

@@ -16,8 +16,8 @@ from paylens.errors import WarehouseError
 from paylens.frames import TABLES, arrow_schema
 
 #: Version of the file layout; `ensure_schema` brings older files up to it (2: resource_reads,
-#: removed_at of the smaller resources).
-SCHEMA_VERSION = 2
+#: removed_at of the smaller resources; 3: currency decimals SMALLINT, not TINYINT).
+SCHEMA_VERSION = 3
 
 #: Keys of the record tables (payment instructions hang off their transaction); unique by
 #: construction (see `upsert`), not by an index.
@@ -185,12 +185,23 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
         )
 
 
+#: Integer types a newer layout may widen a column to, narrowest first.
+_WIDER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT")
+
+
 def _add_missing_columns(con: duckdb.DuckDBPyConnection, table: str) -> None:
-    """A newer paylens may declare more columns: add them (filled from `raw` on next sync)."""
-    have = {row[0] for row in con.execute(f"DESCRIBE {table}").fetchall()}
+    """A newer paylens may declare more columns (added, filled from `raw` on next sync) or a
+    wider integer type (the column widened in place, its values kept)."""
+    have = {row[0]: row[1] for row in con.execute(f"DESCRIBE {table}").fetchall()}
     for name, kind in _columns(table).items():
         if name not in have:
             con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+        elif (
+            have[name] in _WIDER
+            and kind in _WIDER
+            and _WIDER.index(kind) > _WIDER.index(have[name])
+        ):
+            con.execute(f"ALTER TABLE {table} ALTER COLUMN {name} SET DATA TYPE {kind}")
 
 
 def meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
