@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from unittest import mock
@@ -21,6 +21,7 @@ from paylens.cli import main
 
 if TYPE_CHECKING:
     from paylens import Sandbox
+    from paylens.warehouse import SyncOptions
 
 #: `../shared` beside the repository (or the machine's copy of it, for a worktree elsewhere):
 #: the interface description and its contract validator, read at test time, never copied.
@@ -135,3 +136,17 @@ def hold_answers(
     finally:
         released.set()
         del log.record  # answers go out again as they are served
+
+
+def differential_options(hold_window: timedelta, **overrides: Any) -> SyncOptions:
+    """The differential tests' sync options: a short re-verification bound (3 syncs) so that
+    "gone within `verify_syncs` syncs" is checked within a few advances."""
+    from paylens.warehouse import SyncOptions
+
+    chosen: dict[str, Any] = {
+        "concurrency": 4,
+        "progress": False,
+        "verify_syncs": 3,
+        "hold_window": hold_window,
+    }
+    return SyncOptions(**(chosen | overrides))

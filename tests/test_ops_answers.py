@@ -39,6 +39,10 @@ def _stamp(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _days(days: int) -> str:
+    return _stamp(NOW + timedelta(days=days))
+
+
 def _response(status: int, body: Any = None) -> httpx.Response:
     if body is None:
         return httpx.Response(status)
@@ -327,28 +331,22 @@ class WalletService:
     §4.2) while the service reconciles on its own, so the session stays listed for now."""
 
     def __init__(self) -> None:
-        def stamp(days: int) -> str:
-            return _stamp(NOW + timedelta(days=days))
-
-        self.session = {
-            "id": f"Session:{uuid.uuid4()}",
-            "accountId": ACCOUNT,
-            "type": "EMAIL_OTP",
-            "nickname": "me@example.com",
-            "createdAt": stamp(-2),
-            "updatedAt": stamp(-2),
-            "expiresAt": stamp(5),
-        }
-        self.credential = {
-            "id": f"AuthMethod:{uuid.uuid4()}",
-            "accountId": ACCOUNT,
-            "type": "EMAIL_OTP",
-            "nickname": "me@example.com",
-            "createdAt": stamp(-9),
-            "updatedAt": stamp(-9),
-        }
+        self.session = self._record("Session", created=-2, expiresAt=_days(5))
+        self.credential = self._record("AuthMethod", created=-9)
         self.started = 0
         self.accepted = 0
+
+    @staticmethod
+    def _record(kind: str, created: int, **more: str) -> dict[str, str]:
+        return {
+            "id": f"{kind}:{uuid.uuid4()}",
+            "accountId": ACCOUNT,
+            "type": "EMAIL_OTP",
+            "nickname": "me@example.com",
+            "createdAt": _days(created),
+            "updatedAt": _days(created),
+            **more,
+        }
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path

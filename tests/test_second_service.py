@@ -41,9 +41,10 @@ import pytest
 from paylens.frames import arrow_schema
 from paylens.warehouse import SyncOptions, SyncReport, Warehouse
 
+from ._helpers import differential_options
 from ._second_service import NS, Habits, SecondService, fmt
 
-VERIFY_SYNCS = 3
+VERIFY_SYNCS = 3  # as `differential_options` sets
 HOLD_WINDOW = timedelta(days=7)
 RECENT = timedelta(days=2)
 ADVANCES = (12, 12, 0.3, 12, 2, 12)  # hours; >= 5 advances
@@ -62,15 +63,7 @@ Key = tuple[str, tuple[Any, ...]]
 
 
 def options(**overrides: Any) -> SyncOptions:
-    return SyncOptions(
-        **{
-            "concurrency": 4,
-            "progress": False,
-            "verify_syncs": VERIFY_SYNCS,
-            "hold_window": HOLD_WINDOW,
-        }
-        | overrides
-    )
+    return differential_options(HOLD_WINDOW, **overrides)
 
 
 def _columns(wh: Warehouse, table: str) -> list[str]:

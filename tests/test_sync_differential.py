@@ -34,8 +34,10 @@ from paylens.frames import arrow_schema
 from paylens.sandbox import SandboxTransport
 from paylens.warehouse import SyncOptions, SyncReport, Warehouse
 
+from ._helpers import differential_options
+
 END = datetime(2025, 10, 13, tzinfo=UTC)
-VERIFY_SYNCS = 3
+VERIFY_SYNCS = 3  # as `differential_options` sets
 HOLD_WINDOW = timedelta(days=14)
 ADVANCES = 5
 KEYS = {
@@ -112,15 +114,7 @@ class Comparison:
 
 
 def options(**overrides: Any) -> SyncOptions:
-    return SyncOptions(
-        **{
-            "concurrency": 4,
-            "progress": False,
-            "verify_syncs": VERIFY_SYNCS,
-            "hold_window": HOLD_WINDOW,
-        }
-        | overrides
-    )
+    return differential_options(HOLD_WINDOW, **overrides)
 
 
 def run_case(

@@ -377,6 +377,17 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     assert missing.returncode == 2 and _one_line(missing)
 
 
+def _talking(script: str, path: Path) -> subprocess.Popen[str]:
+    """`python -c script path` in a process of its own, talked to by lines on its stdin and
+    stdout."""
+    return subprocess.Popen(
+        [sys.executable, "-c", script, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
 _WRITER_UNTIL_TOLD = """
 import os, sys
 from paylens.warehouse import Warehouse
@@ -397,12 +408,7 @@ def test_a_second_writer_is_refused_in_one_line_naming_the_holder_or_waits(
     with newlines): the refusal names it in one line, and tells a shell user what to type."""
     path = tmp_path / "w.duckdb"
     sync_file(path, Sandbox(seed=0, transactions=200).client(), progress=False)
-    writer = subprocess.Popen(
-        [sys.executable, "-c", _WRITER_UNTIL_TOLD, str(path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    writer = _talking(_WRITER_UNTIL_TOLD, path)
     try:
         assert writer.stdout is not None and writer.stdin is not None
         assert writer.stdout.readline().split() == ["open", str(writer.pid)]
@@ -722,12 +728,7 @@ def test_a_reader_keeps_the_snapshot_it_opened(tmp_path: Path) -> None:
     path = tmp_path / "w.duckdb"
     sync_file(path, sandbox.client(), progress=False)
     before = sandbox.world.transaction_count()
-    reader = subprocess.Popen(
-        [sys.executable, "-c", _READER_TWICE, str(path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    reader = _talking(_READER_TWICE, path)
     try:
         assert reader.stdout is not None and reader.stdin is not None
         assert int(reader.stdout.readline()) == before
