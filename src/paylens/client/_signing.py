@@ -372,6 +372,12 @@ def _stamped(
         raise ResponseValidationError(
             f"{first.method} /{first.path} answered 202 without a signed-retry challenge: {exc}"
         ) from None
+    if not (challenge.request_id.isascii() and challenge.request_id.isprintable()):
+        # it goes back as a header, which holds printable ASCII only; nothing was acted on
+        raise ResponseValidationError(
+            f"{first.method} /{first.path} answered a challenge whose requestId cannot be sent "
+            f"back as the {REQUEST_ID_HEADER} header: {challenge.request_id!r}"
+        )
     headers = {
         **(first.headers or {}),
         SIGNATURE_HEADER: signer(challenge.payload_to_sign),
@@ -396,12 +402,14 @@ def signed_flow(
 
     The first request goes without signature headers. A 202 challenge is stamped by `signer`
     over `payloadToSign` exactly as received, and the same request (the same body bytes) is
-    re-sent with `Service-Wallet-Signature` and `Request-Id`. A 200 PROCESSING is re-sent
-    identically with backoff (`poll`). A challenge that lapsed (401 INVALID_SIGNATURE,
-    reason REQUEST_ID_EXPIRED) restarts the operation from its first request, unless the
-    service had already answered PROCESSING: it accepted the operation, and a new one could
-    act twice, so `WalletOperationPendingError` says to look before trying again (spec §5.5
-    allows a fresh start for an export only: `restart_when_processing`). A status in
+    re-sent with `Service-Wallet-Signature` and `Request-Id`. A 200 PROCESSING to the signed
+    request is re-sent identically with backoff (`poll`); to the unsigned first request it is
+    `WalletOperationPendingError` at once (sent again, it would be another operation). A
+    challenge that lapsed (401 INVALID_SIGNATURE, reason REQUEST_ID_EXPIRED) restarts the
+    operation from its first request, unless the service had already answered PROCESSING: it
+    accepted the operation, and a new one could act twice, so any refusal of the re-send is
+    `WalletOperationPendingError`, saying to look before trying again (spec §5.5 allows a
+    fresh start for an export only: `restart_when_processing`). A status in
     `terminal` is the answer, read by `parse`; an answer `parse` cannot read is an unknown
     outcome (`OutcomeUnknownError`) for an operation that changes state; every error answer
     raises its typed error.
@@ -423,6 +431,14 @@ def signed_flow(
                     request, polls = _stamped(first, response, signer), 0
                 elif _is_processing(response, 200 in terminal):
                     accepted = True
+                    if request is first:
+                        # only a signed re-send is the same request (its Request-Id); the first
+                        # one sent again would be another operation (an OTP challenge: a new
+                        # code sent to the customer)
+                        raise WalletOperationPendingError(
+                            f"{method} /{path} was accepted and is still PROCESSING; sending it "
+                            "again would start another: read its state, or call again later"
+                        )
                     polls += 1
                     if polls > poll.max_polls:
                         raise WalletOperationPendingError(
@@ -438,15 +454,17 @@ def signed_flow(
                         f"{sorted(terminal)} or the signed-retry statuses"
                     )
         except InvalidSignatureError as exc:
+            if accepted and not restart_when_processing:
+                # whatever the refusal of its re-send says (a lapsed challenge, a Request-Id
+                # the service calls reused, no reason at all), the operation was accepted
+                raise WalletOperationPendingError(
+                    f"{method} /{path} was accepted (PROCESSING), then its re-send was refused "
+                    f"({exc.code or exc.status}): read its state (the sessions or credentials "
+                    "listed) before trying again, which could act a second time"
+                ) from None
             # only a challenge this flow stamped restarts (a passkey's own Request-Id cannot)
             if not exc.challenge_lapsed or request is first or restarts >= poll.max_restarts:
                 raise
-            if accepted and not restart_when_processing:
-                raise WalletOperationPendingError(
-                    f"{method} /{path} was accepted (PROCESSING) and its challenge lapsed "
-                    "before it ended: read its state (the sessions or credentials listed) "
-                    "before trying again, which could act a second time"
-                ) from None
             restarts += 1
             logger.info("%s /%s: the challenge lapsed; starting again", method, path)
 

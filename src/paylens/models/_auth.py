@@ -48,9 +48,12 @@ class AuthMethod(WireModel):
 
 
 class Session(AuthMethod):
-    """A wallet session, as returned by a terminal `EMAIL_OTP` verify (no signing key)."""
+    """A wallet session, as returned by a terminal `EMAIL_OTP` verify. The spec says it carries
+    no signing key, but the interface types that answer as an `AuthSession`, which may: a key
+    sent anyway is a secret like any other, left out of `repr()` and `str()`."""
 
     expires_at: UtcDatetime
+    encrypted_session_signing_key: str | None = Field(default=None, repr=False)
 
 
 class AuthSession(Session):
@@ -58,8 +61,6 @@ class AuthSession(Session):
 
     The key is a secret: it is left out of `repr()` and `str()`, yet written by `to_wire()`.
     """
-
-    encrypted_session_signing_key: str | None = Field(default=None, repr=False)
 
 
 class _ExpiringChallenge(WireModel):
