@@ -418,7 +418,7 @@ class _Run:
         try:
             current = self._read(row)
         except (APIError, APIConnectionError) as read_error:
-            out = _error_outcome(tid, exc, "unknown" if otherwise == "unknown" else otherwise)
+            out = _error_outcome(tid, exc, otherwise)
             out.message = f"{out.message}; the record could not be read: {read_error}"[:500]
             return out
         if self.kind.effect(self.plan.action.name, row, current):
