@@ -8,6 +8,7 @@ import base64
 import contextlib
 import functools
 import html
+import json
 import io
 import logging
 import os
@@ -35,12 +36,26 @@ from paylens.warehouse import Warehouse, sync_file
 SECRET = "sk_sandbox_report-test-secret-d41d8cd98f00b204"
 
 
+#: A failure reason a service could add (the interface's enums are open), written as markup.
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A warehouse file synced from a small sandbox whose secret the test knows."""
+    """A warehouse file synced from a small sandbox whose secret the test knows, and one more
+    failed payout whose failure reason is markup (shown in the report's exceptions)."""
     path = tmp_path_factory.mktemp("report") / "paylens.duckdb"
     sandbox = Sandbox(seed=3, transactions=2_000, client_secret=SECRET)
     sync_file(path, sandbox.client(), progress=False)
+    with Warehouse(path) as wh:
+        (raw,) = wh.sql(
+            "SELECT raw FROM transactions WHERE type = 'OUTGOING' AND status = 'FAILED'"
+            " ORDER BY id LIMIT 1"
+        )["raw"]
+        record = json.loads(raw)
+        record.update(id=f"{record['id']}-hostile", failureReason=HOSTILE)
+        record.pop("refund", None)
+        wh.store_transactions([record])
     return path
 
 
@@ -363,6 +378,16 @@ def test_show_writes_fractions_as_percentages_and_missing_as_one_dash() -> None:
     assert "– – 25.00% 0.0012345 –" in page
 
 
+def test_show_writes_the_services_text_as_text_never_markup() -> None:
+    import pandas as pd
+
+    from paylens.report import show
+
+    frame = pd.DataFrame({"detail": [HOSTILE], "failure_rate": [0.5]})
+    page = show(frame).to_html()
+    assert HOSTILE not in page and html.escape(HOSTILE) in page
+
+
 def test_reference_rates_come_from_the_operators_file(warehouse: Path, tmp_path: Path) -> None:
     from paylens.errors import InvalidArgumentError
     from paylens.report import Period
@@ -394,6 +419,8 @@ def test_reference_rates_come_from_the_operators_file(warehouse: Path, tmp_path:
     assert str(warehouse) in executed
     content = (tmp_path / "r" / "paylens-report_all_all_USD.html").read_text()
     assert SECRET not in content and SECRET not in executed
+    # the failure reason the service wrote as markup is in the exceptions, as text
+    assert HOSTILE not in content and html.escape(HOSTILE) in content
     text = _text(content)
     assert "currency USD" in text and "all 10 tie-out checks passed" in text
     assert "partial" in text

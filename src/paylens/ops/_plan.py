@@ -5,6 +5,7 @@ and its journal only; it sends no request."""
 from __future__ import annotations
 
 import hashlib
+import html
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -221,7 +222,7 @@ class Plan:
         return f"Plan({self.action.name}, {len(self.eligible)}/{len(self.items)} eligible, {self.fingerprint[:12]})"
 
     def _repr_html_(self) -> str:
-        head = "<br>".join(self.summary().splitlines())
+        head = "<br>".join(html.escape(line) for line in self.summary().splitlines())
         shown = self.items[list(self.action.shown)]
         return f"<div><p>{head}</p>{shown.to_html(index=False, max_rows=50)}</div>"
 

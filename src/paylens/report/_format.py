@@ -59,10 +59,14 @@ def show(frame: pd.DataFrame, *, index: bool = False) -> Styler:
     (`MISSING_LABEL`), and no row numbers unless `index`."""
     # ids numbered in the order shown, not random: a re-run writes the same page (nbval
     # compares it), and two tables of one page never share an id
-    styler = frame.style.set_uuid(f"paylens{next(_SHOWN)}").format(_number, na_rep=MISSING_LABEL)
+    # a Styler writes text as it is, unlike `DataFrame.to_html`: what the service sent (a
+    # merchant's name, a failure reason it adds) is escaped, never markup in the page
+    styler = frame.style.set_uuid(f"paylens{next(_SHOWN)}").format(
+        _number, na_rep=MISSING_LABEL, escape="html"
+    )
     fractions: list[Hashable] = [c for c in frame.columns if isinstance(c, str) and is_fraction(c)]
     if fractions:
-        styler = styler.format(_percent, subset=fractions, na_rep=MISSING_LABEL)
+        styler = styler.format(_percent, subset=fractions, na_rep=MISSING_LABEL, escape="html")
     return styler if index else styler.hide(axis="index")
 
 

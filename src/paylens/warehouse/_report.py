@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 
@@ -57,7 +58,7 @@ class SyncReport:
     def _repr_html_(self) -> str:
         banner = f"<b style='color:#b00'>{SANDBOX_LABEL}</b> — " if self.is_sandbox else ""
         rows = "".join(
-            f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>"
+            f"<tr><th style='text-align:left'>{k}</th><td>{html.escape(str(v))}</td></tr>"
             for k, v in asdict(self).items()
             if k not in ("resources", "reads", "not_reread")
         )
