@@ -8,8 +8,8 @@ import base64
 import contextlib
 import functools
 import html
-import json
 import io
+import json
 import logging
 import os
 import re
