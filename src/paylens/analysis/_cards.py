@@ -112,6 +112,14 @@ _AGE_BUCKET = (
 )
 # the funding source's currency: the summaries (pulls, clearings, refunds) are in it
 _SAME_FUNDING = "funding_currency = authorized_amount_currency"
+
+
+def _floor0(amount: str) -> str:
+    """`amount` if positive, else 0; NULL (an amount in another currency) stays NULL, where
+    DuckDB's `greatest` would give 0."""
+    return f"CASE WHEN ({amount}) IS NULL THEN NULL ELSE greatest({amount}, 0) END"
+
+
 _SETTLED = _same_currency("settled")
 _REFUNDED_SAME = _same_currency("refunded")
 
@@ -131,8 +139,7 @@ _ROW = [
     Out("refunded_minor", _same_currency("refunded"), _DEC),
     Out(
         "open_hold_minor",
-        f"CASE WHEN {_HOLDING} THEN greatest(authorized_amount_minor - {_same_currency('settled')}, 0)"
-        " ELSE 0 END",
+        f"CASE WHEN {_HOLDING} THEN {_floor0('authorized_amount_minor - ' + _SETTLED)} ELSE 0 END",
         _DEC,
     ),
     Out(
@@ -147,12 +154,12 @@ _ROW = [
     Out("hold_age_bucket", _AGE_BUCKET),
     Out("partially_settled", "status = 'PARTIALLY_SETTLED'"),
     Out("stale_hold", f"coalesce({_STALE}, FALSE)"),
-    Out("over_settled_minor", f"greatest({_SETTLED} - authorized_amount_minor, 0)", _DEC),
+    Out("over_settled_minor", _floor0(f"{_SETTLED} - authorized_amount_minor"), _DEC),
     Out("exception", "status = 'EXCEPTION'"),
     Out(
         "exception_exposure_minor",
         f"CASE WHEN status <> 'EXCEPTION' THEN 0 WHEN {_SAME_FUNDING}"
-        f" THEN greatest({_SETTLED} - coalesce(pull_total_minor, 0), 0) END",
+        f" THEN {_floor0(_SETTLED + ' - coalesce(pull_total_minor, 0)')} END",
         _DEC,
     ),
     Out("funding_currency", "funding_currency"),
@@ -167,24 +174,34 @@ _ROW = [
     # reconciliation of the summaries with the amounts (only where both are in one currency)
     Out(
         "settlement_summary_mismatch",
-        f"CASE WHEN {_SAME_FUNDING} THEN coalesce(settlement_total_minor, 0) <> {_SETTLED} END",
+        f"CASE WHEN {_SAME_FUNDING} THEN settlement_total_minor <> {_SETTLED} END",
     ),
     Out(
         "refund_summary_mismatch",
-        f"CASE WHEN {_SAME_FUNDING} THEN coalesce(refund_total_minor, 0) <> {_REFUNDED_SAME} END",
+        f"CASE WHEN {_SAME_FUNDING} THEN refund_total_minor <> {_REFUNDED_SAME} END",
     ),
     Out(
         "pull_shortfall",
         f"CASE WHEN {_SAME_FUNDING} AND status <> 'EXCEPTION'"
         " AND coalesce(pull_pending_count, 0) = 0"
-        f" THEN coalesce(pull_total_minor, 0) < {_SETTLED} END",
+        f" THEN pull_total_minor < {_SETTLED} END",
     ),
 ]
 
 
 def _sum(name: str, condition: str = "TRUE", column: str | None = None) -> Out:
-    total = f"sum({column or name}) FILTER (WHERE {condition})"
-    return Out(name, f"CAST(coalesce({total}, 0) AS BIGINT)", _DEC)
+    """The group's total of `column` over the rows meeting `condition` whose amount is known
+    (one in another currency is never added: `currency_mismatch_count` says how many): 0 over
+    no rows, NULL when there are rows and none is known (not 0: nothing is known of them)."""
+    value = column or name
+    rows = f"count(*) FILTER (WHERE {condition})"
+    known = f"count({value}) FILTER (WHERE {condition})"
+    total = f"coalesce(sum({value}) FILTER (WHERE {condition}), 0)"
+    return Out(
+        name,
+        f"CASE WHEN {rows} > 0 AND {known} = 0 THEN NULL ELSE CAST({total} AS BIGINT) END",
+        _DEC,
+    )
 
 
 _METRICS = [
@@ -192,7 +209,9 @@ _METRICS = [
     _sum("authorized_minor"),
     _sum("settled_minor"),
     _sum("refunded_minor"),
-    Out("net_settled_minor", "CAST(sum(settled_minor) - sum(refunded_minor) AS BIGINT)", _DEC),
+    # over the rows whose settled and refunded amounts are both known, so that a sale whose
+    # refund is in another currency is not counted as kept
+    _sum("net_settled_minor", column="settled_minor - refunded_minor"),
     _sum("open_hold_minor"),
     Out("cleared_count", "count(last_clearing_at)"),
     *percentiles("settlement_seconds", "settlement_"),

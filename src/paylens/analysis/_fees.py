@@ -159,7 +159,12 @@ _SENDING_METRICS = [
         f"sum({_CONVERTED} * (exchange_rate - reference_rate)) {_CROSS}"
         f" / sum({_CONVERTED} * reference_rate) {_CROSS}",
     ),
-    Out("take_rate", "CAST(sum(fees_minor) AS DOUBLE) / nullif(sum(sent_minor), 0)"),
+    # over the transfers whose fees are known, as `all_in_cost_rate` (`fees` is optional)
+    Out(
+        "take_rate",
+        "CAST(sum(fees_minor) AS DOUBLE)"
+        " / nullif(sum(sent_minor) FILTER (WHERE fees_minor IS NOT NULL), 0)",
+    ),
     Out(
         "all_in_cost_rate",
         "CAST(sum(total_cost_minor) AS DOUBLE)"
@@ -192,7 +197,8 @@ def fee_breakdown(
         counterparty_fixed_fee_minor     C_s  = round_half_up(C * x * 10^(dS - dR))  (in S)
         components_minor                      = F + V + P + C_s
         residual_minor                        = fees - components   (0 when fully explained)
-        take_rate                             = fees / sentAmount
+        take_rate                             = fees / sentAmount  (a group: over the rows
+                                                whose fees are known; `fees` is optional)
         fx_spread_rate                        = x / mid - 1
         fx_spread_cost_minor                  = round_half_up(received * 10^(dS - dR) * (x - mid))
         total_cost_minor                      = fees + fx_spread_cost

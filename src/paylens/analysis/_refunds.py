@@ -130,7 +130,9 @@ def refund_summary(
     latest = (
         sql_timestamp(when)
         if when is not None
-        else "(SELECT greatest(max(created_at), max(updated_at)) FROM _in)"
+        # the latest instant in the data: a refund's own times are in it too
+        else f"(SELECT greatest(max(created_at), max(updated_at), max({initiated}),"
+        f" max({settled})) FROM _in)"
     )
     src.check_as_of(when)
     keys = src.keys(by, _ROW, {})

@@ -56,7 +56,7 @@ def revenue(
         service_fixed_fee_minor   F,  service_variable_fee_minor V: the service's fees
         platform_fee_minor        P   = platformFees: the platform's share, inside `fees`
         counterparty_fixed_fee_minor C_s: the counterparty's fixed fee, in S at the quote's rate
-        take_rate                     = fees / sent
+        take_rate                     = fees / sent, over the transfers whose fees are known
         fx_margin_minor               = sum of round_half_up(received * 10^(dS - dR) * (x - mid))
         fx_margin_rate                = FX margin / (cross-currency amount with a reference, at mid)
         all_in_rate                   = (fees + FX margin) / sent

@@ -190,7 +190,8 @@ def settlement_times(
     )
     ctes = [
         ("_all", src.input_cte(_USES, where)),
-        ("_in", f"SELECT * FROM _all WHERE created_at <= {latest}"),
+        # a record without `createdAt` (optional) is kept: counted, its time unknown
+        ("_in", f"SELECT * FROM _all WHERE created_at IS NULL OR created_at <= {latest}"),
         # history only for the completed transactions missing settledAt (few, or none)
         ("_need", f"SELECT id FROM _in WHERE status = '{SETTLED}' AND settled_at IS NULL"),
         (
