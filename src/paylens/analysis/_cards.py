@@ -278,15 +278,19 @@ def card_summary(
     decimals. Where the two currencies agree, the summaries are reconciled with the amounts:
     `settlement_summary_mismatch` (settlementSummary.totalAmount <> settledAmount),
     `refund_summary_mismatch` (refundSummary.totalAmount <> refundedAmount) and
-    `pull_shortfall` (less pulled than settled, no pull pending, not EXCEPTION); elsewhere they
-    are NULL (not comparable), never a false alarm.
+    `pull_shortfall` (less pulled than settled, no pull pending, not EXCEPTION); elsewhere, or
+    where the summary is absent (it is optional), they are NULL (not comparable), never a false
+    alarm.
 
     `last_clearing_at` is inferred, the interface carrying no settlement time: `lastEventAt`
     (the latest pull, clearing or refund) when something cleared and nothing was refunded;
     when a refund came since, the status history's latest observation of PARTIALLY_SETTLED,
     SETTLED or EXCEPTION (the record's `updatedAt` then); otherwise unknown. A settled or
     refunded amount in another currency than the authorization is not added to anything: it
-    reads NULL, and the row is flagged `currency_mismatch`.
+    reads NULL, as do the open hold, over-settlement and net it would make, and the row is
+    flagged `currency_mismatch`. A group's totals are over the rows whose amount is known
+    (`currency_mismatch_count` says how many are left out; the net over the rows whose settled
+    and refunded amounts are both known), NULL when it has rows and none is known.
 
     `by` groups by `merchant` (descriptor), `mcc`, `country` (the merchant's), `card`,
     `customer`, `month` (UTC month of authorization), `status`, `hold_age_bucket`, any per-row
