@@ -806,3 +806,26 @@ def test_currency_decimals_past_127_are_stored() -> None:
             sent[0]["id"]: (200, 200),
             sent[1]["id"]: (2, 2),
         }
+
+
+def test_a_card_expiry_year_of_any_int64_is_stored() -> None:
+    """The interface describes `expYear` as four digits but bounds it by nothing: any int64 is
+    stored as sent (a 16-bit column set the card aside)."""
+    card = {
+        "id": "Card:00000000-0000-0001-0000-000000000000",
+        "cardholderId": "Customer:1",
+        "state": "ACTIVE",
+        "form": "VIRTUAL",
+        "fundingSources": ["InternalAccount:1"],
+        "maxSpendPerTransaction": 5000,
+        "createdAt": "2025-10-01T00:00:00Z",
+        "updatedAt": "2025-10-01T00:00:00Z",
+        "expMonth": 6,
+        "expYear": -6_147_106_176_600_770,
+    }
+    with synced(FakeService(cards=[card])) as (wh, report):
+        check_run(wh, report)
+        check_table(wh, "cards", [card])
+        assert rows(wh, "cards", "exp_month, exp_year") == [
+            {"exp_month": 6, "exp_year": -6_147_106_176_600_770}
+        ]

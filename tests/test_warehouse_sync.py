@@ -339,12 +339,15 @@ def test_opening_an_older_file_migrates_it_and_keeps_the_data(
     con = duckdb.connect(str(path))  # make it look like a file of an older paylens
     con.execute("ALTER TABLE transactions DROP COLUMN card_id")
     con.execute("ALTER TABLE transactions ALTER COLUMN decimals SET DATA TYPE TINYINT")
+    con.execute("ALTER TABLE cards ALTER COLUMN exp_year SET DATA TYPE SMALLINT")
     before = con.execute("SELECT id, decimals FROM transactions ORDER BY id").fetchall()
     con.execute("UPDATE paylens_meta SET value = '0' WHERE key = 'schema_version'")
     con.close()
     with Warehouse(path) as wh:
         described = wh.sql("DESCRIBE transactions").set_index("column_name")["column_type"]
         assert "card_id" in described and described["decimals"] == "SMALLINT"  # widened
+        cards = wh.sql("DESCRIBE cards").set_index("column_name")["column_type"]
+        assert cards["exp_year"] == "BIGINT"
         kept = wh.sql("SELECT id, decimals FROM transactions ORDER BY id")
         assert list(kept.itertuples(index=False, name=None)) == before
         assert len(wh.transactions()) == sandbox.world.transaction_count()

@@ -175,7 +175,7 @@ CARDS = [
     Column("form", pa.string(), ("form",)),
     Column("last4", pa.string(), ("last4",)),
     Column("exp_month", pa.int8(), ("expMonth",)),
-    Column("exp_year", pa.int16(), ("expYear",)),
+    Column("exp_year", pa.int64(), ("expYear",)),  # "four digits", but not bounded
     Column("currency", pa.string(), ("currency",)),
     Column("max_spend_per_transaction_minor", pa.int64(), ("maxSpendPerTransaction",)),
     Column("funding_sources", STRINGS, ("fundingSources",)),

@@ -16,7 +16,8 @@ from paylens.errors import WarehouseError
 from paylens.frames import TABLES, arrow_schema
 
 #: Version of the file layout; `ensure_schema` brings older files up to it (2: resource_reads,
-#: removed_at of the smaller resources; 3: currency decimals SMALLINT, not TINYINT).
+#: removed_at of the smaller resources; 3: currency decimals SMALLINT, not TINYINT, and a
+#: card's expiry year BIGINT, not SMALLINT).
 SCHEMA_VERSION = 3
 
 #: Keys of the record tables (payment instructions hang off their transaction); unique by
