@@ -1,8 +1,8 @@
 """A second, independent implementation of the parts of the service a sync reads.
 
 It imports nothing from `paylens.sandbox` and follows its own habits, all within the
-specification (`/work/shared/reference/service-spec.md`) and the interface
-(`/work/shared/reference/openapi.yaml`, read at test time for its enums):
+specification (`../shared/reference/service-spec.md`) and the interface
+(`../shared/reference/openapi.yaml`, read at test time for its enums):
 
 - instants are kept in integer nanoseconds; `createdAt` is written with a configurable
   precision (`Habits.precision`: "us" six digits, "ns" nine digits as RFC 3339 allows, "s" whole
@@ -38,17 +38,10 @@ from typing import Any
 
 import httpx
 
+from ._helpers import interface
+
 BASE_URL = "https://second.service.invalid/2025-10-13"
-OPENAPI = "/work/shared/reference/openapi.yaml"
 NS = 1_000_000_000
-
-
-@cache
-def interface() -> dict[str, Any]:
-    import yaml
-
-    with open(OPENAPI) as f:
-        return yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 @cache
