@@ -728,15 +728,22 @@ def test_unusual_transaction_answers_give_typed_models(
     assert out.value.id == TRANSACTION
 
 
-WALLET_BODIES: dict[str, tuple[str, dict[str, Any]]] = {
-    "refresh_extra": ("refresh", session_body(newField=1, deviceHint={"os": "x"})),
-    "refresh_unknown_type": ("refresh", session_body(newer=True, type="HARDWARE_KEY")),
-    "refresh_sealed_key": ("refresh", session_body(encryptedSessionSigningKey=SEALED)),
-    "verify_extra": ("verify_email_otp", session_body(newField=[1])),
-    "verify_unknown_type": ("verify_email_otp", session_body(newer=True, type="EMAIL_OTP_V2")),
+WALLET_BODIES: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
+    # call, its answer's body (built when the test runs, as `SIGNED`'s answers are)
+    "refresh_extra": ("refresh", lambda: session_body(newField=1, deviceHint={"os": "x"})),
+    "refresh_unknown_type": ("refresh", lambda: session_body(newer=True, type="HARDWARE_KEY")),
+    "refresh_sealed_key": ("refresh", lambda: session_body(encryptedSessionSigningKey=SEALED)),
+    "verify_extra": ("verify_email_otp", lambda: session_body(newField=[1])),
+    "verify_unknown_type": (
+        "verify_email_otp",
+        lambda: session_body(newer=True, type="EMAIL_OTP_V2"),
+    ),
     "add_credential_id": (
         "add_sms_otp",
-        {**{k: v for k, v in session_body().items() if k != "expiresAt"}, "credentialId": "abc"},
+        lambda: {
+            **{k: v for k, v in session_body().items() if k != "expiresAt"},
+            "credentialId": "abc",
+        },
     ),
 }
 
@@ -746,7 +753,7 @@ WALLET_BODIES: dict[str, tuple[str, dict[str, Any]]] = {
 def test_unusual_wallet_answers_give_typed_models(run: Callable[..., Outcome], case: str) -> None:
     op, body = WALLET_BODIES[case]
     status = 200 if op == "verify_email_otp" else 201
-    out = run([challenge(), processing(), answer(status, body)], SIGNED[op][0])
+    out = run([challenge(), processing(), answer(status, body())], SIGNED[op][0])
     assert out.error is None, out.summary()
     assert isinstance(out.value, paylens.models.AuthMethod)
     if case == "refresh_sealed_key":
