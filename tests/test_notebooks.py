@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import papermill
 import pytest
 
 from paylens import Sandbox
@@ -20,6 +19,8 @@ SECRET = "sk_sandbox_notebook-test-secret-9e107d9d372bb682"
 
 def _run(name: str, folder: Path, **parameters: Any) -> dict[str, Any]:
     """Execute a notebook from `folder` (its `../data` is the test's) and return it as JSON."""
+    import papermill  # here: collecting the suite (every worker) need not load it and boto3
+
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / name
     papermill.execute_notebook(
