@@ -238,7 +238,7 @@ def _bulk(args: argparse.Namespace) -> int:
     except ConfigurationError as exc:
         print(f"paylens {args.command}: {exc}", file=sys.stderr)
         return 2
-    with Warehouse(args.db, read_only=args.dry_run, wait=args.wait, create=False) as wh:
+    with Warehouse(_file(args.db), read_only=args.dry_run, wait=args.wait, create=False) as wh:
         plan = getattr(ops, planner)(wh, args.where, **body)
         return _review_and_apply(args, plan, client, noun)
 
@@ -257,6 +257,11 @@ def _review_and_apply(
     else:
         if not args.yes and not _confirm(f"send {len(plan.eligible):,} {noun} request(s)?"):
             print("not applied")
+            print(
+                f"paylens {args.command}: not applied: nothing was sent (pass --yes to apply "
+                "without being asked); exit 1",
+                file=sys.stderr,
+            )
             return 1
         assert client is not None
         result = plan.apply(
@@ -269,12 +274,12 @@ def _review_and_apply(
     print(", ".join(f"{k} {v:,}" for k, v in result["outcome"].value_counts().items()))
     if result.attrs["all_as_planned"]:
         return 0
-    if not args.dry_run:
-        print(
-            f"paylens {args.command}: not every item ended as planned (see the outcomes above); "
-            "exit 1",
-            file=sys.stderr,
-        )
+    ended = "would end" if args.dry_run else "ended"
+    print(
+        f"paylens {args.command}: not every item {ended} as planned (see the outcomes above); "
+        "exit 1",
+        file=sys.stderr,
+    )
     return 1
 
 
@@ -306,7 +311,7 @@ def _revoke_sessions(args: argparse.Namespace) -> int:
     def unsigned(payload: str | bytes) -> str:  # a dry run shows the plan and signs nothing
         raise ConfigurationError(f"a dry run signs nothing; set {args.key_env} to apply")
 
-    with Warehouse(args.db, read_only=args.dry_run, wait=args.wait, create=False) as wh:
+    with Warehouse(_file(args.db), read_only=args.dry_run, wait=args.wait, create=False) as wh:
         plan = ops.plan_revoke_sessions(wh, args.where, signer=signer or unsigned)
         return _review_and_apply(args, plan, client, "session revoke")
 
@@ -317,13 +322,24 @@ def _sync_wallets(args: argparse.Namespace) -> int:
     from paylens.warehouse import Warehouse
 
     client = _client(args)
-    with Warehouse(args.db, wait=args.wait) as wh:
+    with Warehouse(_file(args.db), wait=args.wait) as wh:
         found = wh.sync_wallets(client, args.accounts, concurrency=args.concurrency)
     print(
         f"wallet inventory of {args.db}: "
         + ", ".join(f"{count:,} {what}" for what, count in found.items())
     )
     return 0
+
+
+def _file(db: str) -> str:
+    """The warehouse file `--db` names. `:memory:` is a file's name here, as it is to
+    `paylens sync` (which writes `./:memory:`), not the library's empty in-memory database: a
+    bulk action on it would select from nothing and exit 0."""
+    from pathlib import Path
+
+    from paylens.warehouse._open import MEMORY
+
+    return str(Path(db).absolute()) if db == MEMORY else db
 
 
 def _confirm(question: str) -> bool:

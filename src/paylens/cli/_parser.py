@@ -4,6 +4,7 @@ line."""
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -39,19 +40,75 @@ class _Parser(argparse.ArgumentParser):
 
 def _instant(text: str) -> str:
     """A date option's value: an ISO 8601 date (a UTC day), or an instant, UTC unless it names
-    its zone (handed on with it); anything else is refused here, before any file is touched."""
-    from datetime import UTC, datetime
+    its zone (handed on with it); anything else is refused here, before any file is touched.
+    A date is handed on as YYYY-MM-DD however ISO 8601 spells it (`20250901`, `2025-W36-1`),
+    and an instant only when it is one in UTC too (`9999-12-31T23:59:59-12:00` is not)."""
+    from datetime import UTC, date, datetime
 
     value = text.strip()
+    try:
+        return date.fromisoformat(value).isoformat()  # a date: the command reads that UTC day
+    except ValueError:
+        pass
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a date (YYYY-MM-DD) or an ISO 8601 instant"
         ) from None
-    if len(value) <= 10:  # a date: the command reads it as that UTC day
-        return value
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is outside the years 1 to 9999 once in UTC"
+        ) from None
+    return moment.isoformat()
+
+
+def _whole(least: int, most: int | None = None) -> Callable[[str], int]:
+    """An option's whole number from `least` (to `most`), refused here otherwise: a size,
+    a port or a count that no command can use is a usage error, not a failure later."""
+
+    def whole(text: str) -> int:
+        try:
+            number = int(text)
+        except ValueError:
+            number = None
+        if number is None or number < least or (most is not None and number > most):
+            span = f"from {least} to {most}" if most is not None else f"{least} or more"
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number {span}")
+        return number
+
+    return whole
+
+
+def _amount(least: float, most: float | None = None) -> Callable[[str], float]:
+    """An option's finite number from `least` (to `most`), refused here otherwise (nan, inf)."""
+
+    def amount(text: str) -> float:
+        try:
+            number = float(text)
+        except ValueError:
+            number = math.nan
+        if not (least <= number <= (math.inf if most is None else most)) or math.isinf(number):
+            span = f"from {least:g} to {most:g}" if most is not None else f"{least:g} or more"
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number {span}")
+        return number
+
+    return amount
+
+
+def _positive(text: str) -> float:
+    """A rate: a finite number more than 0."""
+    number = _amount(0.0)(text)
+    if number == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number more than 0")
+    return number
+
+
+#: The hours `paylens sandbox advance` may jump (a `timedelta` holds under a billion days).
+MAX_HOURS = 999_999_999 * 24.0
 
 
 #: Each command's line in `paylens --help`.
@@ -105,7 +162,7 @@ def _sandbox_options(
     parser.add_argument("--seed", type=int, default=0, help="sandbox seed (with --sandbox)")
     parser.add_argument(
         "--transactions",
-        type=int,
+        type=_whole(0),
         default=SANDBOX_TRANSACTIONS,
         help="sandbox size (with --sandbox)",
     )
@@ -140,7 +197,7 @@ def _bulk_options(parser: argparse.ArgumentParser, noun: str, table: str, exampl
     parser.add_argument(
         "--where", required=True, help=f"one SQL condition over {table}, e.g. {example}"
     )
-    parser.add_argument("--concurrency", type=int, default=4, help="requests at once")
+    parser.add_argument("--concurrency", type=_whole(1), default=4, help="requests at once")
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument(
         "--dry-run", action="store_true", help="show what would be sent; send and write nothing"
@@ -199,7 +256,9 @@ def _add_sandbox(commands: Any) -> None:
         dest="sandbox_command", required=True, metavar="{serve,advance}"
     )
     serve = _command(sandbox_commands, "serve", _sandbox_serve)
-    serve.add_argument("--port", type=int, default=8765, help="port to listen on (0: any free)")
+    serve.add_argument(
+        "--port", type=_whole(0, 65535), default=8765, help="port to listen on (0: any free)"
+    )
     serve.add_argument(
         "--host",
         default="127.0.0.1",
@@ -207,9 +266,11 @@ def _add_sandbox(commands: Any) -> None:
     )
     serve.add_argument("--seed", type=int, default=0, help="seed of the generated data")
     serve.add_argument(
-        "--transactions", type=int, default=SANDBOX_TRANSACTIONS, help="sandbox size"
+        "--transactions", type=_whole(0), default=SANDBOX_TRANSACTIONS, help="sandbox size"
     )
-    serve.add_argument("--latency", type=float, default=0.0, help="seconds added to each request")
+    serve.add_argument(
+        "--latency", type=_amount(0.0), default=0.0, help="seconds added to each request"
+    )
     serve.add_argument(
         "--profile",
         choices=("default", "remittance"),
@@ -220,16 +281,16 @@ def _add_sandbox(commands: Any) -> None:
     )
     serve.add_argument(
         "--scenarios",
-        type=int,
+        type=_whole(0),
         default=None,
         help="planted rows per scenario (pending transfers in and past their window, approvals)"
         " (default: scaled to --transactions)",
     )
     serve.add_argument(
-        "--rate-429", type=float, default=0.0, help="fraction of requests answered 429"
+        "--rate-429", type=_amount(0.0, 1.0), default=0.0, help="fraction of requests answered 429"
     )
     serve.add_argument(
-        "--rate-limit", type=float, help="requests per second answered (default: no limit)"
+        "--rate-limit", type=_positive, help="requests per second answered (default: no limit)"
     )
     serve.add_argument(
         "--clock",
@@ -239,7 +300,9 @@ def _add_sandbox(commands: Any) -> None:
         "with `paylens sandbox advance` (reproducible)",
     )
     advance = _command(sandbox_commands, "advance", _sandbox_advance)
-    advance.add_argument("--hours", type=float, required=True, help="how far to jump ahead")
+    advance.add_argument(
+        "--hours", type=_amount(0.0, MAX_HOURS), required=True, help="how far to jump ahead"
+    )
 
 
 def _add_sync(commands: Any) -> None:
@@ -299,7 +362,7 @@ def _add_sync_wallets(commands: Any) -> None:
         metavar="ACCOUNT_ID",
         help="these wallet accounts only (default: every embedded wallet account)",
     )
-    wallets.add_argument("--concurrency", type=int, default=8, help="accounts read at once")
+    wallets.add_argument("--concurrency", type=_whole(1), default=8, help="accounts read at once")
     _wait_option(wallets)
     _sandbox_options(wallets)
     _client_options(wallets)
@@ -354,9 +417,11 @@ def _add_demo(commands: Any) -> None:
     """`paylens demo`."""
     demo = _command(commands, "demo", _demo)
     demo.add_argument("--seed", type=int, default=0, help="sandbox seed")
-    demo.add_argument("--transactions", type=int, default=SANDBOX_TRANSACTIONS, help="sandbox size")
+    demo.add_argument(
+        "--transactions", type=_whole(0), default=SANDBOX_TRANSACTIONS, help="sandbox size"
+    )
     demo.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
     demo.add_argument("--out", default="reports", help="folder for the report")
     demo.add_argument(
-        "--currencies", type=int, default=6, help="currencies shown in the headline figures"
+        "--currencies", type=_whole(0), default=6, help="currencies shown in the headline figures"
     )

@@ -29,6 +29,12 @@ def select_ids(wh: Warehouse, expression: str, table: str) -> list[str]:
     """Ids of `table`'s rows for which `expression` is true, oldest first."""
     if not expression.strip():
         raise InvalidArgumentError("select", f"an empty filter; give a condition over {table}")
+    try:  # DuckDB takes UTF-8 only: a byte of a command line that is not (read as a lone
+        expression.encode()  # surrogate) would fail in its binding, a TypeError
+    except UnicodeEncodeError as exc:
+        raise InvalidArgumentError(
+            "select", f"{expression!r} is not a SQL condition: {exc.reason} at {exc.start}"
+        ) from None
     refused = (
         f"{expression!r} must be one condition over {table} (e.g. \"status = 'PENDING'\"); "
         "stacked statements, DDL and DML are refused"

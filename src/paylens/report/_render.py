@@ -60,13 +60,20 @@ def render_report(
     if bounds[0] and bounds[1] and bounds[0] >= bounds[1]:
         raise ValueError(f"the period is empty: start {start} is not before end {end}")
     _check_warehouse(database, currency)
+    if reference_rates is not None:
+        _check_readable("reference_rates", Path(reference_rates))
+    folder = Path(out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file in the way, a folder that cannot be made
+        raise InvalidArgumentError(
+            "out", f"cannot make the folder {folder}: {exc.strerror or exc}"
+        ) from None
     # after the checks: papermill's imports (nbformat, jsonschema) take ~2 s, and a command
     # refused for a missing file or an empty period should say so at once
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
     name = report_name(bounds, currency)
     executed = folder / f"{name}.ipynb"
     parameters = {
@@ -146,6 +153,16 @@ def _check_warehouse(database: Path, currency: str | None) -> None:
                 f"no transaction in {database.name} is in {currency} "
                 f"(its currencies: {', '.join(known)})",
             )
+
+
+def _check_readable(argument: str, path: Path) -> None:
+    """Refuse at once a file the notebook could not open (none there, a folder): its kernel
+    would find it only seconds later, with a partial report."""
+    try:
+        with path.open("rb") as f:
+            f.read(1)
+    except OSError as exc:
+        raise InvalidArgumentError(argument, f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 #: What `progress=True` shows, in order.

@@ -151,6 +151,18 @@ def _command() -> str:
     return one_line(" ".join([Path(argv[0]).name, *argv[1:3]])) or "python"
 
 
+def check_name(path: Path) -> None:
+    """Refuse a file name DuckDB cannot take: it takes UTF-8 names only, and a name with a byte
+    that is not (Python reads it as a lone surrogate) failed in DuckDB as `std::bad_cast`."""
+    try:
+        str(path).encode()
+    except UnicodeEncodeError:
+        raise WarehouseFileError(
+            f"{path} is a file name that is not UTF-8, which DuckDB cannot open; "
+            "choose another path"
+        ) from None
+
+
 def check_file(path: Path) -> None:
     """Refuse what is not a DuckDB file before DuckDB sees it (it would try an extension to
     read a SQLite file, and may alter what it opens)."""
@@ -223,6 +235,7 @@ def connect(path: Path, *, read_only: bool, wait: float = 0.0) -> duckdb.DuckDBP
         _after_any_swap(path.resolve())
     if read_only and not path.exists():
         raise not_found(path)
+    check_name(path)
     check_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     looked = False
@@ -352,6 +365,7 @@ def open_store(path: Path, *, read_only: bool, wait: float = 0.0) -> Store:
                 )
             store.refs += 1
             return store
+        check_name(key)  # before a lock file is made beside it
         writer = None if read_only else WriterLock(key, wait=wait)
         try:
             if writer is not None:

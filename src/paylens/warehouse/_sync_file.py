@@ -11,7 +11,7 @@ from paylens.client import Client
 from paylens.errors import WarehouseFileError, WarehouseStorageError
 
 from . import _staged
-from ._open import WriterLock
+from ._open import WriterLock, check_name
 from ._report import SyncReport
 from ._run import parse_since
 from ._warehouse import Warehouse, wanted_resources
@@ -45,6 +45,7 @@ def sync_file(
     # the file itself, whatever name it is given by: a link is followed (and kept), and its
     # writer lock is the one every other writer of the file takes
     target = Path(path).resolve()
+    check_name(target)
     lock = WriterLock(target, wait=wait, holder="paylens sync")
     try:
         _staged.recover(target)

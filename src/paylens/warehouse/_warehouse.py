@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from paylens.client import Client
 from paylens.client._params import timestamp
-from paylens.errors import InvalidArgumentError, WarehouseError
+from paylens.errors import InvalidArgumentError, WarehouseError, WarehouseFileError
 from paylens.frames import to_pandas
 
 from . import _journal, _staged, _store, _wallets
@@ -93,7 +93,10 @@ class Warehouse:
                 raise
         elif "paylens_meta" not in {r[0] for r in self._con.execute("SHOW TABLES").fetchall()}:
             self.close()
-            raise WarehouseError(f"{self.path} is not a paylens warehouse")
+            raise WarehouseFileError(  # a DuckDB file with no table at all: left as is
+                f"{self.path} is not a paylens warehouse (a DuckDB database with no table); "
+                f"run `paylens sync --db {self.path}` first"
+            )
 
     def __repr__(self) -> str:
         mode = "read-only" if self.read_only else "read-write"

@@ -40,6 +40,12 @@ CTRL_C = threading.Event()
 _CTRL_C_SECONDS = 0.1
 
 
+#: The most slices a sync pages at once: a read is cut into at most 4096 slices (4 per reader,
+#: `plan.slice_count`), so more readers would find nothing to read, and a sync cuts some ranges
+#: into `concurrency` parts up front (a count each): 10**8 of them took all the memory there was.
+MAX_CONCURRENCY = 1024
+
+
 @dataclass
 class SyncOptions:
     """How a sync runs. `concurrency` slices are paged at once; `rate_limit` caps requests per
@@ -75,6 +81,12 @@ class SyncOptions:
         InvalidArgumentError.unless_count(
             "concurrency", self.concurrency, least=1, unit="slices at once"
         )
+        if self.concurrency > MAX_CONCURRENCY:
+            raise InvalidArgumentError(
+                "concurrency",
+                f"must be at most {MAX_CONCURRENCY} slices at once (a read is cut into at most "
+                f"{4 * MAX_CONCURRENCY} slices); got {self.concurrency!r}",
+            )
         InvalidArgumentError.unless_count("verify_syncs", self.verify_syncs, least=1, unit="syncs")
         if self.rate_limit is not None:
             RateBudget.check(self.rate_limit)
