@@ -583,7 +583,7 @@ def test_any_command_line_against_an_unreachable_service_keeps_the_promises(
 @example(argv=["cancel", "--where", "status = 'PENDING'", "--dry-run"])
 @example(argv=["approve", "--where", "TRUE", "--apply", "--sandbox", "--transactions", "0"])
 @example(argv=["revoke-sessions", "--db", "data/link.duckdb", "--where", "TRUE", "--dry-run"])
-@_settings(4, derandomize=True)
+@_settings(3, derandomize=True)
 def test_a_few_command_lines_keep_the_promises(argv: list[str], warehouse_file: Path) -> None:
     run_example(argv, warehouse_file, UNSET)
 
@@ -808,3 +808,17 @@ def test_a_report_folder_that_cannot_be_made_is_a_usage_error(
         done = run_cli("report", "--db", str(warehouse_file), "--out", str(out), "--quiet")
         _one_line_usage_error(done, f"paylens report: out: cannot make the folder {out}: {said}")
     assert a_file.read_text() == "mine\n"
+
+
+def test_more_scenarios_than_a_sandbox_can_plant_is_a_usage_error() -> None:
+    """`sandbox serve --transactions 300 --scenarios 50` exited 1 with `ValueError:
+    scenarios=50 needs at least 350 transactions`."""
+    from ._helpers import run_cli
+
+    done = run_cli("sandbox", "serve", "--port", "0", "--transactions", "300", "--scenarios", "50")
+    _one_line_usage_error(
+        done,
+        "paylens sandbox serve: scenarios: 50 planted rows per scenario need at least 350 "
+        "transactions; got 300",
+    )
+    assert done.stdout == ""

@@ -58,6 +58,8 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from paylens.errors import InvalidArgumentError
+
 from ..clock import from_us, to_us, whole_ms
 from ..currencies import (
     CURRENCY_CODES,
@@ -119,8 +121,8 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
         scenarios: int | None = None,
         profile: str | Profile = "default",
     ) -> None:
-        if transactions < 0:
-            raise ValueError("transactions must be >= 0")
+        if transactions < 0:  # an InvalidArgumentError is a ValueError too
+            raise InvalidArgumentError("transactions", f"must be 0 or more; got {transactions}")
         end = end or DEFAULT_END
         start = start or end - DEFAULT_PERIOD
         start_us, end_us = whole_ms(to_us(start)), whole_ms(to_us(end))
@@ -145,8 +147,10 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
         # planted rows per scenario (pending transfers in and past their window, approvals)
         per_scenario = scenario_count(transactions) if scenarios is None else scenarios
         if 7 * per_scenario > transactions:
-            raise ValueError(
-                f"scenarios={per_scenario} needs at least {7 * per_scenario} transactions"
+            raise InvalidArgumentError(
+                "scenarios",
+                f"{per_scenario} planted rows per scenario need at least {7 * per_scenario} "
+                f"transactions; got {transactions}",
             )
         regular = transactions - 7 * per_scenario
         created, weight = self._arrivals.draw(
