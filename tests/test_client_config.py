@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import logging
 import ssl
+from pathlib import Path
 
 import pytest
 
 from paylens import Client, ConfigurationError, Sandbox
 from paylens.client import AsyncClient
+
+from ._helpers import run_cli
 
 
 def test_from_env_names_every_missing_variable() -> None:
@@ -52,6 +55,30 @@ def test_from_env_builds_a_working_client(sandbox: Sandbox) -> None:
 def test_bad_base_urls_are_refused(url: str) -> None:
     with pytest.raises(ConfigurationError):
         Client(url, "id", "secret")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://api.example.com/2025-10-13?token=tok_live_5ec2e7",  # would be dropped unseen
+        "http://api.example.com/v1?token=tok_live_5ec2e7",  # and refused for other reasons too
+        "ftp://api.example.com/2025-10-13?token=tok_live_5ec2e7",
+        "https://api.example.com/2025-10-13#tok_live_5ec2e7",
+    ],
+)
+def test_a_base_url_with_a_query_or_fragment_is_refused_without_echoing_it(
+    url: str, tmp_path: Path
+) -> None:
+    """A request's own parameters replace a base URL's query, so a token put there would be
+    dropped unseen; and what follows `?` or `#` may be a secret, never shown in the error."""
+    with pytest.raises(ConfigurationError, match="must not carry a query or fragment") as raised:
+        Client(url, "id", "secret")
+    assert "tok_live_5ec2e7" not in str(raised.value)
+    env = {"PAYLENS_BASE_URL": url, "PAYLENS_CLIENT_ID": "id", "PAYLENS_CLIENT_SECRET": "secret"}
+    done = run_cli("sync", "--db", str(tmp_path / "w.duckdb"), env=env)
+    assert done.returncode == 2, done
+    assert "tok_live_5ec2e7" not in done.stderr + done.stdout
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import ipaddress
 import os
 import re
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from paylens.errors import ConfigurationError
 
@@ -50,6 +50,14 @@ def check_base_url(base_url: str, *, allow_insecure: bool = False) -> tuple[str,
     """
     url = base_url.strip().rstrip("/")
     parts = urlsplit(url)
+    if parts.query or parts.fragment or url.endswith(("?", "#")):
+        # a request's own parameters replace a base URL's query, so a token put there would
+        # be dropped unseen; and what follows `?` or `#` may be a secret: never echoed
+        shown = urlunsplit(parts._replace(query="", fragment="", netloc=parts.hostname or ""))
+        raise ConfigurationError(
+            f"base URL {shown!r}… must not carry a query or fragment; every path of the "
+            "interface is relative to it (credentials go in client_id and client_secret)"
+        )
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigurationError(f"base URL {url!r} is not an http(s) URL")
     if parts.username or parts.password:
