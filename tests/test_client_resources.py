@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
+import httpx
 import pytest
 
 from paylens import Client, InvalidArgumentError, Sandbox
 from paylens import models as m
-from paylens.errors import BadRequestError, ConflictError, NotFoundError
+from paylens.errors import (
+    BadRequestError,
+    ConflictError,
+    NotFoundError,
+    ResponseValidationError,
+)
 
 from ._helpers import same_instants
 
@@ -303,3 +309,23 @@ def test_a_date_time_string_keeps_its_digits_past_the_microsecond() -> None:
     assert _params.timestamp("end_date", "2025-01-01T00:00:00.123456000Z") == (
         "2025-01-01T00:00:00.123456Z"
     )
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b'{"id": "PlatformConfig:1", "umaDomain": 7}', "PlatformConfig:1"),  # no model built
+        (b'{"umaDomain": "x"}', None),
+        (b'{"id": 12}', None),
+        (b"[]", ResponseValidationError),
+        (b"<html>", ResponseValidationError),
+    ],
+)
+def test_config_get_id_reads_the_id_alone(body: bytes, expected: object) -> None:
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=body))
+    with Client("https://api.example.com/2025-10-13", "id", "secret", transport=transport) as c:
+        if isinstance(expected, type):
+            with pytest.raises(expected, match="GET /2025-10-13/config answered a body"):
+                c.config.get_id()
+        else:
+            assert c.config.get_id() == expected

@@ -145,13 +145,14 @@ def _small_disk(tmp_path: Path, megabytes: int) -> Iterator[Path | None]:
 
 
 def test_a_full_disk_is_a_typed_error_that_loses_nothing(tmp_path: Path) -> None:
-    small, big = Sandbox(seed=1, transactions=300), Sandbox(seed=1, transactions=20_000)
+    big = Sandbox(seed=1, transactions=20_000)
+    recent = big.now - timedelta(days=1)  # a few hundred of its transfers: the file's first
     with _small_disk(tmp_path, 12) as disk:
         if disk is None:
             pytest.skip("cannot mount a tmpfs here; the injected ENOSPC test covers the copy")
         path = disk / "w.duckdb"
         with Warehouse(path) as wh:
-            wh.sync(small.client(), progress=False)
+            wh.sync(big.client(), progress=False, since=recent, resources=["transactions"])
             before = set(wh.transactions()["id"])
         with pytest.raises(WarehouseStorageError, match="no space left"), Warehouse(path) as wh:
             wh.sync(big.client(), progress=False, full=True)
@@ -161,14 +162,16 @@ def test_a_full_disk_is_a_typed_error_that_loses_nothing(tmp_path: Path) -> None
             # what was stored before stays (batches the big sync committed before the disk
             # filled stay too: how many depends on timing), and nothing is doubled
             stored = wh.sql("SELECT count(*) AS n, count(DISTINCT id) AS d FROM transactions")
-            assert before <= set(wh.transactions()["id"]) and len(before) == 300
+            assert before <= set(wh.transactions()["id"]) and 100 < len(before) < 1_000
             assert stored["n"][0] == stored["d"][0]
         # the failed staged copy was removed to give its space back (no copy is left to fill
         # the disk); once the operator makes room, the next run succeeds
         assert not path.with_name(path.name + ".syncing").exists()
         subprocess.run(["mount", "-o", "remount,size=96m", str(disk)], check=True)
-        report = sync_file(path, small.client(), progress=False, full=True)
-        assert report.resources["transactions"]["unchanged"] == 300
+        report = sync_file(path, big.client(), progress=False, full=True)
+        assert report.resources["transactions"]["unchanged"] >= len(before)
+        with Warehouse(path, read_only=True) as wh:
+            assert len(wh.transactions()) == 20_000
         assert not path.with_name(path.name + ".syncing").exists()
 
 
@@ -478,7 +481,8 @@ def test_a_file_reached_by_another_name_has_one_writer(tmp_path: Path) -> None:
 
     real = tmp_path / "real.duckdb"
     link = tmp_path / "link.duckdb"
-    sync_file(real, Sandbox(seed=3, transactions=200).client(), progress=False)
+    # the sandbox `_sync_process` syncs (seed 0): one platform's data by either name
+    sync_file(real, Sandbox(seed=0, transactions=200).client(), progress=False)
     link.symlink_to(real)
     (tmp_path / "sub").mkdir()
     for name in (link, tmp_path / "sub" / ".." / "real.duckdb"):

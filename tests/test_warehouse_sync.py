@@ -17,6 +17,7 @@ import pytest
 
 from paylens import Client, Sandbox
 from paylens.client import RetryPolicy
+from paylens.errors import PaylensError
 from paylens.sandbox.routes import dispatch
 from paylens.warehouse import (
     SyncOptions,
@@ -214,6 +215,91 @@ def test_a_warehouse_holds_one_source(sandbox: Sandbox, client: Client, wh: Ware
     other = Client("https://api.example.com/2025-10-13", "id", "secret")
     with pytest.raises(WarehouseError, match="refusing to mix"):
         wh.sync(other, progress=False)
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        {"seed": 12, "transactions": 300},  # another platform at the same base URL
+        {"seed": 11, "transactions": 400},  # the same seed, another world: another size
+    ],
+)
+def test_a_warehouse_holds_one_platform_at_one_url(tmp_path: Path, other: dict[str, int]) -> None:
+    """Two platforms' credentials reach one base URL (the service's, or paylens' embedded
+    sandbox for every seed and size): the platform's configuration id, read once a sync, tells
+    them apart, and a second platform's data is refused before any of it is read or stored."""
+    path = tmp_path / "one.duckdb"
+    first = Sandbox(seed=11, transactions=300)
+    sync_file(path, first.client(), progress=False)
+    with Warehouse(path, read_only=True) as wh:
+        before = wh.sql("SELECT count(*) AS n, max(id) AS last FROM transactions").iloc[0].tolist()
+    second = Sandbox(**other)
+    assert second.client().base_url == first.client().base_url
+    with pytest.raises(WarehouseError, match="refusing to mix") as refused:
+        sync_file(path, second.client(), progress=False)
+    said = str(refused.value)
+    assert first.client().config.get().id in said and second.client().config.get().id in said
+    assert second.requests.count("GET", suffix="/transactions") == 0  # nothing read
+    with Warehouse(path, read_only=True) as wh:
+        after = wh.sql("SELECT count(*) AS n, max(id) AS last FROM transactions").iloc[0].tolist()
+        assert list(wh.sync_runs()["status"]) == ["succeeded"]  # refused before a run began
+    assert after == before
+    again = run_cli(
+        "sync",
+        "--db",
+        str(path),
+        "--sandbox",
+        "--seed",
+        str(other["seed"]),
+        "--transactions",
+        str(other["transactions"]),
+        "--quiet",
+    )
+    assert again.returncode == 1 and again.stderr.count("\n") == 1, again
+    assert "refusing to mix" in again.stderr
+    sync_file(path, Sandbox(seed=11, transactions=300).client(), progress=False)  # the same one
+
+
+def test_a_warehouse_synced_before_the_platform_was_recorded_records_it(tmp_path: Path) -> None:
+    path = tmp_path / "older.duckdb"
+    sandbox = Sandbox(seed=11, transactions=300)
+    sync_file(path, sandbox.client(), progress=False)
+    with Warehouse(path) as wh:  # as a file from before: no platform in its meta
+        wh.sql("DELETE FROM paylens_meta WHERE key = 'platform_config_id'")
+    sync_file(path, sandbox.client(), progress=False)
+    with Warehouse(path, read_only=True) as wh:
+        (recorded,) = wh.sql("SELECT value FROM paylens_meta WHERE key = 'platform_config_id'")[
+            "value"
+        ]
+    assert recorded == sandbox.client().config.get().id
+
+
+def test_a_service_that_does_not_offer_its_configuration_is_told_apart_by_its_url(
+    tmp_path: Path,
+) -> None:
+    """`GET /config` answered 404 (not offered to these credentials): the sync goes on and
+    records no platform; the next sync that reads one records it. Any other failure of that
+    read fails the run, recorded as the sync's failure."""
+    path = tmp_path / "w.duckdb"
+    sandbox = Sandbox(seed=11, transactions=300)
+    sandbox.faults.inject(404, "NOT_FOUND")  # the run's first request is the configuration's
+    report = sync_file(path, sandbox.client(max_retries=0), progress=False)
+    assert report.resources["transactions"]["new"] == 300
+
+    def platform() -> str | None:
+        with Warehouse(path, read_only=True) as wh:
+            found = wh.sql("SELECT value FROM paylens_meta WHERE key = 'platform_config_id'")
+        return None if found.empty else str(found["value"][0])
+
+    assert platform() is None
+    sandbox.faults.inject(500, "INTERNAL_ERROR")
+    with pytest.raises(PaylensError):
+        sync_file(path, sandbox.client(max_retries=0), progress=False)
+    with Warehouse(path, read_only=True) as wh:
+        last = wh.last_sync()
+        assert last is not None and last["status"] == "failed" and "500" in str(last["error"])
+    sync_file(path, sandbox.client(), progress=False)
+    assert platform() == sandbox.client().config.get_id()
 
 
 _HOLDER = """

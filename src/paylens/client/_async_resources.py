@@ -95,6 +95,7 @@ class AsyncExchangeRates(_Resource):
 class AsyncConfig(_Resource):
     __doc__ = Config.__doc__
     get = awaitable(Config.get)
+    get_id = awaitable(Config.get_id)
 
 
 class AsyncCredentials(_Resource):

@@ -15,9 +15,10 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import httpx
+import orjson
 
 from paylens import models as m
-from paylens.errors import InvalidArgumentError
+from paylens.errors import InvalidArgumentError, ResponseValidationError
 
 from . import _params as p
 from ._pagination import Paginator, parse_with
@@ -451,6 +452,27 @@ class Config(_Resource):
 
     def get(self) -> m.PlatformConfig:
         return self._run(Call[m.PlatformConfig]("GET", "config", _parse(m.PlatformConfig)))
+
+    def get_id(self) -> str | None:
+        """The configuration's `id` alone (None when the answer has none), read without the
+        model: what tells one platform's data from another's at one base URL, on every sync."""
+        return self._run(Call[str | None]("GET", "config", _id_of))
+
+
+def _id_of(response: httpx.Response) -> str | None:
+    """A record's `id` from its raw JSON answer (None when it has none); an answer that is no
+    JSON object is a `ResponseValidationError`, as a typed read's would be."""
+    try:
+        body = orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        body = None
+    if not isinstance(body, dict):
+        raise ResponseValidationError(
+            f"{response.request.method} {response.request.url.path} answered a body that is "
+            "not a JSON object"
+        )
+    found = body.get("id")
+    return found if isinstance(found, str) else None
 
 
 __all__ = [

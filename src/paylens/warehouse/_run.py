@@ -17,7 +17,7 @@ import duckdb
 
 from paylens.client import Client
 from paylens.client._params import timestamp
-from paylens.errors import WarehouseError
+from paylens.errors import APIError, WarehouseError
 
 from . import _store
 from ._open import interrupt_of, wal_path
@@ -43,7 +43,7 @@ class SyncRun:
         self, client: Client, opts: SyncOptions, wanted: list[str], forced: frozenset[str]
     ) -> SyncReport:
         """Sync the `wanted` resources (re-reading `forced` ones whole) and record the run."""
-        check_source(self._con, self._lock, self.path, client)
+        check_service(self._con, self._lock, self.path, client)  # before any request
         started_clock = time.perf_counter()
         started = utcnow()
         # a sibling for this run: its own rate budget and request counts, the caller's
@@ -75,6 +75,8 @@ class SyncRun:
         )
         beside = _Beside(small_sync.run, small)
         try:
+            # the run's first request, counted in it and recorded as its failure if it fails
+            check_platform(self._con, self._lock, self.path, client)
             if small:
                 beside.start()
             if "transactions" in wanted:
@@ -191,18 +193,68 @@ class SyncRun:
 
 
 def check_source(con: duckdb.DuckDBPyConnection, lock: Any, path: Path, client: Client) -> None:
-    """Refuse to mix another service's data into a warehouse; record the source on the first sync."""
+    """Refuse to mix another service's or another platform's data into a warehouse
+    (`check_service`, then `check_platform`); record the source on the first sync."""
+    check_service(con, lock, path, client)
+    check_platform(con, lock, path, client)
+
+
+def check_service(con: duckdb.DuckDBPyConnection, lock: Any, path: Path, client: Client) -> None:
+    """Refuse another service's base URL, before any request to it; record the source on the
+    first sync."""
     with lock:
         meta = _store.meta(con)
         known = meta.get("source_url")
         if known is not None and known != client.base_url:
             raise WarehouseError(
-                f"{target_of(path)} holds data from {known}; refusing to mix in {client.base_url}. "
-                "Use another database file for another service."
+                f"{target_of(path)} holds data from {known}; refusing to mix in "
+                f"{client.base_url}. Use another database file for another service."
             )
         _store.set_meta(
             con, meta, source_url=client.base_url, is_sandbox=str(client.is_sandbox).lower()
         )
+
+
+def check_platform(con: duckdb.DuckDBPyConnection, lock: Any, path: Path, client: Client) -> None:
+    """Refuse another platform's data at the same base URL.
+
+    A base URL names the service, not the platform: the credentials of several platforms reach
+    one URL (the service's; paylens' embedded sandbox answers every seed and size at one). The
+    platform's configuration id (`GET /config`, one request) tells them apart. A file synced
+    before it was recorded takes it on its next sync; a service that does not offer the call
+    is compared by its URL alone."""
+    platform = _platform_config_id(client)
+    with lock:
+        meta = _store.meta(con)
+        recorded = meta.get(PLATFORM_CONFIG_ID)
+        if platform is not None and recorded is not None and platform != recorded:
+            raise WarehouseError(
+                f"{target_of(path)} holds the data of the platform whose configuration is "
+                f"{recorded}; refusing to mix in {platform}'s, which these credentials reach at "
+                f"the same URL. Use another database file for another platform."
+            )
+        if platform is not None:
+            _store.set_meta(con, meta, **{PLATFORM_CONFIG_ID: platform})
+
+
+#: The meta key of the platform's configuration id (`check_platform`).
+PLATFORM_CONFIG_ID = "platform_config_id"
+
+
+def _platform_config_id(client: Client) -> str | None:
+    """The id of the platform's configuration these credentials read; None when the service
+    does not offer the call to them or answers it without one. Any other failure is raised,
+    as the sync's own first request would raise it."""
+    try:
+        return client.config.get_id()
+    except APIError as exc:
+        if exc.status in _NOT_OFFERED:
+            return None
+        raise
+
+
+#: Answers to `GET /config` that say the call is not offered to these credentials.
+_NOT_OFFERED = frozenset({403, 404, 405, 501})
 
 
 class _Beside(threading.Thread):

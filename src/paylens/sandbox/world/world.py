@@ -54,6 +54,7 @@ Decisions where the specification is silent (see also `generate` for money and l
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -177,7 +178,16 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
         self._calls = streams[_STREAM_CALLS]
         ids_hi, ids_lo = new_uuids(self._calls, 2)
         self.platform_id = f"Platform:{uuid_text(int(ids_hi[0]), int(ids_lo[0]))}"
-        self.config_id = f"PlatformConfig:{uuid_text(int(ids_hi[1]), int(ids_lo[1]))}"
+        # the configuration's id names this world, not the seed alone: a warehouse tells
+        # platforms apart by it (every sandbox answers at one base URL), and another size or
+        # mix of the same seed is another platform's data
+        shape_of_world: tuple[object, ...] = (transactions, customers, platform_fee_bps)
+        shape_of_world += (platform_fixed_fee, tuple(mix), per_scenario, self.profile)
+        digest = hashlib.blake2b(
+            f"{int(ids_hi[1])}/{int(ids_lo[1])}/{shape_of_world!r}".encode(), digest_size=16
+        ).digest()
+        hi, lo = int.from_bytes(digest[:8], "big"), int.from_bytes(digest[8:], "big")
+        self.config_id = f"PlatformConfig:{uuid_text(hi, lo)}"
         self.wallets = WalletAuth.generate(self.entities, self.views, seed, end_us)
         self.idempotency = IdempotencyKeys()
         self._advances = 0
