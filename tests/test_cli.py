@@ -572,3 +572,28 @@ def test_sync_wallets_accounts_takes_the_inventory_of_those_accounts_only(
     with Warehouse(db, read_only=True) as wh:
         held = set(wh.sql("SELECT DISTINCT account_id FROM wallet_credentials")["account_id"])
     assert held == set(wallets)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sync", "--sandbox"],
+        ["cancel", "--where", "TRUE", "--dry-run"],
+        ["sync-wallets", "--sandbox"],
+        ["report"],
+        ["demo"],
+    ],
+)
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_warehouse_name_is_a_usage_error_that_makes_no_file(
+    args: list[str], name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--db ""` named the current folder: a sync made `<folder>.lock` beside it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    done = run_cli(*args, "--db", name)
+    assert done.returncode == 2, done
+    assert done.stderr.startswith(f"paylens {args[0]}: argument --db: ") and "empty" in done.stderr
+    assert done.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["work"]

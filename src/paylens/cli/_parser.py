@@ -182,6 +182,17 @@ def _client_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _file_name(text: str) -> str:
+    """A file's name, refused here when empty: `--db ""` named the current folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is an empty file name")
+    return text
+
+
+def _db_option(parser: argparse.ArgumentParser, help: str = "warehouse file") -> None:
+    parser.add_argument("--db", type=_file_name, default=DEFAULT_DB, help=help)
+
+
 def _wait_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--wait",
@@ -193,7 +204,7 @@ def _wait_option(parser: argparse.ArgumentParser) -> None:
 
 def _bulk_options(parser: argparse.ArgumentParser, noun: str, table: str, example: str) -> None:
     """What every bulk command takes: the selection, dry run or apply, and the sandbox."""
-    parser.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
+    _db_option(parser)
     parser.add_argument(
         "--where", required=True, help=f"one SQL condition over {table}, e.g. {example}"
     )
@@ -308,7 +319,7 @@ def _add_sandbox(commands: Any) -> None:
 def _add_sync(commands: Any) -> None:
     """`paylens sync`."""
     sync = _command(commands, "sync", _sync)
-    sync.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
+    _db_option(sync)
     sync.add_argument(
         "--since",
         type=_instant,
@@ -355,7 +366,7 @@ def _add_bulk_actions(commands: Any) -> None:
 def _add_sync_wallets(commands: Any) -> None:
     """`paylens sync-wallets`."""
     wallets = _command(commands, "sync-wallets", _sync_wallets)
-    wallets.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
+    _db_option(wallets)
     wallets.add_argument(
         "--accounts",
         nargs="+",
@@ -388,7 +399,7 @@ def _add_revoke_sessions(commands: Any) -> None:
 def _add_report(commands: Any) -> None:
     """`paylens report`."""
     report = _command(commands, "report", _report)
-    report.add_argument("--db", default=DEFAULT_DB, help="warehouse file (read only)")
+    _db_option(report, "warehouse file (read only)")
     _sandbox_options(report, "instead of --db: a warehouse synced from the embedded sandbox")
     report.add_argument("--quiet", action="store_true", help="no progress display")
     report.add_argument(
@@ -420,7 +431,7 @@ def _add_demo(commands: Any) -> None:
     demo.add_argument(
         "--transactions", type=_whole(0), default=SANDBOX_TRANSACTIONS, help="sandbox size"
     )
-    demo.add_argument("--db", default=DEFAULT_DB, help="warehouse file")
+    _db_option(demo)
     demo.add_argument("--out", default="reports", help="folder for the report")
     demo.add_argument(
         "--currencies", type=_whole(0), default=6, help="currencies shown in the headline figures"
