@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from paylens import Client, InvalidArgumentError, Sandbox, ops
-from paylens.warehouse import Warehouse
+from paylens.warehouse import Warehouse, WarehouseError
 
 from ._helpers import hold_answers
 
@@ -125,8 +125,10 @@ def test_apply_gives_each_outcome(sandbox: Sandbox, wh: Warehouse, over_http: bo
         )
         # the service's answers for the first three items are forced: 404 on the re-read,
         # 400 and 500 on the cancel; the others meet the sandbox's real rules
-        sandbox.faults.inject(404, "TRANSACTION_NOT_FOUND")
-        result = _apply_scripted(plan, client, sandbox)
+        sandbox.faults.inject(404, "TRANSACTION_NOT_FOUND", path=f"/transactions/{ids[0]}")
+        sandbox.faults.inject(400, "INVALID_INPUT", path=f"/transactions/{ids[1]}/cancel")
+        sandbox.faults.inject(500, "INTERNAL_ERROR", path=f"/transactions/{ids[2]}/cancel")
+        result = plan.apply(client, concurrency=1, progress=False)
     finally:
         if server:
             server.stop()
@@ -165,26 +167,6 @@ def test_apply_gives_each_outcome(sandbox: Sandbox, wh: Warehouse, over_http: bo
     assert set(stored["status"]) == {"FAILED"} and set(stored["refund_reason"]) == {
         "USER_CANCELLATION"
     }
-
-
-def _apply_scripted(plan: ops.Plan, client: Client, sandbox: Sandbox):
-    """Apply one item at a time so each injected answer meets the intended request."""
-    original = sandbox.faults.decide
-    calls = {"n": 0}
-
-    def decide():
-        calls["n"] += 1
-        if calls["n"] == 3:  # item 1: GET (404); item 2: GET, then this cancel
-            sandbox.faults.inject(400, "INVALID_INPUT")
-        if calls["n"] == 5:  # item 3: GET, then this cancel
-            sandbox.faults.inject(500, "INTERNAL_ERROR")
-        return original()
-
-    sandbox.faults.decide = decide  # type: ignore[method-assign]
-    try:
-        return plan.apply(client, concurrency=1, progress=False)
-    finally:
-        sandbox.faults.decide = original  # type: ignore[method-assign]
 
 
 def test_a_second_apply_asks_nothing_the_service_refused_for_good(
@@ -426,3 +408,22 @@ def test_cli_cancel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> 
     # exit 0 only when every item was cancelled as planned
     assert code == (1 if refused else 0)
     assert (f"not_cancellable {refused:,}" in counts) == bool(refused)
+
+
+def test_an_apply_with_another_platforms_credentials_sends_nothing(
+    sandbox: Sandbox, wh: Warehouse
+) -> None:
+    """The plan was selected from one platform's data; credentials that reach another
+    platform at the same URL (another sandbox world here) are refused before any item is
+    claimed or sent, and the journal stays empty."""
+    plan = ops.plan_cancel(wh, PENDING_BANK)
+    assert len(plan.eligible) > 0
+    other = Sandbox(seed=sandbox.seed + 1, transactions=1_500)
+    with pytest.raises(WarehouseError, match="nothing was sent") as refused:
+        plan.apply(other.client(), progress=False)
+    said = str(refused.value)
+    assert other.client().config.get_id() in said and sandbox.client().config.get_id() in said
+    assert other.requests.count("POST") == 0 and _cancel_requests(sandbox) == []
+    assert wh.journal().empty
+    done = plan.apply(sandbox.client(), progress=False)  # its own platform's credentials
+    assert (done["outcome"] == "cancelled").sum() > 0

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from paylens import Client, Sandbox
-from paylens.errors import InvalidArgumentError
+from paylens.errors import APIConnectionError, InvalidArgumentError, NotFoundError
 from paylens.sandbox import is_sandbox_url
 from paylens.sandbox.wire.server import SandboxServer
 
@@ -247,3 +247,28 @@ def test_control_channel_moves_a_served_sandbox(sandbox: Sandbox, server: Sandbo
     assert sandbox.faults.latency == 0.01
     assert httpx.post(control + "/faults", json={"no_such": 1}, auth=auth).status_code == 400
     assert sandbox.requests.count() == 0  # control requests are not service requests
+
+
+def test_a_fault_for_a_path_waits_for_a_request_to_that_path() -> None:
+    """`inject(..., path=)` and `drop_next(..., path=)` answer the next request whose path
+    ends so, whatever other requests come first; the others are served."""
+    sandbox = Sandbox(seed=1, transactions=300)
+    client = sandbox.client(max_retries=0)
+    first = next(iter(client.transactions.list(limit=1)))
+    sandbox.faults.inject(404, "TRANSACTION_NOT_FOUND", path="/config")
+    sandbox.faults.drop_next(1, path=f"/transactions/{first.id}")
+    assert next(iter(client.transactions.list(limit=1))).id == first.id  # another path: served
+    with pytest.raises(APIConnectionError):
+        client.transactions.get(first.id)
+    assert client.transactions.get(first.id).id == first.id  # the drop was taken once
+    with pytest.raises(NotFoundError):
+        client.config.get_id()
+    assert client.config.get_id() is not None
+    assert [(m, p.rsplit("/", 1)[-1], s) for m, p, s in sandbox.requests.entries] == [
+        ("GET", "transactions", 200),
+        ("GET", "transactions", 200),
+        ("GET", first.id, 0),
+        ("GET", first.id, 200),
+        ("GET", "config", 404),
+        ("GET", "config", 200),
+    ]

@@ -211,6 +211,8 @@ def apply_plan(
             f"{wh.path} is open read-only, and an apply journals every item there before "
             "sending: plan on a Warehouse opened read-write (a dry run needs only read-only)"
         )
+    if acting:  # before anything is claimed or sent
+        wh.check_platform(client)
     budget = RateBudget(rate_limit) if rate_limit else None
     run = _Run(plan, client, fingerprint, budget, resend_unknown)
     bar = _bar(progress, len(acting), action.name)

@@ -223,25 +223,34 @@ def check_platform(con: duckdb.DuckDBPyConnection, lock: Any, path: Path, client
     platform's configuration id (`GET /config`, one request) tells them apart. A file synced
     before it was recorded takes it on its next sync; a service that does not offer the call
     is compared by its URL alone."""
-    platform = _platform_config_id(client)
+    platform = platform_config_id(client)
     with lock:
         meta = _store.meta(con)
         recorded = meta.get(PLATFORM_CONFIG_ID)
         if platform is not None and recorded is not None and platform != recorded:
-            raise WarehouseError(
-                f"{target_of(path)} holds the data of the platform whose configuration is "
-                f"{recorded}; refusing to mix in {platform}'s, which these credentials reach at "
-                f"the same URL. Use another database file for another platform."
+            raise other_platform(
+                path,
+                recorded,
+                platform,
+                "refusing to mix it in. Use another database file for another platform.",
             )
         if platform is not None:
             _store.set_meta(con, meta, **{PLATFORM_CONFIG_ID: platform})
+
+
+def other_platform(path: Path, recorded: str, reached: str, then: str) -> WarehouseError:
+    """The refusal of a platform other than the one whose data the file holds."""
+    return WarehouseError(
+        f"{target_of(path)} holds the data of the platform whose configuration is {recorded}; "
+        f"these credentials reach {reached}'s at the same URL: {then}"
+    )
 
 
 #: The meta key of the platform's configuration id (`check_platform`).
 PLATFORM_CONFIG_ID = "platform_config_id"
 
 
-def _platform_config_id(client: Client) -> str | None:
+def platform_config_id(client: Client) -> str | None:
     """The id of the platform's configuration these credentials read; None when the service
     does not offer the call to them or answers it without one. Any other failure is raised,
     as the sync's own first request would raise it."""

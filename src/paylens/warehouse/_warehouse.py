@@ -21,7 +21,14 @@ from paylens.frames import to_pandas
 from . import _journal, _staged, _store, _wallets
 from ._open import MEMORY, close_store, not_found, open_store, storage_errors
 from ._report import SANDBOX_LABEL, SyncReport
-from ._run import SyncRun, check_source, parse_since
+from ._run import (
+    PLATFORM_CONFIG_ID,
+    SyncRun,
+    check_source,
+    other_platform,
+    parse_since,
+    platform_config_id,
+)
 from .sync import SMALL_RESOURCES, Freshness, SyncOptions, utcnow
 
 if TYPE_CHECKING:  # pandas loads when a frame is first asked for, not for a sync
@@ -112,6 +119,17 @@ class Warehouse:
     @property
     def is_sandbox(self) -> bool:
         return self._meta().get("is_sandbox") == "true"
+
+    def check_platform(self, client: Client) -> None:
+        """Raise `WarehouseError` when `client` reaches another platform than the one whose
+        data this file holds (its configuration id, which a sync records; one `GET /config`).
+        Nothing is asked before a sync has recorded it."""
+        recorded = self._meta().get(PLATFORM_CONFIG_ID)
+        if recorded is None:
+            return
+        reached = platform_config_id(client)
+        if reached is not None and reached != recorded:
+            raise other_platform(self.path, recorded, reached, "nothing was sent.")
 
     def _meta(self) -> dict[str, str]:
         with self._lock:

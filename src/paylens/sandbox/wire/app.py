@@ -141,7 +141,7 @@ class SandboxApp:
         if "/_control/" in raw_path:
             return self._control(method, raw_path.rsplit("/_control/", 1)[1], headers, body)
         path = self._route_path(unquote(raw_path))
-        fault = self.faults.decide()
+        fault = self.faults.decide(path or raw_path)
         if fault.drop:
             self.log.record(method, path or raw_path, 0)
             return Reply(0, [], b"", delay=fault.delay, drop=True)

@@ -34,8 +34,10 @@ class Faults:
     - `rate_429`: fraction of requests answered 429 `RATE_LIMITED` with `Retry-After: retry_after`.
     - `burst_5xx(n)`: the next n requests answer 500 `INTERNAL_ERROR`, 502, 503 in turn (the
       gateway statuses with a non-JSON body, as a proxy in front of a service would).
-    - `inject(status, code, count)`: the next requests answer that error (any status and code).
-    - `drop_rate` / `drop_next(n)`: connections closed without an answer.
+    - `inject(status, code, count)`: the next requests answer that error (any status and code);
+      with `path=`, the next requests whose path ends so (`"/transactions/<id>/cancel"`),
+      whatever other requests come first.
+    - `drop_rate` / `drop_next(n, path=...)`: connections closed without an answer.
     - `rate_limit`: requests per second (token bucket, burst of one second's worth); past it,
       429 `RATE_LIMITED` with the `Retry-After` until the next token.
     - `corrupt_ids`: records served with a malformed amount (a float), wherever they appear,
@@ -50,7 +52,8 @@ class Faults:
     rate_limit: float | None = None
     seed: int = 0
     corrupt_ids: set[str] = field(default_factory=set)
-    _script: deque[FaultDecision] = field(default_factory=deque, repr=False)
+    #: scripted decisions, each for the next request whose path ends with its suffix ("": any)
+    _script: deque[tuple[str, FaultDecision]] = field(default_factory=deque, repr=False)
     _rng: random.Random = field(init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _tokens: float = field(default=float("inf"), repr=False)
@@ -74,33 +77,46 @@ class Faults:
             self._script.clear()
 
     def inject(
-        self, status: int, code: str | None, count: int = 1, *, retry_after: float | None = None
+        self,
+        status: int,
+        code: str | None,
+        count: int = 1,
+        *,
+        retry_after: float | None = None,
+        path: str = "",
     ) -> None:
-        """Answer the next `count` requests with this error (code None: a non-JSON body)."""
+        """Answer the next `count` requests (whose path ends with `path`) with this error
+        (code None: a non-JSON body)."""
+        decision = FaultDecision(status=status, code=code, retry_after=retry_after)
         with self._lock:
-            self._script.extend(
-                [FaultDecision(status=status, code=code, retry_after=retry_after)] * count
-            )
+            self._script.extend([(path, decision)] * count)
 
     def burst_5xx(self, count: int) -> None:
         with self._lock:
             for i in range(count):
                 status = (500, 502, 503)[i % 3]
                 self._script.append(
-                    FaultDecision(status=status, code="INTERNAL_ERROR" if status == 500 else None)
+                    (
+                        "",
+                        FaultDecision(
+                            status=status, code="INTERNAL_ERROR" if status == 500 else None
+                        ),
+                    )
                 )
 
-    def drop_next(self, count: int) -> None:
+    def drop_next(self, count: int, *, path: str = "") -> None:
+        """Close the next `count` connections (of requests whose path ends with `path`)."""
         with self._lock:
-            self._script.extend([FaultDecision(drop=True)] * count)
+            self._script.extend([(path, FaultDecision(drop=True))] * count)
 
-    def decide(self) -> FaultDecision:
+    def decide(self, path: str = "") -> FaultDecision:
+        """What the faults make of the next request, to `path`."""
         with self._lock:
             delay = self.latency + (
                 self._rng.random() * self.latency_jitter if self.latency_jitter else 0.0
             )
-            if self._script:
-                scripted = self._script.popleft()
+            scripted = self._scripted(path)
+            if scripted is not None:
                 return FaultDecision(
                     delay, scripted.drop, scripted.status, scripted.code, scripted.retry_after
                 )
@@ -114,6 +130,14 @@ class Faults:
                     delay=delay, status=429, code="RATE_LIMITED", retry_after=self.retry_after
                 )
             return FaultDecision(delay=delay)
+
+    def _scripted(self, path: str) -> FaultDecision | None:
+        """The first scripted decision for `path` (taken off the script), if any."""
+        for i, (suffix, decision) in enumerate(self._script):
+            if path.endswith(suffix):
+                del self._script[i]
+                return decision
+        return None
 
     def _take_token(self) -> float | None:
         """None when a token was taken; else seconds until the next one."""
