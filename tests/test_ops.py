@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from paylens import Client, InvalidArgumentError, Sandbox, ops
-from paylens.warehouse import Warehouse, WarehouseError
+from paylens.errors import WarehouseSourceError
+from paylens.warehouse import Warehouse
 
 from ._helpers import hold_answers
 
@@ -419,7 +420,7 @@ def test_an_apply_with_another_platforms_credentials_sends_nothing(
     plan = ops.plan_cancel(wh, PENDING_BANK)
     assert len(plan.eligible) > 0
     other = Sandbox(seed=sandbox.seed + 1, transactions=1_500)
-    with pytest.raises(WarehouseError, match="nothing was sent") as refused:
+    with pytest.raises(WarehouseSourceError, match="nothing was sent") as refused:
         plan.apply(other.client(), progress=False)
     said = str(refused.value)
     assert other.client().config.get_id() in said and sandbox.client().config.get_id() in said

@@ -255,7 +255,7 @@ def test_a_warehouse_holds_one_platform_at_one_url(tmp_path: Path, other: dict[s
         str(other["transactions"]),
         "--quiet",
     )
-    assert again.returncode == 1 and again.stderr.count("\n") == 1, again
+    assert again.returncode == 2 and again.stderr.count("\n") == 1, again
     assert "refusing to mix" in again.stderr
     sync_file(path, Sandbox(seed=11, transactions=300).client(), progress=False)  # the same one
 

@@ -48,6 +48,7 @@ from paylens.errors import (
     WarehouseFileError,
     WarehouseLockedError,
     WarehouseNotFoundError,
+    WarehouseSourceError,
     WarehouseStorageError,
 )
 
@@ -124,6 +125,7 @@ __all__ = [
     "WarehouseFileError",
     "WarehouseLockedError",
     "WarehouseNotFoundError",
+    "WarehouseSourceError",
     "WarehouseStorageError",
     "__version__",
     "analysis",

@@ -14,6 +14,8 @@
     │   ├── WarehouseLockedError      another writer (process, sync or Warehouse) holds it
     │   ├── WarehouseFileError        not a paylens warehouse (another program's file, SQLite,
     │   │                             truncated or corrupt); it is never altered
+    │   ├── WarehouseSourceError      it holds another service's or platform's data: none is
+    │   │                             mixed in, nothing is sent
     │   └── WarehouseStorageError     the disk is full or the file cannot be written
     ├── ReportError                   the report notebook failed, e.g. a tie-out (paylens.report)
     ├── APIConnectionError            the service could not be reached (after the retries)
@@ -83,6 +85,7 @@ __all__ = [
     "WarehouseFileError",
     "WarehouseLockedError",
     "WarehouseNotFoundError",
+    "WarehouseSourceError",
     "WarehouseStorageError",
     "error_class_for",
     "error_class_for_status",
@@ -205,6 +208,12 @@ class WarehouseLockedError(WarehouseError):
 class WarehouseFileError(WarehouseError):
     """The file is not a paylens warehouse (another program's DuckDB file, a SQLite file, a
     truncated or corrupt file). paylens refuses it and never alters it."""
+
+
+class WarehouseSourceError(WarehouseError):
+    """The warehouse holds another service's data (its base URL) or another platform's (its
+    configuration id, at the same URL): a sync mixes none of it in, an apply sends nothing.
+    Use another file, or the credentials of the file's own platform."""
 
 
 class WarehouseStorageError(WarehouseError):

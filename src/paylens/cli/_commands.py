@@ -22,6 +22,7 @@ _SETUP_ERRORS = (
     errors.InvalidArgumentError,
     errors.WarehouseNotFoundError,
     errors.WarehouseFileError,
+    errors.WarehouseSourceError,
 )
 
 

@@ -17,7 +17,7 @@ import duckdb
 
 from paylens.client import Client
 from paylens.client._params import timestamp
-from paylens.errors import APIError, WarehouseError
+from paylens.errors import APIError, WarehouseSourceError
 
 from . import _store
 from ._open import interrupt_of, wal_path
@@ -206,7 +206,7 @@ def check_service(con: duckdb.DuckDBPyConnection, lock: Any, path: Path, client:
         meta = _store.meta(con)
         known = meta.get("source_url")
         if known is not None and known != client.base_url:
-            raise WarehouseError(
+            raise WarehouseSourceError(
                 f"{target_of(path)} holds data from {known}; refusing to mix in "
                 f"{client.base_url}. Use another database file for another service."
             )
@@ -238,9 +238,9 @@ def check_platform(con: duckdb.DuckDBPyConnection, lock: Any, path: Path, client
             _store.set_meta(con, meta, **{PLATFORM_CONFIG_ID: platform})
 
 
-def other_platform(path: Path, recorded: str, reached: str, then: str) -> WarehouseError:
+def other_platform(path: Path, recorded: str, reached: str, then: str) -> WarehouseSourceError:
     """The refusal of a platform other than the one whose data the file holds."""
-    return WarehouseError(
+    return WarehouseSourceError(
         f"{target_of(path)} holds the data of the platform whose configuration is {recorded}; "
         f"these credentials reach {reached}'s at the same URL: {then}"
     )
