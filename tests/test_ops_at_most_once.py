@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -159,6 +160,41 @@ def test_two_applies_in_one_process_send_each_request_once(tmp_path: Path) -> No
     assert outcomes["cancelled"] == len(ids)
     assert outcomes["skipped_journal"] + outcomes["skipped_claimed"] == 2 * len(ids)
     assert (journal["outcome"] == "cancelled").sum() == len(ids)
+
+
+def test_an_apply_starting_while_another_claims_is_not_taken_for_dead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The interleaving load made (found failing in CI): apply A reads which runs are alive,
+    then apply B starts and claims an item, then A reads the journal. Read against A's older
+    list of live runs, B's claim looked left by a dead run, A took the item over, and both
+    sent its cancel. Here B is started at that very moment and given a second to claim."""
+    sandbox = Sandbox(seed=23, transactions=1_500, scenarios=40)
+    path = tmp_path / "interleaved.duckdb"
+    _synced(sandbox, path)
+    with Warehouse(path) as wh:
+        ids = _inside_window(sandbox, wh)[:1]
+        first, second = ops.plan_cancel(wh, ids), ops.plan_cancel(wh, ids)
+        claim = Warehouse.journal_claim
+        b_claimed = threading.Event()
+        started: list[threading.Thread] = []
+
+        def in_between(self: Warehouse, *args: Any, **kw: Any) -> Any:
+            if not started:  # A, about to claim: B starts and claims now, if it can
+                b = threading.Thread(target=lambda: second.apply(sandbox.client(), progress=False))
+                started.append(b)
+                b.start()
+                b_claimed.wait(1.0)
+            else:
+                b_claimed.set()
+            return claim(self, *args, **kw)
+
+        monkeypatch.setattr(Warehouse, "journal_claim", in_between)
+        first.apply(sandbox.client(), progress=False)
+        started[0].join()
+        journal = wh.journal()
+    assert _posts(sandbox, "/cancel") == Counter(dict.fromkeys(ids, 1)), "a cancel went out twice"
+    assert list(journal["outcome"]) == ["cancelled"]
 
 
 _APPLY = """

@@ -68,7 +68,10 @@ _CONFIRMED_LATER = "confirmed by reading the record later"
 _NOT_SENT = "claimed by a run that ended before sending it"
 
 #: Claim tokens of the apply runs alive in this process: a `requested` journal row holding
-#: another token belongs to a run that died, and is in doubt until its record is read.
+#: another token belongs to a run that died, and is in doubt until its record is read. The
+#: journal is read against these tokens under `_LIVE_LOCK`: read against a copy taken before,
+#: a run that started, and claimed an item, in between was taken for dead, and its item was
+#: sent twice (two applies at once in one process, under load).
 _LIVE: set[str] = set()
 _LIVE_LOCK = threading.Lock()
 
@@ -286,10 +289,10 @@ class _Run:
         and stays in doubt while the record shows nothing and the item still waits. Items of
         this plan are also resolved when claimed (see `act`)."""
         action = self.plan.action
-        with _LIVE_LOCK:
-            live = set(_LIVE)
+        with _LIVE_LOCK:  # see `_LIVE`
+            in_doubt = list(self.wh.journal_in_doubt(action.name, set(_LIVE)))
         entries: dict[str, list[int]] = {}
-        for entry, item, sent in self.wh.journal_in_doubt(action.name, live):
+        for entry, item, sent in in_doubt:
             if sent:
                 entries.setdefault(item, []).append(entry)
             else:
@@ -333,17 +336,16 @@ class _Run:
 
     def act(self, row: dict[str, Any]) -> _Outcome:
         action, tid = self.plan.action, row["id"]
-        with _LIVE_LOCK:
-            live = set(_LIVE)
-        claim = self.wh.journal_claim(
-            fingerprint=self.fingerprint,
-            action=action.name,
-            item_id=tid,
-            success=action.verb,
-            token=self.token,
-            live=live,
-            final=FINAL_REFUSALS,
-        )
+        with _LIVE_LOCK:  # see `_LIVE`
+            claim = self.wh.journal_claim(
+                fingerprint=self.fingerprint,
+                action=action.name,
+                item_id=tid,
+                success=action.verb,
+                token=self.token,
+                live=set(_LIVE),
+                final=FINAL_REFUSALS,
+            )
         if claim.done:
             said = (
                 f"already {action.verb} (journal)"
