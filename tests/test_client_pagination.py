@@ -3,6 +3,7 @@ small scripted transport plays it), and a pagination that survives new records a
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import httpx
@@ -49,7 +50,6 @@ def test_the_same_records_under_ever_new_cursors_end_with_an_error(
 ) -> None:
     """A service that ignores the cursor (the same records, a fresh cursor each page) stops
     a listing with `PaginationError`, sync and async, rather than looping forever."""
-    import asyncio
 
     same = _records(shared_sandbox, 2)
     pages = [
@@ -136,3 +136,29 @@ def test_a_text_page_that_is_not_a_page_is_a_typed_error() -> None:
     client = _scripted([{"data": {"id": "x"}, "hasMore": False}])
     with pytest.raises(ResponseValidationError, match="data is not a list"):
         list(client.transactions.list().pages(raw="text"))
+
+
+def test_an_async_listing_is_walked_async_only(shared_sandbox: Sandbox) -> None:
+    """An `AsyncClient`'s listing is an `AsyncPaginator`: `async for`, `pages()` and
+    `await to_list()` give what the sync listing gives, and a sync walk is a `TypeError` at
+    once (it used to fail inside, on a coroutine: 'coroutine' object has no attribute 'data')."""
+    from paylens import AsyncPaginator, Paginator
+
+    with shared_sandbox.client() as client:
+        expected = [c.id for c in client.cards.list(limit=7)]
+        assert isinstance(client.cards.list(), Paginator)
+
+    async def walk() -> tuple[list[str], list[str], list[str]]:
+        async with shared_sandbox.async_client() as client:
+            listing = client.cards.list(limit=7)
+            assert isinstance(listing, AsyncPaginator)
+            with pytest.raises(TypeError, match="not iterable"):
+                iter(listing)  # type: ignore[call-overload]
+            walked = [c.id async for c in listing]
+            paged = [c.id async for page in listing.pages() for c in page.data]
+            listed = [c.id for c in await listing.to_list()]
+            return walked, paged, listed
+
+    walked, paged, listed = asyncio.run(walk())
+    assert walked == paged == listed == expected
+    assert len(expected) > 7  # more than one page

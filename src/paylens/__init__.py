@@ -54,7 +54,15 @@ from paylens.errors import (
 
 if TYPE_CHECKING:
     from paylens import analysis, ops
-    from paylens.client import AsyncClient, Client, Paginator, RawPage, RetryPolicy, TextPage
+    from paylens.client import (
+        AsyncClient,
+        AsyncPaginator,
+        Client,
+        Paginator,
+        RawPage,
+        RetryPolicy,
+        TextPage,
+    )
     from paylens.client._signing import SessionKey
     from paylens.connection import connect
     from paylens.ops import Plan
@@ -64,6 +72,7 @@ if TYPE_CHECKING:
 #: What loads on first use: name -> (module, attribute or None for the module itself).
 _LAZY: _lazy.Table = {
     "AsyncClient": ("paylens.client", "AsyncClient"),
+    "AsyncPaginator": ("paylens.client", "AsyncPaginator"),
     "Client": ("paylens.client", "Client"),
     "Paginator": ("paylens.client", "Paginator"),
     "RawPage": ("paylens.client", "RawPage"),
@@ -88,6 +97,7 @@ __all__ = [
     "APIError",
     "APITimeoutError",
     "AsyncClient",
+    "AsyncPaginator",
     "AuthenticationError",
     "BadRequestError",
     "Client",

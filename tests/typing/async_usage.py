@@ -17,6 +17,10 @@ async def async_usage(client: AsyncClient, transaction_id: str) -> None:
     assert_type(card, models.Card)
     async for item in client.transactions.list(status="PENDING"):
         print(item.id)
+    cards = await client.cards.list(state="ACTIVE").to_list()
+    assert_type(cards, list[models.Card])
+    async for page in client.customers.list().pages():
+        print(page.total_count)
     sessions = await client.auth.sessions.list("InternalAccount:x")
     assert_type(sessions, list[models.AuthSession])
 

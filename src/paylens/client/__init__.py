@@ -2,7 +2,7 @@
 
 from ._clients import AsyncClient, Client
 from ._config import API_VERSION, ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET
-from ._pagination import Paginator, RawPage, TextPage
+from ._pagination import AsyncPaginator, Paginator, RawPage, TextPage
 from ._policy import Call, RateBudget, RequestStats, RetryPolicy
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "ENV_CLIENT_ID",
     "ENV_CLIENT_SECRET",
     "AsyncClient",
+    "AsyncPaginator",
     "Call",
     "Client",
     "Paginator",

@@ -3,8 +3,9 @@
 Each method *is* the sync resource's own function: a resource hands its `Call` to the client,
 and an `AsyncClient` (and the signed-retry driver) answers with a coroutine, so nothing is
 written twice. `awaitable` only tells type checkers that the call returns `Awaitable[T]`, and
-`same` that a method (a paginator, a private helper) is shared as it is. `list(...)` gives the
-same `Paginator`, walked with `async for` and `.apages()`.
+`same` that a method (a private helper) is shared as it is, and `listing` that a listing gives
+an `AsyncPaginator` (walked with `async for`, its `pages()` and `await to_list()`), which the
+shared method builds for an `AsyncClient`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 from ._auth import Auth, _Credentials, _Flows, _Sessions
+from ._pagination import AsyncPaginator, Paginator
 from ._resources import (
     Cards,
     Config,
@@ -39,6 +41,13 @@ def awaitable(
     return cast("Callable[Concatenate[Any, P], Awaitable[T]]", method)
 
 
+def listing(
+    method: Callable[Concatenate[Any, P], Paginator[T]],
+) -> Callable[Concatenate[Any, P], AsyncPaginator[T]]:
+    """The sync resource's listing, as an `AsyncClient` resource has it (types only)."""
+    return cast("Callable[Concatenate[Any, P], AsyncPaginator[T]]", method)
+
+
 def same(method: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Any, P], T]:
     """A method shared as it is (it sends nothing itself)."""
     return method
@@ -47,7 +56,7 @@ def same(method: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Any, 
 class AsyncTransactions(_Resource):
     __doc__ = Transactions.__doc__
     _path = same(Transactions._path)
-    list = same(Transactions.list)
+    list = listing(Transactions.list)
     get = awaitable(Transactions.get)
     cancel = awaitable(Transactions.cancel)
     approve = awaitable(Transactions.approve)
@@ -57,27 +66,27 @@ class AsyncTransactions(_Resource):
 
 class AsyncCards(_Resource):
     __doc__ = Cards.__doc__
-    list = same(Cards.list)
+    list = listing(Cards.list)
     get = awaitable(Cards.get)
     update = awaitable(Cards.update)
 
 
 class AsyncCustomers(_Resource):
     __doc__ = Customers.__doc__
-    list = same(Customers.list)
+    list = listing(Customers.list)
     get = awaitable(Customers.get)
 
 
 class AsyncInternalAccounts(_Resource):
     __doc__ = InternalAccounts.__doc__
-    list = same(InternalAccounts.list)
+    list = listing(InternalAccounts.list)
     list_platform = awaitable(InternalAccounts.list_platform)
 
 
 class AsyncExternalAccounts(_Resource):
     __doc__ = ExternalAccounts.__doc__
-    list = same(ExternalAccounts.list)
-    list_platform = same(ExternalAccounts.list_platform)
+    list = listing(ExternalAccounts.list)
+    list_platform = listing(ExternalAccounts.list_platform)
 
 
 class AsyncQuotes(_Resource):

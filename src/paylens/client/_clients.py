@@ -197,6 +197,7 @@ class Client(_ClientBase):
     config: _resources.Config
     auth: _auth.Auth
     _http: httpx.Client
+    is_async: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -268,6 +269,7 @@ class AsyncClient(_ClientBase):
     config: aio.AsyncConfig
     auth: aio.AsyncAuth
     _http: httpx.AsyncClient
+    is_async: ClassVar[bool] = True
 
     def __init__(
         self,

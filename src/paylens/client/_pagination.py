@@ -256,12 +256,8 @@ def once(items: list[T], ids: list[str | None], before: set[str]) -> Iterator[T]
             yield item
 
 
-class Paginator(Generic[T]):
-    """Every item of a list endpoint, typed, across all pages.
-
-    Iterate it (`for tx in client.transactions.list(status="PENDING")`), or walk `.pages()` for
-    the pages with their `total_count`. With an `AsyncClient`, use `async for` and `.apages()`.
-    """
+class _Listing(Generic[T]):
+    """What both paginators share: the endpoint, its filters and how a page is read."""
 
     def __init__(
         self, client: Client | AsyncClient, path: str, params: dict[str, str], item_type: Any
@@ -272,7 +268,7 @@ class Paginator(Generic[T]):
         self._item_type = item_type
 
     def __repr__(self) -> str:
-        return f"Paginator(GET {self._path}, {self._params})"
+        return f"{type(self).__name__}(GET {self._path}, {self._params})"
 
     def _parser(self, raw: bool | Literal["text"]) -> Callable[[httpx.Response], Any]:
         if raw == "text":
@@ -283,6 +279,14 @@ class Paginator(Generic[T]):
         if isinstance(item_type, str):  # a model's name (see `_Resource._list`)
             item_type = getattr(models, item_type)
         return parse_with(functools.partial(models.parse_page, item_type=item_type))
+
+
+class Paginator(_Listing[T]):
+    """Every item of a list endpoint, typed, across all pages (a `Client`'s listings).
+
+    Iterate it (`for tx in client.transactions.list(status="PENDING")`), or walk `.pages()` for
+    the pages with their `total_count`. An `AsyncClient` lists with an `AsyncPaginator`.
+    """
 
     def pages(self, *, raw: bool | Literal["text"] = False) -> Iterator[Any]:
         """Each page in turn: `Page[T]`; `RawPage` of JSON values with `raw=True`; `TextPage`
@@ -302,8 +306,18 @@ class Paginator(Generic[T]):
             yield from once(page.data, ids, before)
             before = {i for i in ids if i is not None}
 
-    async def apages(self, *, raw: bool | Literal["text"] = False) -> AsyncIterator[Any]:
-        """`pages()` for an `AsyncClient`."""
+    def to_list(self) -> list[T]:
+        """All items in a list."""
+        return list(self)
+
+
+class AsyncPaginator(_Listing[T]):
+    """`Paginator` for an `AsyncClient`: `async for tx in client.transactions.list(...)`,
+    `async for page in ….pages()`, `await ….to_list()`. It has no sync iteration, so a type
+    checker refuses `for` over it (at run time it is a `TypeError`)."""
+
+    async def pages(self, *, raw: bool | Literal["text"] = False) -> AsyncIterator[Any]:
+        """Each page in turn, as `Paginator.pages`."""
         walk, parse, cursor = _Walk(self._path, self._params), self._parser(raw), None
         while True:
             page = await cast(Awaitable[Any], self._client.request(walk.call(parse, cursor)))
@@ -314,12 +328,12 @@ class Paginator(Generic[T]):
 
     async def __aiter__(self) -> AsyncIterator[T]:
         before: set[str] = set()
-        async for page in self.apages():
+        async for page in self.pages():
             ids = page_ids(page)
             for item in once(page.data, ids, before):
                 yield item
             before = {i for i in ids if i is not None}
 
-    def to_list(self) -> list[T]:
-        """All items in a list (sync clients)."""
-        return list(self)
+    async def to_list(self) -> list[T]:
+        """All items in a list."""
+        return [item async for item in self]

@@ -21,7 +21,7 @@ from paylens import models as m
 from paylens.errors import InvalidArgumentError, ResponseValidationError
 
 from . import _params as p
-from ._pagination import Paginator, parse_with
+from ._pagination import AsyncPaginator, Paginator, parse_with
 from ._policy import Call
 
 if TYPE_CHECKING:
@@ -91,7 +91,8 @@ class _Resource:
     def _list(self, path: str, params: dict[str, str], item_type: str) -> Paginator[Any]:
         """A paginator of `item_type` (a model's name: built only when typed pages are asked
         for, so that a sync reading JSON texts builds no pydantic model)."""
-        return Paginator(self._client, path, params, item_type)
+        listing = AsyncPaginator if self._client.is_async else Paginator
+        return cast(Paginator[Any], listing(self._client, path, params, item_type))
 
 
 def _limit(limit: int | None) -> int:
