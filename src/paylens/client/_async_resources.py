@@ -46,7 +46,7 @@ def same(method: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Any, 
 
 class AsyncTransactions(_Resource):
     __doc__ = Transactions.__doc__
-    _path = same(Transactions._path)
+    _call = same(Transactions._call)
     list = same(Transactions.list)
     get = awaitable(Transactions.get)
     cancel = awaitable(Transactions.cancel)
