@@ -38,9 +38,7 @@ class Misrouting:
     `acting`, without forwarding it otherwise. With `reads_too`, a read of an item already
     acted on is answered with the decoy's record as well. Anything else passes through."""
 
-    def __init__(
-        self, upstream: str, decoy: str, *, acting: bool, reads_too: bool = False
-    ) -> None:
+    def __init__(self, upstream: str, decoy: str, *, acting: bool, reads_too: bool = False) -> None:
         self.upstream = httpx.URL(upstream)
         self.decoy, self.acting, self.reads_too = decoy, acting, reads_too
         self.acted_on: set[str] = set()
@@ -158,7 +156,12 @@ _PLANS: dict[str, Callable[[Warehouse, list[str]], ops.Plan]] = {
     "reject": lambda wh, ids: ops.plan_reject(wh, ids, reason="not authorised"),
     "confirm_receipt": lambda wh, ids: ops.plan_confirm_receipt(wh, ids),
 }
-_PATHS = {"cancel": "cancel", "approve": "approve", "reject": "reject", "confirm_receipt": "confirm"}
+_PATHS = {
+    "cancel": "cancel",
+    "approve": "approve",
+    "reject": "reject",
+    "confirm_receipt": "confirm",
+}
 _VERBS = {"cancel": "cancelled", "approve": "approved", "reject": "rejected"}
 _VERBS["confirm_receipt"] = "confirmed"
 
@@ -270,9 +273,7 @@ def test_a_service_acting_and_answering_another_record_is_resolved_by_reading(
         again = _PLANS[action](wh, items).apply(client, progress=False)
         assert set(again["outcome"]) <= {"skipped", "skipped_journal"}
         # the answers stored are the items' own records, never the decoy's under their ids
-        stored = wh.sql(
-            "SELECT id FROM transactions WHERE id IN (SELECT UNNEST(?))", [items]
-        )
+        stored = wh.sql("SELECT id FROM transactions WHERE id IN (SELECT UNNEST(?))", [items])
         assert len(stored) == N
     assert _posts(sandbox, action) == Counter(dict.fromkeys(items, 1))
     assert all(_shows_effect(sandbox, action, t) for t in items)

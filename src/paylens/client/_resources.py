@@ -302,9 +302,7 @@ class Customers(_Resource):
 
     def get(self, customer_id: str) -> m.Customer:
         cid = p.record_id("customer_id", customer_id, "Customer")
-        return self._run(
-            Call[m.Customer]("GET", f"customers/{cid}", parse_customer, record_id=cid)
-        )
+        return self._run(Call[m.Customer]("GET", f"customers/{cid}", parse_customer, record_id=cid))
 
 
 class InternalAccounts(_Resource):
