@@ -230,6 +230,6 @@ def test_the_repr_of_a_client_whose_construction_failed_is_safe(
 
     with pytest.raises(ConfigurationError):
         Watched("https://api.example.com/2025-10-13", "id", "")
-    assert seen == [f"Watched(base_url='https://api.example.com/2025-10-13', client_id=None)"]
+    assert seen == ["Watched(base_url='https://api.example.com/2025-10-13', client_id=None)"]
     whole = kind("https://api.example.com/2025-10-13", "id", SECRET)
     assert repr(whole) == f"{kind.__name__}(base_url={whole.base_url!r}, client_id='id')"

@@ -293,6 +293,7 @@ def test_reads_answering_another_record_leave_the_item_in_doubt(
     with Warehouse(path) as wh:
         with misrouting(sandbox, decoy, acting=True, reads_too=True) as (proxy, client):
             first = _PLANS[action](wh, items).apply(client, progress=False)
+        assert proxy.misrouted[_PATHS[action]] == N
         assert Counter(first["outcome"]) == {"unknown": N}
         assert first["message"].str.startswith("the record could not be read").all()
         assert first["message"].str.contains("another record").all()
