@@ -241,8 +241,11 @@ def test_a_service_not_acting_and_answering_another_record_gets_no_success(
         assert _journalled(wh, action) == Counter()
         assert not any(_shows_effect(sandbox, action, t) for t in items)
         assert _posts(sandbox, action) == Counter({decoy: 1})  # the direct one only
-        # a re-run at the honest service reads first and does not send blindly...
-        again = _PLANS[action](wh, items).apply(sandbox.client(), progress=False)
+        # a later plan holds every item eligible (none taken for done by the journal)...
+        replan = _PLANS[action](wh, items)
+        assert Counter(replan.items["eligibility"]) == {ops.ELIGIBLE: N}
+        # ...a re-run at the honest service reads first and does not send blindly...
+        again = replan.apply(sandbox.client(), progress=False)
         assert Counter(again["outcome"]) == {"skipped_unknown": N}
         # ...and on the caller's word each is sent once and done: none skipped for good
         sent = _PLANS[action](wh, items).apply(

@@ -46,13 +46,14 @@ def same(method: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Any, 
 
 class AsyncTransactions(_Resource):
     __doc__ = Transactions.__doc__
-    _call = same(Transactions._call)
+    _path = same(Transactions._path)
     list = same(Transactions.list)
     get = awaitable(Transactions.get)
     cancel = awaitable(Transactions.cancel)
     approve = awaitable(Transactions.approve)
     reject = awaitable(Transactions.reject)
     confirm_receipt = awaitable(Transactions.confirm_receipt)
+    _call = same(Transactions._call)
 
 
 class AsyncCards(_Resource):

@@ -150,16 +150,20 @@ class Transactions(_Resource):
         )
         return self._list("transactions", params, "Transaction")
 
+    def _path(self, transaction_id: str, action: str = "") -> str:
+        tid = p.record_id("transaction_id", transaction_id, *_TRANSACTION_ID_TYPES)
+        return f"transactions/{tid}" + (f"/{action}" if action else "")
+
     def _call(
         self, transaction_id: str, action: str = "", body: dict[str, Any] | None = None
     ) -> Call[m.Transaction]:
         """The call reading (GET) or acting on (POST `action`) one transaction: its answer
         must carry that transaction (the union, read by its `type`: an approval of an agent's
         payout answers an OUTGOING one, where the interface names an incoming one)."""
-        tid = p.record_id("transaction_id", transaction_id, *_TRANSACTION_ID_TYPES)
+        path = self._path(transaction_id, action)
+        tid = path.split("/")[1]  # the id as `_path` checked it
         if not action:
-            return Call("GET", f"transactions/{tid}", parse_transaction, record_id=tid)
-        path = f"transactions/{tid}/{action}"
+            return Call("GET", path, parse_transaction, record_id=tid)
         return Call("POST", path, parse_transaction, json=body, record_id=tid)
 
     def get(self, transaction_id: str) -> m.Transaction:
