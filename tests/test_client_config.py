@@ -233,3 +233,12 @@ def test_the_repr_of_a_client_whose_construction_failed_is_safe(
     assert seen == ["Watched(base_url='https://api.example.com/2025-10-13', client_id=None)"]
     whole = kind("https://api.example.com/2025-10-13", "id", SECRET)
     assert repr(whole) == f"{kind.__name__}(base_url={whole.base_url!r}, client_id='id')"
+
+
+def test_a_secret_too_short_to_be_real_is_not_looked_for_in_the_url() -> None:
+    """A one-letter secret (a test's) is in most URLs by chance: not taken for a leak."""
+    with Client("https://api.example.com/2025-10-13", "id", "s") as client:
+        assert client.base_url == "https://api.example.com/2025-10-13"
+    with pytest.raises(ConfigurationError, match="must use https") as raised:
+        Client("http://api.example.com/2025-10-13", "id", "s")
+    assert "'http://api.example.com/2025-10-13'" in str(raised.value)

@@ -16,6 +16,8 @@ ENV_CLIENT_ID = "PAYLENS_CLIENT_ID"
 ENV_CLIENT_SECRET = "PAYLENS_CLIENT_SECRET"
 
 _VERSION_SEGMENT = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+#: The shortest client secret looked for in a base URL.
+_SECRET_LEAST = 8
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ def check_base_url(
     but the version, never the secret; and it chains no other exception.
     """
     url = base_url.strip().rstrip("/")
+    if secret is not None and len(secret) < _SECRET_LEAST:
+        secret = None  # so short, it is in most URLs by chance (a test's "s"): no real secret
     problem = _base_url_problem(url, allow_insecure=allow_insecure, secret=secret)
     if problem is not None:
         raise ConfigurationError(problem.format(url=repr(shown_url(url, secret=secret))))
@@ -98,7 +102,8 @@ def _base_url_problem(url: str, *, allow_insecure: bool, secret: str | None) -> 
 def shown_url(url: str, *, secret: str | None = None) -> str:
     """A base URL as a message may show it: its scheme, host and port, and of its path only a
     last segment of the version's form (`https://host/…/2025-10-13`): any other segment may
-    be a token. The client `secret` is never shown, wherever it appears."""
+    be a token. The client `secret` (of 8 characters or more) is never shown, wherever it
+    appears."""
     try:
         parts = urlsplit(url)
     except ValueError:  # an unclosed IPv6 bracket
@@ -116,7 +121,7 @@ def shown_url(url: str, *, secret: str | None = None) -> str:
     last = segments.pop() if segments and _VERSION_SEGMENT.match(segments[-1]) else None
     shown = f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
     shown += ("/…" if segments else "") + (f"/{last}" if last else "")
-    if secret:
+    if secret and len(secret) >= _SECRET_LEAST:
         shown = re.sub(re.escape(secret), "…", shown, flags=re.IGNORECASE)
     return shown
 
