@@ -161,3 +161,84 @@ def test_a_negative_max_retries_is_refused_by_name(value: int) -> None:
         RetryPolicy(max_retries=value)
     with sandbox.client() as client, pytest.raises(InvalidArgumentError, match="max_retries"):
         client.with_options(max_retries=value)
+
+
+SECRET = "sk_live_9f8e7d6c5b4a"
+
+
+def _chain(exc: BaseException | None) -> str:
+    """Every message and repr down an exception's chain (`__cause__` and `__context__`)."""
+    said: list[str] = []
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        said += [str(exc), repr(exc), repr(exc.args)]
+        exc = exc.__cause__ or exc.__context__
+    return "\n".join(said)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (f"https://api.example.com/2025-10-13/{SECRET}", "https://api.example.com/…"),
+        (f"https://api.example.com/{SECRET}", "https://api.example.com/…"),
+        (f"http://api.example.com/{SECRET}/2025-10-13", "http://api.example.com/…/2025-10-13"),
+        (f"ftp://api.example.com/{SECRET}/2025-10-13", "ftp://api.example.com/…/2025-10-13"),
+        (f"https://api.example.com:{SECRET}/2025-10-13", "https://api.example.com/2025-10-13"),
+        (f"https://[{SECRET}/2025-10-13", "…"),
+        (
+            f"https://api.example.com/{SECRET}/2025-10-13?x=1",
+            "https://api.example.com/…/2025-10-13",
+        ),
+        (f"https://{SECRET}.example.com/2025-10-13", None),  # the client secret itself
+        (f"https://api.example.com/v1/{SECRET}/2025-10-13", "https://api.example.com/…/2025-10-13"),
+    ],
+)
+@pytest.mark.parametrize("kind", [Client, AsyncClient])
+def test_a_base_url_is_never_echoed_with_a_secret(
+    url: str, shown: str | None, kind: type[Client | AsyncClient]
+) -> None:
+    """A refused base URL is shown by its scheme, host and version segment only: any other
+    path segment may be a token, and the client secret is never shown, wherever it is."""
+    with pytest.raises(ConfigurationError) as raised:
+        kind(url, "id", SECRET)
+    text = _chain(raised.value)
+    assert SECRET.lower() not in text.lower(), text
+    if shown is not None:
+        assert repr(shown) in str(raised.value) or f"{shown!r}…" in str(raised.value), text
+
+
+@pytest.mark.parametrize("kind", [Client, AsyncClient])
+def test_the_repr_of_a_client_whose_construction_failed_is_safe(
+    kind: type[Client | AsyncClient],
+) -> None:
+    """A traceback's locals or a debugger show `self` of an `__init__` that raised: its repr
+    names what was set and never fails."""
+    empty = kind.__new__(kind)
+    assert repr(empty) == f"{kind.__name__}(base_url=None, client_id=None)"
+    half = kind.__new__(kind)
+    half.base_url = "https://api.example.com/2025-10-13"  # set before Credentials refused
+    assert repr(half) == f"{kind.__name__}(base_url={half.base_url!r}, client_id=None)"
+    seen: list[str] = []
+
+    class Watched(kind):  # type: ignore[valid-type,misc]
+        def __init__(self, *args: object) -> None:
+            try:
+                super().__init__(*args)
+            finally:
+                seen.append(repr(self))
+
+    with pytest.raises(ConfigurationError):
+        Watched("https://api.example.com/2025-10-13", "id", "")
+    assert seen == ["Watched(base_url='https://api.example.com/2025-10-13', client_id=None)"]
+    whole = kind("https://api.example.com/2025-10-13", "id", SECRET)
+    assert repr(whole) == f"{kind.__name__}(base_url={whole.base_url!r}, client_id='id')"
+
+
+def test_a_secret_too_short_to_be_real_is_not_looked_for_in_the_url() -> None:
+    """A one-letter secret (a test's) is in most URLs by chance: not taken for a leak."""
+    with Client("https://api.example.com/2025-10-13", "id", "s") as client:
+        assert client.base_url == "https://api.example.com/2025-10-13"
+    with pytest.raises(ConfigurationError, match="must use https") as raised:
+        Client("http://api.example.com/2025-10-13", "id", "s")
+    assert "'http://api.example.com/2025-10-13'" in str(raised.value)

@@ -428,3 +428,40 @@ def test_an_apply_with_another_platforms_credentials_sends_nothing(
     assert wh.journal().empty
     done = plan.apply(sandbox.client(), progress=False)  # its own platform's credentials
     assert (done["outcome"] == "cancelled").sum() > 0
+
+
+HOSTILE_FILTERS = [
+    "id IN (SELECT extension_name FROM duckdb_extensions())",
+    "(SELECT string_agg(install_path) FROM duckdb_extensions())::INT = 1",
+    "EXISTS (SELECT * FROM read_csv('/etc/passwd'))",
+    "id IN (SELECT file FROM glob('/root/*'))",
+    "id IN (SELECT file FROM glob('~/*'))",
+    "getenv('HOME') = 'x'",
+    "current_setting('home_directory')::INT = 1",
+    "current_setting('secret_directory')::INT = 1",
+    "(SELECT current_setting('extension_directory'))::INT = 1",
+    "(SELECT path FROM duckdb_databases() LIMIT 1)::INT = 1",
+    "(SELECT string_agg(path) FROM duckdb_databases())::INT = 1",
+    "current_setting('temp_directory')::INT = 1",
+    "id IN (SELECT * FROM read_text('" + "/" + "proc/self/environ'))",
+    "(SELECT string_agg(database_name) FROM duckdb_databases())::INT = 1",
+]
+
+
+@pytest.mark.parametrize("expression", HOSTILE_FILTERS)
+def test_a_selection_error_shows_no_path_of_the_machine(wh: Warehouse, expression: str) -> None:
+    """A filter that reaches for files, extensions, settings or the environment is refused or
+    harmless, and its error names the problem without any path of this machine (the home
+    directory, DuckDB's extension or secret folders, the warehouse's file): beside the
+    filter as written, no `/` at all."""
+    try:
+        plan = ops.plan_cancel(wh, expression)
+    except InvalidArgumentError as exc:
+        said = str(exc)
+        assert said.startswith("select: the filter"), said
+        beside = said.replace(repr(expression), "")
+        assert "/" not in beside and "\\" not in beside and "~" not in beside, said
+        for leak in (os.path.expanduser("~"), str(wh.path.parent), ".duckdb"):
+            assert leak not in beside, said
+    else:  # harmless: the filter selected nothing from the machine
+        assert len(plan.items) == 0

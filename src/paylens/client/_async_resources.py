@@ -62,6 +62,7 @@ class AsyncTransactions(_Resource):
     approve = awaitable(Transactions.approve)
     reject = awaitable(Transactions.reject)
     confirm_receipt = awaitable(Transactions.confirm_receipt)
+    _call = same(Transactions._call)
 
 
 class AsyncCards(_Resource):

@@ -49,7 +49,9 @@ class _ClientBase:
         allow_insecure: bool = False,
         seed: int | None = None,
     ) -> None:
-        self.base_url, self.api_version = check_base_url(base_url, allow_insecure=allow_insecure)
+        self.base_url, self.api_version = check_base_url(
+            base_url, allow_insecure=allow_insecure, secret=client_secret
+        )
         self._credentials = Credentials(client_id, client_secret)
         policy = retry or RetryPolicy()
         if max_retries is not None:
@@ -118,7 +120,11 @@ class _ClientBase:
         return is_sandbox_url(self.base_url)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(base_url={self.base_url!r}, client_id={self.client_id!r})"
+        # read from what is set: a client whose `__init__` raised (a traceback's locals, a
+        # debugger) has a repr too, and never one that fails
+        credentials = self.__dict__.get("_credentials")
+        client_id = getattr(credentials, "client_id", None)
+        return f"{type(self).__name__}(base_url={self.__dict__.get('base_url')!r}, client_id={client_id!r})"
 
     def with_options(
         self,

@@ -72,7 +72,9 @@ class Call(Generic[T]):
     """One request of the interface and how to read its answer.
 
     `content` is a JSON body already encoded (it wins over `json`): the signed retry re-sends
-    the very bytes of its first request, so it encodes them once.
+    the very bytes of its first request, so it encodes them once. `record_id` is the id of the
+    record the call is about (`/transactions/{id}/cancel`): its answer must carry that record,
+    and one carrying another (a misrouted or cached answer) is not read as it (`read_answer`).
     """
 
     method: str
@@ -82,6 +84,7 @@ class Call(Generic[T]):
     json: Any = None
     headers: dict[str, str] | None = None
     content: bytes | None = None
+    record_id: str | None = None
 
     @property
     def retry_safe(self) -> bool:
@@ -252,7 +255,14 @@ class Attempts:
         """The answer read (`read_answer`); an unreadable answer to a keyed call that changes
         state names its key (the only safe way to ask again)."""
         key = self.key if self.changes_state else None
-        return read_answer(call.parse, response, self.info, self.number, idempotency_key=key)
+        return read_answer(
+            call.parse,
+            response,
+            self.info,
+            self.number,
+            idempotency_key=key,
+            record_id=call.record_id,
+        )
 
     def _given_up(self, error: Exception) -> Exception:
         """The error to raise on giving up: for a keyed call that changes state, after an
@@ -316,15 +326,23 @@ def read_answer(
     attempts: int,
     *,
     idempotency_key: str | None = None,
+    record_id: str | None = None,
 ) -> T:
     """An answer read by `parse`. For a request that changed state, an unreadable 2xx is an
     unknown outcome (the service acted, or not, and said what in words paylens cannot read),
     carrying the `idempotency_key` it was sent with, if any, to ask again with; for a read, a
     `ResponseValidationError`. A body no reader expected (not JSON, a number where a record
-    belongs) is never the parser's own error."""
+    belongs) is never the parser's own error. An answer about `record_id` that carries another
+    record (a misrouted or cached answer) is unreadable too: it says nothing of this one."""
     failure: PaylensError | None = None
     try:
-        return parse(response)
+        value = parse(response)
+        if record_id is None or (carried := _record_id_of(value)) == record_id:
+            return value
+        failure = ResponseValidationError(
+            f"{info} answered {response.status_code} with another record "
+            f"({carried!r}, not {record_id!r})"
+        )
     except PaylensError as exc:
         failure = exc
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -342,6 +360,13 @@ def read_answer(
         attempts=attempts,
         idempotency_key=idempotency_key,
     )
+
+
+def _record_id_of(value: Any) -> Any:
+    """The `id` a parsed answer carries (None when it carries none)."""
+    if isinstance(value, Mapping):
+        return value.get("id")
+    return getattr(value, "id", None)
 
 
 def public_request(request: httpx.Request) -> FailedRequest:

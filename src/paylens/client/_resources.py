@@ -155,44 +155,46 @@ class Transactions(_Resource):
         tid = p.record_id("transaction_id", transaction_id, *_TRANSACTION_ID_TYPES)
         return f"transactions/{tid}" + (f"/{action}" if action else "")
 
+    def _call(
+        self, transaction_id: str, action: str = "", body: dict[str, Any] | None = None
+    ) -> Call[m.Transaction]:
+        """The call reading (GET) or acting on (POST `action`) one transaction: its answer
+        must carry that transaction (the union, read by its `type`: an approval of an agent's
+        payout answers an OUTGOING one, where the interface names an incoming one)."""
+        path = self._path(transaction_id, action)
+        tid = path.split("/")[1]  # the id as `_path` checked it
+        if not action:
+            return Call("GET", path, parse_transaction, record_id=tid)
+        return Call("POST", path, parse_transaction, json=body, record_id=tid)
+
     def get(self, transaction_id: str) -> m.Transaction:
         """One transaction by id."""
-        return self._run(Call[m.Transaction]("GET", self._path(transaction_id), parse_transaction))
+        return self._run(self._call(transaction_id))
 
     def cancel(self, transaction_id: str, *, reason: str | None = None) -> m.Transaction:
         """Ask to cancel a pending ACH transfer or wire (spec §4.1). 409 ConflictError
         `TRANSACTION_NOT_CANCELLABLE` when the partner refuses or the window passed; 400 for
         a type that cannot be cancelled."""
         body = {} if reason is None else {"reason": p.text("reason", reason)}
-        return self._run(
-            Call[m.Transaction](
-                "POST", self._path(transaction_id, "cancel"), parse_transaction, json=body
-            )
-        )
+        return self._run(self._call(transaction_id, "cancel", body))
 
     def approve(
         self, transaction_id: str, *, receiver_customer_info: dict[str, Any] | None = None
     ) -> m.Transaction:
-        """Platform approval of a transaction pending it (409 otherwise)."""
+        """Platform approval of a transaction pending it (409 otherwise): an incoming payment
+        or an agent's outgoing payout, answered with its record of either type."""
         body = (
             {}
             if receiver_customer_info is None
             else {"receiverCustomerInfo": receiver_customer_info}
         )
-        return self._run(
-            Call[m.Transaction](
-                "POST", self._path(transaction_id, "approve"), parse_transaction, json=body
-            )
-        )
+        return self._run(self._call(transaction_id, "approve", body))
 
     def reject(self, transaction_id: str, *, reason: str | None = None) -> m.Transaction:
-        """Platform rejection of a transaction pending approval (409 otherwise)."""
+        """Platform rejection of a transaction pending approval (409 otherwise), incoming or
+        an agent's outgoing payout."""
         body = {} if reason is None else {"reason": p.text("reason", reason)}
-        return self._run(
-            Call[m.Transaction](
-                "POST", self._path(transaction_id, "reject"), parse_transaction, json=body
-            )
-        )
+        return self._run(self._call(transaction_id, "reject", body))
 
     def confirm_receipt(
         self, transaction_id: str, *, confirmed_at: DateLike | None = None
@@ -203,11 +205,7 @@ class Transactions(_Resource):
             if confirmed_at is None
             else {"receiptDeliveryConfirmedAt": p.timestamp("confirmed_at", confirmed_at)}
         )
-        return self._run(
-            Call[m.Transaction](
-                "POST", self._path(transaction_id, "confirm"), parse_transaction, json=body
-            )
-        )
+        return self._run(self._call(transaction_id, "confirm", body))
 
 
 class Cards(_Resource):
@@ -234,9 +232,8 @@ class Cards(_Resource):
         return self._list("cards", params, "Card")
 
     def get(self, card_id: str) -> m.Card:
-        return self._run(
-            Call[m.Card]("GET", f"cards/{p.record_id('card_id', card_id, 'Card')}", _parse(m.Card))
-        )
+        cid = p.record_id("card_id", card_id, "Card")
+        return self._run(Call[m.Card]("GET", f"cards/{cid}", _parse(m.Card), record_id=cid))
 
     def update(
         self,
@@ -259,8 +256,10 @@ class Cards(_Resource):
                 "update",
                 "nothing to change: pass state, funding_sources or max_spend_per_transaction",
             )
-        path = f"cards/{p.record_id('card_id', card_id, 'Card')}"
-        return self._run(Call[m.Card]("PATCH", path, _parse(m.Card), json=body))
+        cid = p.record_id("card_id", card_id, "Card")
+        return self._run(
+            Call[m.Card]("PATCH", f"cards/{cid}", _parse(m.Card), json=body, record_id=cid)
+        )
 
 
 class Customers(_Resource):
@@ -308,7 +307,7 @@ class Customers(_Resource):
 
     def get(self, customer_id: str) -> m.Customer:
         cid = p.record_id("customer_id", customer_id, "Customer")
-        return self._run(Call[m.Customer]("GET", f"customers/{cid}", parse_customer))
+        return self._run(Call[m.Customer]("GET", f"customers/{cid}", parse_customer, record_id=cid))
 
 
 class InternalAccounts(_Resource):
@@ -372,7 +371,7 @@ class Quotes(_Resource):
 
     def get(self, quote_id: str) -> m.Quote:
         qid = p.record_id("quote_id", quote_id, "Quote")
-        return self._run(Call[m.Quote]("GET", f"quotes/{qid}", _parse(m.Quote)))
+        return self._run(Call[m.Quote]("GET", f"quotes/{qid}", _parse(m.Quote), record_id=qid))
 
     def create(
         self,
@@ -421,7 +420,9 @@ class Quotes(_Resource):
         qid = p.record_id("quote_id", quote_id, "Quote")
         headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
         return self._run(
-            Call[m.Quote]("POST", f"quotes/{qid}/execute", _parse(m.Quote), headers=headers)
+            Call[m.Quote](
+                "POST", f"quotes/{qid}/execute", _parse(m.Quote), headers=headers, record_id=qid
+            )
         )
 
 

@@ -42,6 +42,7 @@ from paylens.errors import (
     NotFoundError,
     OutcomeUnknownError,
     PaylensError,
+    ResponseValidationError,
     WalletOperationPendingError,
     WarehouseError,
 )
@@ -63,6 +64,10 @@ _REFUSALS = {
     # spec §4.1 rule 4: a type that cannot be cancelled is refused with 400 (code not shown)
     ("cancel", 400, None): "rejected_type",
 }
+
+#: What a read that gave no record of the item raises: a refusal, no connection, or an answer
+#: that is not its record (unreadable, or another record's: a misrouted or cached answer).
+_UNREAD = (APIError, APIConnectionError, ResponseValidationError)
 
 _CONFIRMED_LATER = "confirmed by reading the record later"
 _NOT_SENT = "claimed by a run that ended before sending it"
@@ -310,7 +315,7 @@ class _Run:
             except NotFoundError as exc:
                 self._finish(entries[row["id"]], _error_outcome(row["id"], exc, "not_found"))
                 continue
-            except (APIError, APIConnectionError):
+            except _UNREAD:
                 continue
             self._settle(entries[row["id"]], row, current)
 
@@ -363,7 +368,7 @@ class _Run:
             current = self._read(row)
         except NotFoundError as exc:
             return self._finish(entry + in_doubt, _error_outcome(tid, exc, "not_found"))
-        except (APIError, APIConnectionError) as exc:
+        except _UNREAD as exc:
             # nothing sent now; what earlier runs left in doubt stays so, for the next run
             return self._finish(entry, _error_outcome(tid, exc, "failed"))
         settled = self._settle(in_doubt, row, current)
@@ -421,9 +426,10 @@ class _Run:
         tid, verb = row["id"], self.plan.action.verb
         try:
             current = self._read(row)
-        except (APIError, APIConnectionError) as read_error:
+        except _UNREAD as read_error:
             out = _error_outcome(tid, exc, otherwise)
-            out.message = f"{out.message}; the record could not be read: {read_error}"[:500]
+            # said first: the request's own error is long, and the message is cut at 500
+            out.message = f"the record could not be read ({read_error}); {out.message}"[:500]
             return out
         if self.kind.effect(self.plan.action.name, row, current):
             why = "answer lost" if isinstance(exc, OutcomeUnknownError) else f"{exc}"

@@ -63,6 +63,12 @@ def select_ids(wh: Warehouse, expression: str, table: str) -> list[str]:
         raise InvalidArgumentError(
             "select", f"the filter {expression!r} failed: {_unknown_column(exc, snapshot)}"
         ) from None
+    except duckdb.PermissionException:  # DuckDB names the file, folder or extension it is
+        raise InvalidArgumentError(  # refused: a path of this machine (the home directory's)
+            "select",
+            f"the filter {expression!r} failed: it reaches for a file, folder or extension; "
+            f"a filter reads only the columns of {table}",
+        ) from None
     except duckdb.Error as exc:
         raise InvalidArgumentError(
             "select", f"the filter {expression!r} failed: {_first_line(exc)}"
@@ -83,5 +89,14 @@ def _unknown_column(exc: duckdb.Error, snapshot: pa.Table) -> str:
     return f"no column {word!r}{hint}; the columns: {', '.join(names)}"
 
 
+#: A path in an error's words, quoted or not: absolute, home-relative or a drive's (a setting's
+#: value, say `current_setting('secret_directory')` cast to a number, is echoed by DuckDB).
+_PATH = re.compile(
+    r"""(["'])(?:~|[A-Za-z]:)?[/\\].*?\1|(?<![\w.:/\\])(?:~|[A-Za-z]:)?[/\\][^\s"']*"""
+)
+
+
 def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    """An error's first line, without any path of this machine in it."""
+    line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return _PATH.sub("a path (not shown)", line)
