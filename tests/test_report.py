@@ -346,6 +346,39 @@ def test_exceptions_list_each_kind(opened: Warehouse) -> None:
     assert exceptions["amount"].str.match(r"^-?[\d,]+(\.\d+)? [A-Z]+$").all()
 
 
+def test_each_exception_is_listed_once_under_its_right_heading(opened: Warehouse) -> None:
+    """Every kind the sandbox's data holds is counted exactly against SQL over the file: a
+    transfer still PENDING or PROCESSING past its expected settlement is open past it, never
+    also "settled later than expected" (which only a completed transfer can be)."""
+    period = Period(opened)
+    exceptions = period.exceptions()
+    kinds = exceptions["kind"].value_counts().to_dict()
+    # the latest instant of the outgoing transfers' data: what `as_of` defaults to
+    (latest,) = opened.sql(
+        "SELECT greatest(max(created_at), max(updated_at)) AS t FROM transactions"
+        " WHERE type = 'OUTGOING'"
+    )["t"]
+    expected = opened.sql(
+        """
+        SELECT count(*) FILTER (WHERE status = 'COMPLETED' AND settled_at > expected_settlement_at)
+                   AS late,
+               count(*) FILTER (WHERE status IN ('PENDING', 'PROCESSING', 'PENDING_AUTHORIZATION')
+                   AND expected_settlement_at < ?) AS overdue
+        FROM outgoing_fees
+        """,
+        [latest],
+    ).iloc[0]
+    assert expected["late"] > 0 and expected["overdue"] > 0  # the data holds both kinds
+    assert kinds["settled later than expected"] == expected["late"]
+    assert kinds["open past its expected settlement"] == expected["overdue"]
+    late = exceptions[exceptions["kind"] == "settled later than expected"]
+    assert set(late["status"]) == {"COMPLETED"}
+    assert not late["detail"].str.startswith("–").any()
+    # no transaction under two headings of one kind of trouble
+    settlement = exceptions[exceptions["kind"].str.contains("expected")]
+    assert settlement["id"].is_unique
+
+
 def test_formats() -> None:
     assert format_minor(123456, 2) == "1,234.56"
     assert format_minor(-5, 2) == "-0.05"
