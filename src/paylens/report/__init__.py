@@ -17,7 +17,8 @@ from paylens import _lazy
 
 if TYPE_CHECKING:
     from ._figures import Period, TieOutError, exceptions_summary
-    from ._format import format_duration, format_minor, format_rate, show
+    from ._format import format_duration, format_instant, format_minor, format_rate, show
+    from ._page import Section
     from ._render import NOTEBOOK, ReportError, render_report
 
 #: Loaded on first use: `paylens report` runs the notebook and renders its HTML without the
@@ -26,7 +27,8 @@ _LAZY: _lazy.Table = {
     name: (f"paylens.report.{module}", name)
     for module, names in {
         "_figures": ("Period", "TieOutError", "exceptions_summary"),
-        "_format": ("format_duration", "format_minor", "format_rate", "show"),
+        "_format": ("format_duration", "format_instant", "format_minor", "format_rate", "show"),
+        "_page": ("Section",),
         "_render": ("NOTEBOOK", "ReportError", "render_report"),
     }.items()
     for name in names
@@ -36,9 +38,11 @@ __all__ = [
     "NOTEBOOK",
     "Period",
     "ReportError",
+    "Section",
     "TieOutError",
     "exceptions_summary",
     "format_duration",
+    "format_instant",
     "format_minor",
     "format_rate",
     "render_report",
