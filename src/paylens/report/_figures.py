@@ -31,6 +31,7 @@ from paylens.warehouse import SANDBOX_LABEL, Warehouse
 
 from ._bounds import instant
 from ._format import MISSING_LABEL, _when, format_check, format_duration, format_rate
+from ._tables import records
 
 #: Each transaction table: the column naming a row's own currency, and what its rows are read
 #: with: `transactions` keep their JSON only when refunded (the refund's times are in it),
@@ -362,27 +363,27 @@ class Period:
                 row[name] = row.get(name, 0) + value if isinstance(value, int) else value
 
         done = txs[txs["status"] == "COMPLETED"]
-        for (code, kind), rows in done.groupby(["currency", "type"]):
-            amount = int(rows["amount_minor"].fillna(0).sum())
-            decimals = rows["decimals"].dropna()
+        for (code, kind), part in done.groupby(["currency", "type"]):
+            amount = sum(int(v) for v in part["amount_minor"].dropna())
+            decimals = part["decimals"].dropna()
             d = decimals.iloc[0] if len(decimals) else None
             if kind == "OUTGOING":
-                put(code, d, completed=len(rows), sent=amount)
+                put(code, d, completed=len(part), sent=amount)
             elif kind == "INCOMING":
-                put(code, d, completed=len(rows), received=amount)
-        for r in revenue(self.fees, by=[]).itertuples():
+                put(code, d, completed=len(part), received=amount)
+        for r in records(revenue(self.fees, by=[])):
             put(r.sent_currency, r.sent_decimals, fees=int(r.fees_minor))
             put(r.sent_currency, r.sent_decimals, revenue=platform_revenue(r))
         lives = failure_breakdown(txs, by=[], type="OUTGOING")
-        for r in lives.drop_duplicates(["currency"]).itertuples():
+        for r in records(lives.drop_duplicates(["currency"])):
             put(r.currency, r.decimals, failure_rate=r.failure_rate)
         times = settlement_times(
             self.fees, by=["sent_amount_currency"], status_history=self.history
         )
-        for r in times.itertuples():
+        for r in records(times):
             put(r.sent_amount_currency, None, p50=r.p50_seconds, p90=r.p90_seconds)
         refunds = refund_summary(txs, by=[])
-        for r in refunds.itertuples():
+        for r in records(refunds):
             put(
                 r.currency,
                 r.decimals,

@@ -5,6 +5,7 @@ Every figure comes from an analysis helper over the period's rows."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -23,6 +24,11 @@ from ._format import MISSING_LABEL, format_check, format_duration, format_instan
 
 if TYPE_CHECKING:
     from ._figures import Period
+
+
+def records(frame: pd.DataFrame) -> Iterator[Any]:
+    """A frame's rows as named tuples whose fields are any value (a helper's typed columns)."""
+    return iter(frame.itertuples())
 
 
 def _money(minor: Any, decimals: Any) -> str:
@@ -86,7 +92,7 @@ def revenue_by_currency(period: Period) -> pd.DataFrame:
     frame = revenue(period.fees, by=[], reference_rates=period.reference_rates)
     frame = frame.sort_values("transaction_count", ascending=False, kind="stable")
     rows = []
-    for r in frame.itertuples():
+    for r in records(frame):
         d = r.sent_decimals
         rows.append(
             {
@@ -172,7 +178,7 @@ def cards_by_category(period: Period, top: int = 15) -> pd.DataFrame:
     frame = card_summary(period.cards, by="mcc", status_history=period.history)
     frame = frame.sort_values("transaction_count", ascending=False, kind="stable").head(top)
     rows = []
-    for r in frame.itertuples():
+    for r in records(frame):
         d = r.decimals
         rows.append(
             {
