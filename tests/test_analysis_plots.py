@@ -274,7 +274,8 @@ def test_an_empty_warehouse_says_so_in_one_sentence(tmp_path: Path) -> None:
             plot_card_summary(empty),
         ):
             (ax,) = fig.axes
-            (text,) = [t.get_text() for t in ax.texts]
+            text, *source = [t.get_text() for t in ax.texts]
+            assert all(line.startswith("data: ") for line in source)
             assert text.startswith("No ") and text.count(".") == 1 and "in this data" in text
             assert "no data" not in text
             render(fig)

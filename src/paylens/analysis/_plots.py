@@ -184,7 +184,9 @@ def _nothing(frame: pd.DataFrame, sentence: str) -> Figure:
     fig, (ax,) = figure()
     source = frame.attrs.get("source")
     ax.set_axis_off()
-    ax.text(0.0, 0.5, sentence + (f" ({source})" if source else ""), va="center")
+    ax.text(0.0, 0.5, sentence, va="center")
+    if source:  # where the data was to come from, small, under the sentence
+        ax.text(0.0, 0.0, f"data: {source}", va="bottom", fontsize="small", color="0.4")
     fig.set_size_inches(fig.get_size_inches()[0], 0.8)
     ax.set_position((0.02, 0.0, 0.96, 1.0))
     return fig
@@ -258,19 +260,13 @@ def plot_fee_breakdown(
         f"{label} ({cur})"
         for label, cur in zip(_labels(shown, keys, span), shown["sent_currency"], strict=True)
     ]
-    fig, (ax,) = figure()
-    _bars(ax, labels, series, stacked=True)
     grouping = _grouping(keys)
-    _finish(
-        ax,
-        frame,
+    titles = (
         f"Fees of outgoing transfers by {grouping}",
         "% of the amount sent",
         f"{grouping} (sending currency)",
-        note,
     )
-    place(fig, [ax])
-    return fig
+    return _one_panel(frame, labels, series, titles, note)
 
 
 def plot_revenue(
@@ -436,6 +432,22 @@ def plot_settlement_times(
     return fig
 
 
+def _one_panel(
+    frame: pd.DataFrame,
+    labels: list[str],
+    series: Mapping[str, Sequence[float] | np.ndarray],
+    titles: tuple[str, str, str],
+    note: str,
+    colors: Mapping[str, tuple[float, float, float, float]] | None = None,
+) -> Figure:
+    """A figure of one panel of stacked bars: its title, x and y labels (`titles`), a note."""
+    fig, (ax,) = figure()
+    _bars(ax, labels, series, stacked=True, colors=colors)
+    _finish(ax, frame, *titles, note)
+    place(fig, [ax])
+    return fig
+
+
 def _kept_reasons(totals: pd.Series, reasons: int) -> list[str]:
     """The `reasons` largest, and more while what would be left as "other" is larger than the
     largest kept: "other" is never the largest segment."""
@@ -500,7 +512,6 @@ def plot_failure_breakdown(
         f"{g} (resolved {totals.loc[g, 'resolved_count']:,}, open {totals.loc[g, 'open_count']:,})"
         for g in index
     ]
-    fig, (ax,) = figure()
     from matplotlib import colormaps
 
     # past the ten colours of the default cycle, twenty: no two segments share one
@@ -510,18 +521,14 @@ def plot_failure_breakdown(
         if len(kept) > 10
         else None
     )
-    _bars(ax, labels, {name: rates[name].to_numpy() for name in kept}, True, colors)
     grouping = _grouping(keys)
-    _finish(
-        ax,
-        frame,
+    titles = (
         f"Unsuccessful {kind} by {grouping}, lifecycle and reason",
         "% of resolved transfers",
         f"{grouping} (resolved, open)",
-        note,
     )
-    place(fig, [ax])
-    return fig
+    series = {name: rates[name].to_numpy() for name in kept}
+    return _one_panel(frame, labels, series, titles, note, colors)
 
 
 def plot_refund_summary(
@@ -553,19 +560,15 @@ def plot_refund_summary(
     ]
     order = ["refund completed", "refund pending", "refund failed"]
     series = {name: shown[columns[name]].to_numpy(dtype=float) for name in order if name in columns}
-    fig, (ax,) = figure()
-    _bars(ax, labels, series, stacked=True)
     grouping = _grouping(keys)
-    _finish(
-        ax,
-        frame,
+    titles = (
         f"Refunded transfers by {grouping} and how the refund stands",
         "refunded transfers",
         f"{grouping} (transfer type)",
-        note.replace("transaction(s)", "refunded transfer(s)"),
     )
-    place(fig, [ax])
-    return fig
+    return _one_panel(
+        frame, labels, series, titles, note.replace("transaction(s)", "refunded transfer(s)")
+    )
 
 
 def plot_card_summary(

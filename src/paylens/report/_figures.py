@@ -619,29 +619,25 @@ def platform_revenue(row: Any) -> int:
     return int(row.platform_fee_minor)
 
 
-@dataclass(frozen=True, repr=False)
-class Summary:
-    """The report's first screen: the banner, one line of facts, the table per currency."""
-
-    banner: Banner
-    line: dict[str, str]
-    table: pd.DataFrame
+class Summary(Header):
+    """The report's first screen: the banner, the facts in one line, then the table per
+    currency (`counts`)."""
 
     def __repr__(self) -> str:
-        facts = " · ".join(f"{k}: {v}" for k, v in self.line.items())
-        return "\n".join([str(self.banner), facts, self.table.to_string(index=False)])
+        facts = " · ".join(f"{k}: {v}" for k, v in self.facts.items())
+        return "\n".join([str(self.banner), facts, self.counts.to_string(index=False)])
 
     def _repr_html_(self) -> str:
         from ._format import show
         from ._page import STYLE
 
         facts = " · ".join(
-            f"<b>{html.escape(k)}:</b> {html.escape(v)}" for k, v in self.line.items()
+            f"<b>{html.escape(k)}:</b> {html.escape(v)}" for k, v in self.facts.items()
         )
         table = (
             "<p>No transactions in this period.</p>"
-            if self.table.empty
-            else show(self.table).to_html()
+            if self.counts.empty
+            else show(self.counts).to_html()
         )
         return (
             f'{STYLE}<div class="paylens" id="summary">{self.banner._repr_html_()}'
