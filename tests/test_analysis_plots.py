@@ -126,6 +126,18 @@ def test_months_run_in_time_order_and_are_never_cut(wh: Warehouse) -> None:
     assert partial == {months[0], months[-1]}
 
 
+def test_column_names_read_as_words() -> None:
+    from paylens.analysis._plots import words
+
+    assert words("settlement_month") == "settlement month"
+    assert words("fees_major") == "fees"
+    assert words("transaction_count") == "transactions"
+    assert words("completed_count") == "completed"
+    assert words("fx_margin_rate") == "FX margin rate"
+    assert words("p50_seconds") == "p50 (seconds)"
+    assert words("mcc") == "merchant category"
+
+
 def test_month_labels_read_as_months_partial_ones_marked() -> None:
     span = (pd.Timestamp("2025-04-14", tz="UTC"), pd.Timestamp("2025-10-12 23:59", tz="UTC"))
     assert month_label("2025-09-01", span) == "Sep 2025"

@@ -55,9 +55,26 @@ _WORDS = {
 _SLACK = pd.Timedelta(days=1)
 
 
+#: What a column name's unit suffix reads as in a heading (major units go without saying).
+_SUFFIXES = (("_major", ""), ("_minor", " (minor units)"), ("_seconds", " (seconds)"))
+
+
 def words(name: str) -> str:
-    """A column's name as words: `settlement_month` -> 'settlement month'."""
-    return _WORDS.get(name, name.replace("_", " "))
+    """A column's name as words: `settlement_month` -> 'settlement month', `fees_major` ->
+    'fees', `transaction_count` -> 'transactions', `fx_margin_rate` -> 'FX margin rate'."""
+    if name in _WORDS:
+        return _WORDS[name]
+    unit = ""
+    for suffix, said in _SUFFIXES:
+        if name.endswith(suffix):
+            name, unit = name.removesuffix(suffix), said
+    if name == "transaction_count":
+        name = "transactions"
+    elif name.endswith("_count"):
+        name = name.removesuffix("_count")
+    text = name.replace("_", " ")
+    text = " ".join("FX" if w == "fx" else w for w in text.split(" "))
+    return text + unit
 
 
 def _keys(by: By) -> list[str]:
