@@ -568,6 +568,27 @@ def test_two_periods_of_one_day_write_two_reports() -> None:
     assert report_name([None, None], "EUR") == "paylens-report_all_all_EUR"
 
 
+def test_out_is_a_folder_or_a_dated_file_name_template() -> None:
+    from paylens.errors import InvalidArgumentError
+    from paylens.report._render import report_path
+
+    now = datetime(2025, 10, 13, 14, 2, 11, tzinfo=UTC)
+    september = [datetime(2025, 9, 1, tzinfo=UTC), datetime(2025, 10, 1, tzinfo=UTC)]
+    assert report_path("reports", september, "USD", now) == Path(
+        "reports/paylens-report_2025-09-01_2025-10-01_USD_run-2025-10-13.html"
+    )
+    assert report_path("r/paylens-{date}.html", [None, None], None, now) == Path(
+        "r/paylens-2025-10-13.html"
+    )
+    assert report_path("r/{period}-{date}T{time}.html", september, None, now) == Path(
+        "r/2025-09-01_2025-10-01-2025-10-13T140211.html"
+    )
+    with pytest.raises(InvalidArgumentError, match=r"\{date\}, \{time\}, \{period\}"):
+        report_path("r/paylens-{day}.html", september, None, now)
+    with pytest.raises(InvalidArgumentError, match=r"ends in \.html"):
+        report_path("r/paylens-{date}", september, None, now)
+
+
 def test_a_failed_scheduled_sync_fails_the_reports_tie_out(tmp_path: Path) -> None:
     """A `paylens sync` that fails leaves its run in the staged copy it will resume, not in
     the file: the report still sees it (`last_sync`), so its "last sync succeeded" check

@@ -438,7 +438,9 @@ def _add_demo(commands: Any) -> None:
         "--transactions", type=_whole(0), default=SANDBOX_TRANSACTIONS, help="sandbox size"
     )
     _db_option(demo)
-    demo.add_argument("--out", default="reports", help="folder for the report")
+    demo.add_argument(
+        "--out", default="reports", help="a folder or a file name template, as for `report`"
+    )
     demo.add_argument(
         "--currencies", type=_whole(0), default=6, help="currencies shown in the headline figures"
     )
