@@ -23,6 +23,9 @@ CHARTS: dict[str, Callable[[Warehouse, Sandbox], object]] = {
     "fee_breakdown_by_rail": lambda wh, sb: analysis.plot_fee_breakdown(
         wh, by="rail", reference_rates=sb.reference_rates(), top=12
     ),
+    "fee_breakdown_by_month": lambda wh, sb: analysis.plot_fee_breakdown(
+        wh, by="month", currencies=4
+    ),
     "settlement_times": lambda wh, sb: analysis.plot_settlement_times(wh, by="rail"),
     "failure_breakdown": lambda wh, sb: analysis.plot_failure_breakdown(wh, by="rail"),
     "failure_breakdown_incoming": lambda wh, sb: analysis.plot_failure_breakdown(

@@ -124,6 +124,13 @@ def test_months_run_in_time_order_and_are_never_cut(wh: Warehouse) -> None:
     # the sandbox's history starts within its first month and ends within its last
     partial = {month for month, label in zip(months, labels, strict=True) if "(partial)" in label}
     assert partial == {months[0], months[-1]}
+    # months by currency: a panel per sending currency (the six busiest), never one long axis
+    from paylens.analysis import fee_breakdown
+
+    sending = fee_breakdown(wh, "month")["sent_currency"].nunique()
+    assert len(fig.axes) == min(6, sending) > 1
+    assert [ax.get_xlabel() for ax in fig.axes[:1]] == ["% of the amount sent (USD)"]
+    assert len(labels) == len(set(months))  # one row a month in a panel
 
 
 def test_column_names_read_as_words() -> None:

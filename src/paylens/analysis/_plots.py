@@ -18,7 +18,7 @@ not); a result with nothing in it draws one sentence saying so.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -240,6 +240,17 @@ def _currencies(
     return [(c, frame[frame[currency] == c]) for c in kept], codes[len(kept) :]
 
 
+#: The fee components a fee breakdown stacks, and their columns.
+_FEE_PARTS = {
+    "service fixed fee": "service_fixed_fee_minor",
+    "service variable fee": "service_variable_fee_minor",
+    "platform fee": "platform_fee_minor",
+    "counterparty fixed fee": "counterparty_fixed_fee_minor",
+    "residual (unexplained)": "residual_minor",
+    "FX margin vs reference": "fx_spread_cost_minor",
+}
+
+
 def plot_fee_breakdown(
     data: Data,
     by: By = "corridor",
@@ -247,29 +258,39 @@ def plot_fee_breakdown(
     reference_rates: ReferenceRates | None = None,
     status: str | Sequence[str] | None = "COMPLETED",
     top: int = 15,
+    currencies: int | None = 6,
 ) -> Figure:
-    """Fee components of the `top` groups by transaction count (every month when grouped by
-    one), stacked, in % of the amount sent (a share, so groups in different currencies
-    compare): the service's fixed and variable fee, the platform's fee, the
-    counterparty's fixed fee, the residual when any, and the FX margin when `reference_rates`
-    are given. Completed transfers by default (`status=`)."""
+    """Fee components of the `top` groups by transaction count, stacked, in % of the amount
+    sent (a share, so groups in different currencies compare): the service's fixed and
+    variable fee, the platform's fee, the counterparty's fixed fee, the residual when any, and
+    the FX margin when `reference_rates` are given. Grouped by a month, every month is drawn,
+    one panel per sending currency (the `currencies` busiest; None: every one). Completed
+    transfers by default (`status=`)."""
     keys = _keys(by)
     frame = fee_breakdown(data, keys, reference_rates=reference_rates, status=status)
     if frame.empty:
         return _nothing(frame, "No outgoing transfers in this data: no fees to show.")
+    if any(k in _MONTHS for k in keys):  # months by currency: a panel per currency
+        whole = frame["sent_minor"].astype(float).replace(0, np.nan)
+        shares = {
+            name: (frame[column].astype(float) / whole * 100).where(frame[column].fillna(0).ne(0))
+            for name, column in _FEE_PARTS.items()
+        }
+        return _per_currency(
+            frame,
+            keys,
+            shares,
+            f"Fees of outgoing transfers by {_grouping(keys)}, in % of the amount sent",
+            lambda currency: f"% of the amount sent ({currency})",
+            data_span(data, "outgoing_fees"),
+            top=top,
+            currencies=currencies,
+        )
     shown, note = _top(frame, keys, "transaction_count", top)
     sent = shown["sent_minor"].astype(float).replace(0, np.nan)
-    parts = {
-        "service fixed fee": "service_fixed_fee_minor",
-        "service variable fee": "service_variable_fee_minor",
-        "platform fee": "platform_fee_minor",
-        "counterparty fixed fee": "counterparty_fixed_fee_minor",
-        "residual (unexplained)": "residual_minor",
-        "FX margin vs reference": "fx_spread_cost_minor",
-    }
     series = {
         name: (shown[column].astype(float) / sent * 100).to_numpy()
-        for name, column in parts.items()
+        for name, column in _FEE_PARTS.items()
         if shown[column].fillna(0).ne(0).any()
     }
     span = data_span(data, "outgoing_fees")
@@ -301,9 +322,6 @@ def plot_revenue(
     out. A group without a reference rate shows no FX margin and says so in its label. A part
     has one colour in every panel; above the panels, the figure's title gives the data's
     source and one legend every part drawn in any panel."""
-    from matplotlib.colors import to_rgba
-    from matplotlib.patches import Patch
-
     keys = _keys(by)
     frame = revenue(data, keys, reference_rates=reference_rates, major=True)
     if frame.empty:
@@ -314,36 +332,68 @@ def plot_revenue(
         "counterparty fee": ("counterparty_fixed_fee_major",),
         "FX margin": ("fx_margin_major",),
     }
-    colors = {name: to_rgba(f"C{i}") for i, name in enumerate(parts)}
-    # each part's amount and whether any of its columns is non-zero, per row of the frame,
-    # computed once (panels take their rows from them)
+    # each part's amount per row of the frame, computed once (panels take their rows from it)
     amounts = {
-        name: frame[list(cols)].astype(float).sum(axis=1, min_count=1)
+        name: frame[list(cols)]
+        .astype(float)
+        .sum(axis=1, min_count=1)
+        .where(frame[list(cols)].fillna(0).ne(0).any(axis=1))
         for name, cols in parts.items()
     }
-    nonzero = {name: frame[list(cols)].fillna(0).ne(0).any(axis=1) for name, cols in parts.items()}
+    grouping = _grouping(keys)
+    no_reference = ~frame["fx_margin_status"].isin([COMPLETE, SAME_CURRENCY])
+    return _per_currency(
+        frame,
+        keys,
+        amounts,
+        f"Revenue of completed transfers by {grouping}, in each sending currency (major units)",
+        lambda currency: currency,
+        data_span(data, "outgoing_fees"),
+        top=top,
+        currencies=currencies,
+        flagged=(no_reference, " (no FX ref.)"),
+    )
+
+
+def _per_currency(
+    frame: pd.DataFrame,
+    keys: Sequence[str],
+    amounts: Mapping[str, pd.Series],
+    title: str,
+    xlabel: Callable[[str], str],
+    span: Span,
+    *,
+    top: int,
+    currencies: int | None,
+    flagged: tuple[pd.Series, str] | None = None,
+) -> Figure:
+    """Small multiples: one panel of stacked bars per sending currency (the `currencies`
+    busiest, the title naming the rest), a part (`amounts`, NaN where a row has none) in one
+    colour in every panel, one legend above them all; a row `flagged` says so in its label."""
+    from matplotlib.colors import to_rgba
+    from matplotlib.patches import Patch
+
+    colors = {name: to_rgba(f"C{i}") for i, name in enumerate(amounts)}
     drawn: set[str] = set()
     grouping = _grouping(keys)
     parts_of, left_out = _currencies(frame, "sent_currency", currencies)
-    span = data_span(data, "outgoing_fees")
     fig, axes = figure(len(parts_of))
     for ax, (currency, part) in zip(axes, parts_of, strict=True):
         shown, note = _top(part, keys, "transaction_count", top)
         series = {
-            name: amounts[name].loc[shown.index].to_numpy()
-            for name in parts
-            if nonzero[name].loc[shown.index].any()
+            name: values.loc[shown.index].to_numpy(dtype=float, na_value=np.nan)
+            for name, values in amounts.items()
+            if values.loc[shown.index].notna().any()
         }
         drawn.update(series)
-        labels = [
-            label + ("" if status in (COMPLETE, SAME_CURRENCY) else " (no FX ref.)")
-            for label, status in zip(
-                _labels(shown, keys, span), shown["fx_margin_status"], strict=True
-            )
-        ]
+        labels = _labels(shown, keys, span)
+        if flagged is not None:
+            mark = flagged[0].loc[shown.index]
+            labels = [
+                f"{label}{flagged[1] if m else ''}" for label, m in zip(labels, mark, strict=True)
+            ]
         _bars(ax, labels, series, stacked=True, colors=colors)
-        _finish(ax, frame, currency, currency, grouping, note, key=False)
-    title = f"Revenue of completed transfers by {grouping}, in each sending currency (major units)"
+        _finish(ax, frame, currency, xlabel(currency), grouping, note, key=False)
     if left_out:
         title += f"\nthe {len(parts_of)} busiest currencies; not drawn: {', '.join(left_out)}"
     source = frame.attrs.get("source")
@@ -353,7 +403,7 @@ def plot_revenue(
         grid=True,
         title=f"{title}\n{source}" if source else title,
         # the one legend: every part any panel draws
-        handles=[Patch(color=colors[name], label=name) for name in parts if name in drawn],
+        handles=[Patch(color=colors[name], label=name) for name in amounts if name in drawn],
     )
     return fig
 
