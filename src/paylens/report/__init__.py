@@ -4,11 +4,13 @@ HTML without its code.
     path = render_report("data/paylens.duckdb", start="2025-09-01", end="2025-10-01")
 
 The notebook reads the warehouse read-only through a `Period` (the rows created in [start, end),
-in one currency or all) and shows one thing a cell: the run header, the tie-out checks (which
-raise `TieOutError` when the figures do not agree, so the report fails loudly), the headline
-figures, the breakdowns and plots of `paylens.analysis`, and the exceptions. Money is integer
-minor units per currency throughout; a figure shown in major units is formatted from them with
-the currency's own decimals, never converted, never added across currencies.
+in one currency or all), checks that its figures tie out (`TieOutError` when they do not, so the
+report fails loudly), shows a one-screen summary per currency (`Period.summary`), then
+`Section`s a reader can fold: revenue and fees, settlement times, failures and refunds, card
+activity, the exceptions, the checks and where the data comes from, with the tables of
+`report._tables` and the plots of `paylens.analysis`. Money is integer minor units per currency
+throughout; a figure shown in major units is formatted from them with the currency's own
+decimals, never converted, never added across currencies, never in scientific notation.
 """
 
 from typing import TYPE_CHECKING
