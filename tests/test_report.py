@@ -452,6 +452,28 @@ def test_show_writes_fractions_as_percentages_and_missing_as_one_dash() -> None:
     assert "– – 25.00% 0.0012345 –" in page
 
 
+def test_show_writes_checks_as_marks_small_amounts_plainly_and_instants_to_the_second() -> None:
+    import pandas as pd
+
+    from paylens.report import show
+
+    frame = pd.DataFrame(
+        {
+            "passed": [True, False],
+            "fees_major": [7.835e-05, 1234.5],
+            "created_at": pd.to_datetime(
+                ["2025-10-13 14:02:11.123456+00:00", "2025-10-13 16:02:11+02:00"],
+                format="ISO8601",
+                utc=True,
+            ),
+        }
+    )
+    page = _text(show(frame).to_html())
+    assert "passed fees created at" in page  # headers in words
+    assert "✓ 0.00007835 2025-10-13 14:02:11 UTC" in page
+    assert "✗ 1,234.50 2025-10-13 14:02:11 UTC" in page
+
+
 def test_show_writes_the_services_text_as_text_never_markup() -> None:
     import pandas as pd
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import numbers
 from collections.abc import Hashable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,9 +51,12 @@ def format_check(passed: object) -> str:
 def _number(value: Any) -> str:
     """A table cell: counts with thousands separators, decimals to two places (below 1, six
     significant digits, so a satoshi amount or a small rate still shows, never in scientific
-    notation: `7.835e-05` reads `0.00007835`); a check's bool as ✓ or ✗."""
+    notation: `7.835e-05` reads `0.00007835`); a check's bool as ✓ or ✗; an instant to the
+    second in UTC."""
     if isinstance(value, bool | np.bool_):
         return format_check(bool(value))
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return format_instant(value)
     if not isinstance(value, numbers.Real):
         return str(value)
     number = float(value)
