@@ -488,6 +488,10 @@ def test_failures_by_rail_corridor_month_and_type(failures_wh: Warehouse) -> Non
     assert sorted(frame["transaction_count"]) == [1, 1]
     major = failure_breakdown(failures_wh, "rail", type="OUTGOING", major=True)
     assert set(major["resolved_amount_major"]) == {220.0, 1.0}
+    # grouped by the type itself: one `type` column, as grouped by `[]`
+    by_type = failure_breakdown(failures_wh, "type")
+    assert list(by_type.columns) == list(failure_breakdown(failures_wh, []).columns)
+    assert by_type.equals(failure_breakdown(failures_wh, []))
 
 
 def test_failures_from_outgoing_fee_rows_and_missing_type(failures_wh: Warehouse) -> None:

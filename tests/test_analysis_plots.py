@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import io
 import itertools
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import matplotlib
+import pandas as pd
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -19,10 +21,12 @@ from paylens.analysis import (
     plot_card_summary,
     plot_failure_breakdown,
     plot_fee_breakdown,
+    plot_refund_summary,
     plot_revenue,
     plot_settlement_times,
     revenue,
 )
+from paylens.analysis._plots import month_label
 from paylens.warehouse import Warehouse
 
 matplotlib.use("Agg")  # the plots never touch pyplot; this keeps any that might off-screen
@@ -40,22 +44,34 @@ def wh(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Iterator[W
         yield warehouse
 
 
-def labelled(fig: Figure, title: str, xunit: str, panel: int = 0) -> list[str]:
+def labelled(fig: Figure, title: str, xunit: str, panel: int = 0, bars: bool = True) -> list[str]:
     """Check a panel's labels and render the figure; return the panel's legend entries."""
-    entries = panel_labels(fig, title, xunit, panel)
+    entries = panel_labels(fig, title, xunit, panel, bars)
     render(fig)
     return entries
 
 
-def panel_labels(fig: Figure, title: str, xunit: str, panel: int = 0) -> list[str]:
+def no_column_names(fig: Figure) -> None:
+    """No title or axis label of the figure holds a column's name (a word with `_`)."""
+    texts = [fig.get_suptitle()] + [
+        t for ax in fig.axes for t in (ax.get_title(), ax.get_xlabel(), ax.get_ylabel())
+    ]
+    assert not [t for t in texts if re.search(r"[a-z]_[a-z]", t)], texts
+
+
+def panel_labels(
+    fig: Figure, title: str, xunit: str, panel: int = 0, bars: bool = True
+) -> list[str]:
     """Check a panel's labels; return its legend entries."""
     assert isinstance(fig, Figure)
     ax = fig.axes[panel]
     assert title in ax.get_title() and "SANDBOX DATA" in ax.get_title()
     assert xunit in ax.get_xlabel()
     assert ax.get_ylabel()
-    assert len(ax.patches) > 0
-    assert ax.get_xscale() == "linear" and ax.get_xlim()[0] == 0  # bars from zero
+    no_column_names(fig)
+    if bars:
+        assert len(ax.patches) > 0
+        assert ax.get_xscale() == "linear" and ax.get_xlim()[0] == 0  # bars from zero
     legend = ax.get_legend()
     assert legend is not None
     # the legend sits right of the plotting area, never over the bars
@@ -87,7 +103,7 @@ def inside(fig: Figure) -> None:
 
 def test_plot_fee_breakdown(sandbox: Sandbox, wh: Warehouse) -> None:
     entries = labelled(
-        plot_fee_breakdown(wh), "Fees of outgoing transactions by corridor", "% of the amount sent"
+        plot_fee_breakdown(wh), "Fees of outgoing transfers by corridor", "% of the amount sent"
     )
     assert {"service fixed fee", "service variable fee", "counterparty fixed fee"} <= set(entries)
     assert "residual (unexplained)" not in entries  # every residual is 0 on sandbox data
@@ -101,26 +117,70 @@ def test_plot_fee_breakdown(sandbox: Sandbox, wh: Warehouse) -> None:
 
 def test_months_run_in_time_order_and_are_never_cut(wh: Warehouse) -> None:
     fig = plot_fee_breakdown(wh, "month", top=1)
-    months = [t.get_text().split(" ")[0] for t in fig.axes[0].get_yticklabels()]
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    months = [pd.Timestamp(" ".join(label.split(" ")[:2])) for label in labels]
     assert months == sorted(months) and len(set(months)) > 1
     assert "not shown" not in fig.axes[0].get_xlabel()
+    # the sandbox's history starts within its first month and ends within its last
+    partial = {month for month, label in zip(months, labels, strict=True) if "(partial)" in label}
+    assert partial == {months[0], months[-1]}
+    # months by currency: a panel per sending currency (the six busiest), never one long axis
+    from paylens.analysis import fee_breakdown
+
+    sending = fee_breakdown(wh, "month")["sent_currency"].nunique()
+    assert len(fig.axes) == min(6, sending) > 1
+    assert [ax.get_xlabel() for ax in fig.axes[:1]] == ["% of the amount sent (USD)"]
+    assert len(labels) == len(set(months))  # one row a month in a panel
+
+
+def test_column_names_read_as_words() -> None:
+    from paylens.analysis._plots import words
+
+    assert words("settlement_month") == "settlement month"
+    assert words("fees_major") == "fees"
+    assert words("transaction_count") == "transactions"
+    assert words("completed_count") == "completed"
+    assert words("fx_margin_rate") == "FX margin rate"
+    assert words("p50_seconds") == "p50 (seconds)"
+    assert words("mcc") == "merchant category"
+
+
+def test_month_labels_read_as_months_partial_ones_marked() -> None:
+    span = (pd.Timestamp("2025-04-14", tz="UTC"), pd.Timestamp("2025-10-12 23:59", tz="UTC"))
+    assert month_label("2025-09-01", span) == "Sep 2025"
+    assert month_label("2025-04-01", span) == "Apr 2025 (partial)"
+    assert month_label("2025-10-01", span) == "Oct 2025 (partial)"
+    assert month_label("2025-09-01") == "Sep 2025"
+    # data to the month's last minute covers it
+    whole = (pd.Timestamp("2025-09-01", tz="UTC"), pd.Timestamp("2025-09-30 23:59", tz="UTC"))
+    assert month_label("2025-09-01", whole) == "Sep 2025"
 
 
 def test_plot_revenue_per_currency(sandbox: Sandbox, wh: Warehouse) -> None:
     fig = plot_revenue(wh, reference_rates=sandbox.reference_rates())
     currencies = revenue(wh)["sent_currency"]
-    assert len(fig.axes) == currencies.nunique() > 1  # one panel per sending currency
+    busiest = currencies.value_counts().index  # by months with revenue, close enough below
+    assert len(fig.axes) == 6 < currencies.nunique()  # the six busiest, one panel each
     assert fig.axes[0].get_title() == "USD"  # the busiest first
-    assert {ax.get_title() for ax in fig.axes} == set(currencies)
+    drawn = {ax.get_title() for ax in fig.axes}
+    left_out = sorted(set(currencies) - drawn)
+    assert "not drawn: " in fig.get_suptitle()
+    assert sorted(fig.get_suptitle().split("not drawn: ")[1].split("\n")[0].split(", ")) == left_out
+    assert "USD" in busiest
+    every = plot_revenue(wh, reference_rates=sandbox.reference_rates(), currencies=None)
+    assert {ax.get_title() for ax in every.axes} == set(currencies)
+    no_column_names(fig)
     for ax in fig.axes:  # each panel in its own currency's major units, bars from zero
-        assert ax.get_xlabel() == f"{ax.get_title()} (major units)"
+        assert ax.get_xlabel() == ax.get_title()
         assert len(ax.patches) > 0
         assert ax.get_xscale() == "linear" and ax.get_xlim()[0] == 0
-    assert fig.axes[0].get_ylabel() == "settlement_month"
+    assert fig.axes[0].get_ylabel() == "settlement month"
+    assert fig.axes[0].get_yticklabels()[1].get_text() == "May 2025"
     # small multiples: the figure's title says what and whose data, and one legend above
     # every panel names every part drawn
     title = fig.get_suptitle()
-    assert "Revenue of completed transfers by settlement_month" in title
+    assert "Revenue of completed transfers by settlement month" in title
+    assert "(major units)" in title
     assert "SANDBOX DATA" in title
     (legend,) = fig.legends
     renderer = FigureCanvasAgg(fig).get_renderer()
@@ -152,21 +212,42 @@ def test_small_multiples_keep_large_amounts_legible() -> None:
 
 def test_plot_settlement_times(wh: Warehouse) -> None:
     fig = plot_settlement_times(wh, "rail")
-    entries = labelled(fig, "Settlement times of outgoing transactions", "from creation")
-    assert entries == ["p50", "p90", "p99"]
-    assert fig.axes[0].get_xlabel().split(" ")[0] in ("hours", "days")
+    entries = labelled(fig, "Settlement times of outgoing transfers", "from creation", bars=False)
+    assert entries == ["median (p50)", "p90", "p99"]
+    ax = fig.axes[0]
+    # one log axis in words: an instant rail's seconds and a wire's days read in one chart
+    assert ax.get_xscale() == "log" and "log scale" in ax.get_xlabel()
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert {"1 min", "1 h", "1 day"} <= set(ticks)
+    medians = ax.lines[0].get_xdata()
+    assert min(medians) < 120 and max(medians) > 3_600  # seconds: instant and slow rails
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert all("(completed " in label for label in labels)
+    assert not any("done" in label or label.startswith("–") for label in labels)
+    assert any(label.startswith("unknown rail (") for label in labels)  # no rail: said so
     labelled(
         plot_settlement_times(wh, None, type="INCOMING"),
-        "of incoming transactions by all",
+        "of incoming transfers by all",
         "Kaplan–Meier",
+        bars=False,
     )
 
 
 def test_plot_failure_breakdown(wh: Warehouse) -> None:
+    from paylens.analysis import failure_breakdown
+
     entries = labelled(
         plot_failure_breakdown(wh, reasons=3), "Unsuccessful outgoing", "% of resolved"
     )
-    assert len(entries) == 4 and entries[-1] == "other"
+    # "other" is never the largest segment: more reasons are drawn until it is not
+    frame = failure_breakdown(wh, "rail", type="OUTGOING")
+    bad = frame[frame["lifecycle"].notna()]
+    sizes = bad.groupby(["lifecycle", "failure_reason"], dropna=False)["transaction_count"].sum()
+    sizes = sizes.sort_values(ascending=False)
+    kept = len(entries) - 1
+    assert kept >= 3 and entries[-1] == f"other ({len(sizes) - kept} reasons)"
+    assert sizes.iloc[kept:].sum() <= sizes.iloc[0] < sizes.iloc[kept - 1 :].sum()
+    assert entries[0].startswith(("failed after debit: ", "expired: ", "failed: "))
     entries = labelled(plot_failure_breakdown(wh, "month", type="INCOMING"), "by month", "%")
     assert any("COLLECTION_FAILED" in e for e in entries)
 
@@ -176,21 +257,44 @@ def test_plot_card_summary_draws_every_currency(wh: Warehouse) -> None:
     currencies = card_summary(wh, [])["currency"].nunique()
     assert len(fig.axes) == currencies > 1
     for panel in range(currencies):
-        entries = panel_labels(fig, "Card transactions in", "major units", panel)
+        entries = panel_labels(fig, "Card transactions in", "amount (", panel)
         assert entries == ["authorized", "settled", "refunded", "open holds"]
     render(fig)  # the figure once, not once per panel
 
 
-def test_empty_results_draw_empty_labelled_figures(tmp_path: Path) -> None:
+def test_plot_refund_summary(wh: Warehouse) -> None:
+    from paylens.analysis import refund_summary
+
+    fig = plot_refund_summary(wh)
+    entries = labelled(fig, "Refunded transfers by refund reason", "refunded transfers")
+    assert entries == ["refund completed", "refund pending", "refund failed"]
+    frame = refund_summary(wh, "refund_reason")
+    # the bars' lengths: refunded transfers per reason and type, over every currency
+    expected = frame.groupby(["refund_reason", "type"])["refunded_count"].sum()
+    expected = expected[expected > 0].sort_values(ascending=False, kind="stable")
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == [f"{reason} ({kind.lower()})" for reason, kind in expected.index]
+    ends = {}
+    for patch in ax.patches:
+        y = round(patch.get_y() + patch.get_height() / 2)
+        ends[y] = max(ends.get(y, 0.0), patch.get_x() + patch.get_width())
+    assert [ends[i] for i in range(len(labels))] == list(expected.astype(float))
+
+
+def test_an_empty_warehouse_says_so_in_one_sentence(tmp_path: Path) -> None:
     with Warehouse(tmp_path / "empty.duckdb") as empty:
         for fig in (
             plot_fee_breakdown(empty),
             plot_revenue(empty),
             plot_settlement_times(empty),
             plot_failure_breakdown(empty),
+            plot_refund_summary(empty),
             plot_card_summary(empty),
         ):
             (ax,) = fig.axes
-            assert ax.get_title() and ax.get_xlabel()
-            assert "nothing to show" in [t.get_text() for t in ax.texts]
+            text, *source = [t.get_text() for t in ax.texts]
+            assert all(line.startswith("data: ") for line in source)
+            assert text.startswith("No ") and text.count(".") == 1 and "in this data" in text
+            assert "no data" not in text
             render(fig)

@@ -1,6 +1,7 @@
-"""The README's examples are tests: every ```python block runs as written, in order, in one
-namespace, against a served sandbox (the PAYLENS_* variables set as `paylens sandbox serve`
-prints them), in a scratch folder."""
+"""The README's and the documentation's examples are tests: every ```python block runs as
+written, in order, in one namespace, against a served sandbox (the PAYLENS_* variables set as
+`paylens sandbox serve` prints them), in a scratch folder. The pages run in the order they
+build on one another: a guide's examples use the client and warehouse an earlier page made."""
 
 from __future__ import annotations
 
@@ -11,20 +12,50 @@ import pytest
 
 from paylens import Sandbox
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
+#: Every page with Python examples, in the order they run.
+PAGES = [
+    "README.md",
+    "docs/client.md",
+    "docs/warehouse.md",
+    "docs/analysis.md",
+    "docs/how-to/month-end.md",
+    "docs/how-to/bulk-cancel.md",
+    "docs/wallets.md",
+    "docs/sandbox.md",
+    "docs/report.md",
+]
 
-def _blocks() -> list[str]:
-    return _BLOCK.findall(README.read_text())
+#: Pages whose examples are another page's, word for word (run there).
+COPIES = {"docs/index.md": "README.md"}
+
+
+def _blocks(page: Path = README) -> list[str]:
+    return _BLOCK.findall(page.read_text())
 
 
 def test_the_readme_has_examples() -> None:
-    assert len(_blocks()) >= 6
+    assert len(_blocks()) >= 1
+    assert sum(len(_blocks(ROOT / page)) for page in PAGES) >= 10
+
+
+def test_every_page_with_examples_runs_them() -> None:
+    """A new page's examples are never left out: each page with a Python block is run (or
+    is a copy of one that is)."""
+    with_examples = {
+        str(page.relative_to(ROOT)) for page in DOCS.rglob("*.md") if _blocks(page)
+    } | {"README.md"}
+    assert with_examples == set(PAGES) | set(COPIES)
+    for copy, original in COPIES.items():
+        assert _blocks(ROOT / copy) == _blocks(ROOT / original)
 
 
 @pytest.mark.http
-def test_every_readme_example_runs_as_written(
+def test_every_readme_and_docs_example_runs_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     served = Sandbox(seed=0, transactions=2_000)
@@ -34,11 +65,12 @@ def test_every_readme_example_runs_as_written(
         monkeypatch.setenv("MPLBACKEND", "Agg")
         monkeypatch.chdir(tmp_path)
         namespace: dict[str, object] = {"__name__": "__readme__"}
-        for number, block in enumerate(_blocks(), start=1):
-            first = block.strip().splitlines()[0]
-            try:
-                exec(compile(block, f"README.md python block {number}", "exec"), namespace)
-            except Exception as exc:
-                pytest.fail(
-                    f"README block {number} ({first!r}) failed: {type(exc).__name__}: {exc}"
-                )
+        for page in PAGES:
+            for number, block in enumerate(_blocks(ROOT / page), start=1):
+                first = block.strip().splitlines()[0]
+                try:
+                    exec(compile(block, f"{page} python block {number}", "exec"), namespace)
+                except Exception as exc:
+                    pytest.fail(
+                        f"{page} block {number} ({first!r}) failed: {type(exc).__name__}: {exc}"
+                    )

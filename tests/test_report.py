@@ -13,9 +13,11 @@ import json
 import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from unittest import mock
 
@@ -95,10 +97,7 @@ def _text(page: str) -> str:
 
 def _figures(page: str) -> list[str]:
     """The SVG documents of the figures an HTML report embeds, in page order."""
-    found = re.findall(
-        r'data-mime-type="image/svg\+xml"[^>]*>\s*<img[^>]*src="data:image/svg\+xml;base64,([^"]+)"',
-        page,
-    )
+    found = re.findall(r'<img[^>]*src="data:image/svg\+xml;base64,([^"]+)"', page)
     return [base64.b64decode(data).decode("utf-8") for data in found]
 
 
@@ -140,9 +139,40 @@ def _expected_headline(path: Path) -> dict[str, str]:
     }
 
 
-def _expected_rates(path: Path) -> list[str]:
-    """The failure rate over resolved transfers and the Kaplan–Meier median settlement time
-    (open transfers censored at the latest instant of the data), from the file's rows."""
+def _expected_summary(path: Path) -> dict[str, str]:
+    """Each currency's first summary figures, as the report must write them, from SQL over
+    the file: completed transfers, amounts sent and received, fees charged."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        rows = con.sql(
+            """
+            WITH t AS (
+                SELECT currency, any_value(decimals) AS d, count(*) AS n,
+                       sum(amount_minor) FILTER (WHERE type = 'OUTGOING') AS sent,
+                       sum(amount_minor) FILTER (WHERE type = 'INCOMING') AS received
+                FROM transactions WHERE status = 'COMPLETED' AND type <> 'CARD' GROUP BY 1),
+            f AS (
+                SELECT sent_amount_currency AS currency, sum(fees_minor) AS fees
+                FROM outgoing_fees WHERE status = 'COMPLETED' GROUP BY 1)
+            SELECT currency, d, n, sent, received, fees FROM t LEFT JOIN f USING (currency)
+            """
+        ).fetchall()
+    finally:
+        con.close()
+
+    def money(v: int | None, d: int) -> str:
+        return "–" if v is None else format_minor(v, d)
+
+    return {
+        cur: f"{cur} {n:,} {money(sent, d)} {money(received, d)} {money(fees, d)}"
+        for cur, d, n, sent, received, fees in rows
+    }
+
+
+def _expected_rates(path: Path, currency: str) -> str:
+    """A currency's outgoing failure rate over resolved transfers and the Kaplan–Meier median
+    settlement time (open transfers censored at the latest instant of the data, over every
+    currency), from the file's rows."""
     con = duckdb.connect(str(path), read_only=True)
     try:
         (failed,) = con.execute(
@@ -151,8 +181,9 @@ def _expected_rates(path: Path) -> list[str]:
                        AND coalesce(refund_reason, '') <> 'USER_CANCELLATION'))
                    / count(*) FILTER (WHERE status IN
                        ('COMPLETED', 'FAILED', 'EXPIRED', 'REJECTED', 'REFUNDED'))
-            FROM transactions WHERE type = 'OUTGOING'
-            """
+            FROM transactions WHERE type = 'OUTGOING' AND currency = ?
+            """,
+            [currency],
         ).fetchone()
         times = con.execute(
             """
@@ -163,7 +194,9 @@ def _expected_rates(path: Path) -> list[str]:
                        - epoch_us(created_at), status = 'COMPLETED'
             FROM outgoing_fees, latest
             WHERE status IN ('COMPLETED', 'PENDING', 'PENDING_AUTHORIZATION', 'PROCESSING')
-            """
+              AND sent_amount_currency = ?
+            """,
+            [currency],
         ).fetchall()
     finally:
         con.close()
@@ -175,10 +208,7 @@ def _expected_rates(path: Path) -> list[str]:
             if survival <= 0.5 + 1e-9:
                 median = t / 1e6
                 break
-    return [
-        f"outgoing failure rate {format_rate(failed)}",
-        f"median outgoing settlement time {format_duration(median)}",
-    ]
+    return f"{format_rate(failed)} {format_duration(median)}"
 
 
 def test_a_failed_tie_out_fails_the_report_loudly(warehouse: Path, tmp_path: Path) -> None:
@@ -200,8 +230,8 @@ def test_a_failed_tie_out_fails_the_report_loudly(warehouse: Path, tmp_path: Pat
     assert (
         "fee components explain every fee (transactions with a residual): expected 0, got 1" in text
     )
-    assert "Headline figures" in text  # the prose is there; the figures after the checks are not
-    assert "median outgoing settlement time" not in text
+    assert "paylens report" in text  # the prose is there; the figures after the checks are not
+    assert "settlement p50" not in text and "✓" not in text
 
 
 def test_demo_syncs_reports_and_prints_headline_figures(tmp_path: Path) -> None:
@@ -220,38 +250,46 @@ def test_demo_syncs_reports_and_prints_headline_figures(tmp_path: Path) -> None:
     assert "running the report notebook" not in done.stdout  # said so only when no bar shows
     lines = done.stdout.strip().splitlines()
     assert lines[0].startswith("paylens ") and "SANDBOX DATA" in lines[0]
-    assert lines[-1].endswith("the report: reports/paylens-report_all_all.html")
+    # dated: each scheduled run keeps its own report
+    day = datetime.now(UTC).strftime("%Y-%m-%d")
+    assert lines[-1].endswith(f"the report: reports/paylens-report_all_all_run-{day}.html")
     warehouse = tmp_path / "data/paylens.duckdb"
     headline = _expected_headline(warehouse)
     out = re.sub(r"\s+", " ", done.stdout)
     assert headline["USD"] in out  # the busiest currency's row, as the report writes it
     assert "sync #1 (full, SANDBOX DATA" in done.stdout
-    page = tmp_path / "reports/paylens-report_all_all.html"
+    page = tmp_path / f"reports/paylens-report_all_all_run-{day}.html"
     content = page.read_text(encoding="utf-8")
     executed = page.with_suffix(".ipynb").read_text(encoding="utf-8")
     text = _text(content)
     assert "SANDBOX DATA — simulated by paylens' sandbox, not the service" in text
-    assert "all 10 tie-out checks passed" in text
-    assert len(headline) > 5
-    for row in headline.values():
+    assert "checks: ✓ 10 of 10 passed" in text
+    # the summary's row of each currency, the amounts with the currency's own decimals
+    summary = _expected_summary(warehouse)
+    assert len(summary) > 5
+    for row in summary.values():
         assert row in text
-    for figure in _expected_rates(warehouse):
-        assert figure in text
+    assert _expected_rates(warehouse, "USD") in text  # USD's failure rate and median, in its row
+    # no number in scientific notation (an id's hex is no number)
+    assert not re.search(r"(?<![\w-])\d+(\.\d+)?e[-+]\d+(?![\w-])", text)
+    assert not re.search(r"\d{2}:\d{2}:\d{2}\.\d", text)  # instants to the second
     # every plot, embedded as a vector figure whose words are text, not drawn glyphs
     figures = _figures(content)
-    assert len(figures) == 5
     titles = [
-        "Fees of outgoing transactions by corridor",
-        "Revenue of completed transfers by settlement_month",
-        "Settlement times of outgoing transactions by rail",
-        "Unsuccessful outgoing transactions by rail",
+        "Revenue of completed transfers by settlement month",
+        "Fees of outgoing transfers by corridor",
+        "Settlement times of outgoing transfers by rail",
+        "Unsuccessful outgoing transfers by rail",
+        "Refunded transfers by refund reason",
         "Card transactions in USD by merchant",
     ]
+    assert len(figures) == len(titles)
     for title, figure in zip(titles, figures, strict=True):
         texts = re.findall(r"<text\b[^>]*>([^<]*)</text>", figure)
         assert any(text.startswith(title) for text in texts), title
         assert any(text.startswith("SANDBOX DATA") for text in texts), title
-    assert "fx_margin_status" in text and "complete" in text  # the sandbox's own mid rates
+    assert "FX margin rate" in text and "fx_margin" not in text  # the sandbox's own mid rates
+    assert "<details>" in content and text.count("Sep 2025") >= 1
     assert "Period.open" not in text and "fee_breakdown(" not in text  # no code cells
     assert SECRET not in content and SECRET not in executed and SECRET not in done.stdout
     assert str(warehouse.resolve()) in executed  # the parameters papermill injected
@@ -320,16 +358,19 @@ def test_report_survives_an_empty_period(warehouse: Path, tmp_path: Path) -> Non
     assert re.search(r"computing the figures \(running the notebook\).* \d+/\d+", empty.stderr)
     assert "report: rendering the HTML" in empty.stderr
     text = _text((tmp_path / empty.stdout.strip().splitlines()[-1]).read_text(encoding="utf-8"))
-    assert "all 10 tie-out checks passed" in text and "nothing to show" not in text
-    assert "outgoing failure rate –" in text
+    assert "checks: ✓ 10 of 10 passed" in text and "nothing to show" not in text
+    assert "No transactions in this period." in text
+    assert "2031-01-01 00:00:00 UTC to 2031-01-31 23:59:59 UTC" in text
 
 
 def test_tie_outs_name_every_check_that_failed(opened: Warehouse) -> None:
     period = Period(opened)
     period.cards = period.cards.iloc[1:]
     checks = period.tie_outs()
-    assert not checks.loc["card_transactions holds every card transaction", "passed"]
-    with pytest.raises(TieOutError, match=r"card_transactions holds every card transaction"):
+    assert not checks.loc["the card transactions table holds every card transaction", "passed"]
+    with pytest.raises(
+        TieOutError, match=r"the card transactions table holds every card transaction"
+    ):
         Period.assert_tie_outs(checks)
 
 
@@ -344,6 +385,39 @@ def test_exceptions_list_each_kind(opened: Warehouse) -> None:
     assert kinds["card transaction in EXCEPTION"] == (period.cards["status"] == "EXCEPTION").sum()
     assert {"settled later than expected", "stale card hold"} <= set(kinds.index)
     assert exceptions["amount"].str.match(r"^-?[\d,]+(\.\d+)? [A-Z]+$").all()
+
+
+def test_each_exception_is_listed_once_under_its_right_heading(opened: Warehouse) -> None:
+    """Every kind the sandbox's data holds is counted exactly against SQL over the file: a
+    transfer still PENDING or PROCESSING past its expected settlement is open past it, never
+    also "settled later than expected" (which only a completed transfer can be)."""
+    period = Period(opened)
+    exceptions = period.exceptions()
+    kinds = exceptions["kind"].value_counts().to_dict()
+    # the latest instant of the outgoing transfers' data: what `as_of` defaults to
+    (latest,) = opened.sql(
+        "SELECT greatest(max(created_at), max(updated_at)) AS t FROM transactions"
+        " WHERE type = 'OUTGOING'"
+    )["t"]
+    expected = opened.sql(
+        """
+        SELECT count(*) FILTER (WHERE status = 'COMPLETED' AND settled_at > expected_settlement_at)
+                   AS late,
+               count(*) FILTER (WHERE status IN ('PENDING', 'PROCESSING', 'PENDING_AUTHORIZATION')
+                   AND expected_settlement_at < ?) AS overdue
+        FROM outgoing_fees
+        """,
+        [latest],
+    ).iloc[0]
+    assert expected["late"] > 0 and expected["overdue"] > 0  # the data holds both kinds
+    assert kinds["settled later than expected"] == expected["late"]
+    assert kinds["open past its expected settlement"] == expected["overdue"]
+    late = exceptions[exceptions["kind"] == "settled later than expected"]
+    assert set(late["status"]) == {"COMPLETED"}
+    assert not late["detail"].str.startswith("–").any()
+    # no transaction under two headings of one kind of trouble
+    settlement = exceptions[exceptions["kind"].str.contains("expected")]
+    assert settlement["id"].is_unique
 
 
 def test_formats() -> None:
@@ -376,6 +450,28 @@ def test_show_writes_fractions_as_percentages_and_missing_as_one_dash() -> None:
     page = _text(show(frame).to_html())
     assert "ACH 1.23% 50.00% 18.51 1,234,567" in page
     assert "– – 25.00% 0.0012345 –" in page
+
+
+def test_show_writes_checks_as_marks_small_amounts_plainly_and_instants_to_the_second() -> None:
+    import pandas as pd
+
+    from paylens.report import show
+
+    frame = pd.DataFrame(
+        {
+            "passed": [True, False],
+            "fees_major": [7.835e-05, 1234.5],
+            "created_at": pd.to_datetime(
+                ["2025-10-13 14:02:11.123456+00:00", "2025-10-13 16:02:11+02:00"],
+                format="ISO8601",
+                utc=True,
+            ),
+        }
+    )
+    page = _text(show(frame).to_html())
+    assert "passed fees created at" in page  # headers in words
+    assert "✓ 0.00007835 2025-10-13 14:02:11 UTC" in page
+    assert "✗ 1,234.50 2025-10-13 14:02:11 UTC" in page
 
 
 def test_show_writes_the_services_text_as_text_never_markup() -> None:
@@ -413,16 +509,17 @@ def test_reference_rates_come_from_the_operators_file(warehouse: Path, tmp_path:
         "report", *args, "--reference-rates", str(rates), cwd=tmp_path, PAYLENS_CLIENT_SECRET=SECRET
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "r/paylens-report_all_all_USD.html"
-    executed = (tmp_path / "r" / "paylens-report_all_all_USD.ipynb").read_text(encoding="utf-8")
+    name = f"paylens-report_all_all_USD_run-{datetime.now(UTC):%Y-%m-%d}"
+    assert done.stdout.strip() == f"r/{name}.html"
+    executed = (tmp_path / "r" / f"{name}.ipynb").read_text(encoding="utf-8")
     assert str(rates.resolve()) in executed  # passed to the notebook as a parameter
     assert str(warehouse) in executed
-    content = (tmp_path / "r" / "paylens-report_all_all_USD.html").read_text()
+    content = (tmp_path / "r" / f"{name}.html").read_text()
     assert SECRET not in content and SECRET not in executed
     # the failure reason the service wrote as markup is in the exceptions, as text
     assert HOSTILE not in content and html.escape(HOSTILE) in content
     text = _text(content)
-    assert "currency USD" in text and "all 10 tie-out checks passed" in text
+    assert "currency USD" in text and "checks: ✓ 10 of 10 passed" in text
     assert "partial" in text
 
 
@@ -493,6 +590,27 @@ def test_two_periods_of_one_day_write_two_reports() -> None:
     assert report_name([None, None], "EUR") == "paylens-report_all_all_EUR"
 
 
+def test_out_is_a_folder_or_a_dated_file_name_template() -> None:
+    from paylens.errors import InvalidArgumentError
+    from paylens.report._render import report_path
+
+    now = datetime(2025, 10, 13, 14, 2, 11, tzinfo=UTC)
+    september = [datetime(2025, 9, 1, tzinfo=UTC), datetime(2025, 10, 1, tzinfo=UTC)]
+    assert report_path("reports", september, "USD", now) == Path(
+        "reports/paylens-report_2025-09-01_2025-10-01_USD_run-2025-10-13.html"
+    )
+    assert report_path("r/paylens-{date}.html", [None, None], None, now) == Path(
+        "r/paylens-2025-10-13.html"
+    )
+    assert report_path("r/{period}-{date}T{time}.html", september, None, now) == Path(
+        "r/2025-09-01_2025-10-01-2025-10-13T140211.html"
+    )
+    with pytest.raises(InvalidArgumentError, match=r"\{date\}, \{time\}, \{period\}"):
+        report_path("r/paylens-{day}.html", september, None, now)
+    with pytest.raises(InvalidArgumentError, match=r"ends in \.html"):
+        report_path("r/paylens-{date}", september, None, now)
+
+
 def test_a_failed_scheduled_sync_fails_the_reports_tie_out(tmp_path: Path) -> None:
     """A `paylens sync` that fails leaves its run in the staged copy it will resume, not in
     the file: the report still sees it (`last_sync`), so its "last sync succeeded" check
@@ -519,3 +637,65 @@ def test_a_failed_scheduled_sync_fails_the_reports_tie_out(tmp_path: Path) -> No
     sync_file(path, sandbox.client(), progress=False)  # the next one resumes and succeeds
     with Warehouse(path, read_only=True) as wh:
         assert wh.last_sync()["status"] == "succeeded"  # type: ignore[index]
+
+
+#: A headless Chromium, where the machine has one (`.ci/run` installs Debian's when it can).
+CHROMIUM = next(
+    (found for name in ("chromium", "chromium-browser") if (found := shutil.which(name))), None
+)
+
+#: Run in the page once loaded: where the summary ends on the first screen, then with every
+#: section unfolded, how wide the page is and which tables or figures reach past the window.
+_PROBE = """<script>
+window.addEventListener("load", () => {
+  const summary = document.getElementById("summary").getBoundingClientRect();
+  document.querySelectorAll("details").forEach((d) => { d.open = true; });
+  const width = document.documentElement.clientWidth;
+  const wide = [...document.querySelectorAll("table, img")]
+    .filter((e) => e.getBoundingClientRect().right > width + 0.5).length;
+  document.body.setAttribute("data-probe", JSON.stringify({
+    summaryBottom: summary.bottom, width: width, scrollWidth: document.documentElement.scrollWidth,
+    wide: wide, tables: document.querySelectorAll("table").length,
+    images: document.querySelectorAll("img").length,
+  }));
+});
+</script>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (.ci/run installs Debian's)")
+def test_the_report_reads_at_1400_px_in_a_real_browser(warehouse: Path, tmp_path: Path) -> None:
+    """The report in a real browser 1,400 px wide and 900 tall: the summary ends on the first
+    screen, and with every section unfolded no table or figure runs past the window."""
+    from paylens.report import render_report
+
+    page = render_report(warehouse, out=tmp_path / "paylens-{date}.html")
+    assert page.name == f"paylens-{datetime.now(UTC):%Y-%m-%d}.html"
+    probe = tmp_path / "probe.html"
+    probe.write_text(
+        page.read_text(encoding="utf-8").replace("</body>", _PROBE + "</body>"), encoding="utf-8"
+    )
+    assert CHROMIUM is not None
+    done = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1400,900",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            probe.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    found = re.search(r'data-probe="([^"]*)"', done.stdout)
+    assert found, done.stderr[-2000:]
+    measured = json.loads(html.unescape(found.group(1)))
+    assert measured["width"] == 1400
+    assert measured["summaryBottom"] <= 900  # the summary on the first screen
+    assert measured["scrollWidth"] <= measured["width"]  # no horizontal scrolling
+    assert measured["wide"] == 0  # no table or figure past the window
+    assert measured["tables"] >= 10 and measured["images"] == 6

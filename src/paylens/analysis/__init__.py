@@ -7,7 +7,7 @@
     failure_breakdown(wh, by="rail")                   # per lifecycle and reason, rates
     refund_summary(wh, by="month")                     # refund rate, latency, status
     card_summary(wh, by="mcc")                         # holds, clearings, refunds, exceptions
-    plot_fee_breakdown(wh, by="corridor")              # a labelled matplotlib Figure
+    plot_fee_breakdown(wh, by="corridor")              # each helper's plot_ twin: a Figure
 
 Every helper speaks one lifecycle vocabulary (`LIFECYCLES`: open, completed, failed,
 failed_after_debit, expired, rejected, cancelled; see `paylens.analysis._lifecycle`).
@@ -36,6 +36,7 @@ from ._plots import (
     plot_card_summary,
     plot_failure_breakdown,
     plot_fee_breakdown,
+    plot_refund_summary,
     plot_revenue,
     plot_settlement_times,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "plot_card_summary",
     "plot_failure_breakdown",
     "plot_fee_breakdown",
+    "plot_refund_summary",
     "plot_revenue",
     "plot_settlement_times",
     "refund_summary",

@@ -121,7 +121,10 @@ def failure_breakdown(
     if keys is None:
         final = render(_ROW, None, currency=[], metrics=[], major=major, order="created_at, id")
         return src.run(ctes, final)
-    group_list = group_columns(["type", *keys], ["currency", "decimals"])
+    # every group is of one type already: grouped by it, `type` is still one column
+    group_list = group_columns(
+        ["type", *(k for k in keys if k != "type")], ["currency", "decimals"]
+    )
     groups = ", ".join(map(quote, group_list))
     bad = f"lifecycle IN {sql_strings(lc.UNSUCCESSFUL)}"
     resolved = f"lifecycle IN {sql_strings(lc.RESOLVED)}"

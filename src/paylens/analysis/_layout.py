@@ -109,7 +109,7 @@ def place(
         # font's size, not the labels': in a narrow panel 350000 ran into 400000)
         texts = ax.xaxis.get_major_formatter().format_ticks(list(ax.xaxis.get_major_locator()()))
         fits = int(bars / (1.5 * widest(texts, tick) / 72)) if any(texts) else len(texts)
-        if len(texts) > fits:
+        if len(texts) > fits and ax.get_xscale() == "linear":  # a log axis names its ticks
             ax.xaxis.set_major_locator(MaxNLocator(nbins=max(1, fits)))
         if col:
             ax.set_ylabel("")  # said by the row's first panel

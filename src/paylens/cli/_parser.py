@@ -415,7 +415,13 @@ def _add_report(commands: Any) -> None:
     report.add_argument(
         "--currency", help="one currency only, e.g. USD (default: every currency, each apart)"
     )
-    report.add_argument("--out", default="reports", help="folder for the report")
+    report.add_argument(
+        "--out",
+        default="reports",
+        help="a folder (the report is paylens-report_{period}_run-{date}.html in it), or a "
+        "file name template ending in .html with {date} (the run's UTC day), {time} and "
+        "{period}, e.g. reports/paylens-{date}.html",
+    )
     report.add_argument(
         "--reference-rates",
         metavar="CSV",
@@ -432,7 +438,9 @@ def _add_demo(commands: Any) -> None:
         "--transactions", type=_whole(0), default=SANDBOX_TRANSACTIONS, help="sandbox size"
     )
     _db_option(demo)
-    demo.add_argument("--out", default="reports", help="folder for the report")
+    demo.add_argument(
+        "--out", default="reports", help="a folder or a file name template, as for `report`"
+    )
     demo.add_argument(
         "--currencies", type=_whole(0), default=6, help="currencies shown in the headline figures"
     )

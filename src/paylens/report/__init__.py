@@ -4,11 +4,13 @@ HTML without its code.
     path = render_report("data/paylens.duckdb", start="2025-09-01", end="2025-10-01")
 
 The notebook reads the warehouse read-only through a `Period` (the rows created in [start, end),
-in one currency or all) and shows one thing a cell: the run header, the tie-out checks (which
-raise `TieOutError` when the figures do not agree, so the report fails loudly), the headline
-figures, the breakdowns and plots of `paylens.analysis`, and the exceptions. Money is integer
-minor units per currency throughout; a figure shown in major units is formatted from them with
-the currency's own decimals, never converted, never added across currencies.
+in one currency or all), checks that its figures tie out (`TieOutError` when they do not, so the
+report fails loudly), shows a one-screen summary per currency (`Period.summary`), then
+`Section`s a reader can fold: revenue and fees, settlement times, failures and refunds, card
+activity, the exceptions, the checks and where the data comes from, with the tables of
+`report._tables` and the plots of `paylens.analysis`. Money is integer minor units per currency
+throughout; a figure shown in major units is formatted from them with the currency's own
+decimals, never converted, never added across currencies, never in scientific notation.
 """
 
 from typing import TYPE_CHECKING
@@ -17,7 +19,8 @@ from paylens import _lazy
 
 if TYPE_CHECKING:
     from ._figures import Period, TieOutError, exceptions_summary
-    from ._format import format_duration, format_minor, format_rate, show
+    from ._format import format_duration, format_instant, format_minor, format_rate, show
+    from ._page import Section
     from ._render import NOTEBOOK, ReportError, render_report
 
 #: Loaded on first use: `paylens report` runs the notebook and renders its HTML without the
@@ -26,7 +29,8 @@ _LAZY: _lazy.Table = {
     name: (f"paylens.report.{module}", name)
     for module, names in {
         "_figures": ("Period", "TieOutError", "exceptions_summary"),
-        "_format": ("format_duration", "format_minor", "format_rate", "show"),
+        "_format": ("format_duration", "format_instant", "format_minor", "format_rate", "show"),
+        "_page": ("Section",),
         "_render": ("NOTEBOOK", "ReportError", "render_report"),
     }.items()
     for name in names
@@ -36,9 +40,11 @@ __all__ = [
     "NOTEBOOK",
     "Period",
     "ReportError",
+    "Section",
     "TieOutError",
     "exceptions_summary",
     "format_duration",
+    "format_instant",
     "format_minor",
     "format_rate",
     "render_report",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import numbers
 from collections.abc import Hashable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -16,7 +17,15 @@ from paylens.models import format_minor
 if TYPE_CHECKING:
     from pandas.io.formats.style import Styler
 
-__all__ = ["MISSING_LABEL", "format_duration", "format_minor", "format_rate", "show"]
+__all__ = [
+    "MISSING_LABEL",
+    "format_check",
+    "format_duration",
+    "format_instant",
+    "format_minor",
+    "format_rate",
+    "show",
+]
 
 
 def format_rate(fraction: float) -> str:
@@ -34,15 +43,28 @@ def format_duration(seconds: float) -> str:
     return f"{seconds:.0f} s"
 
 
+def format_check(passed: object) -> str:
+    """A check's outcome as a mark: `True` -> '✓', `False` -> '✗'."""
+    return "✓" if passed is True or passed is np.True_ else "✗"
+
+
 def _number(value: Any) -> str:
     """A table cell: counts with thousands separators, decimals to two places (below 1, six
-    significant digits, so a satoshi amount or a small rate still shows)."""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+    significant digits, so a satoshi amount or a small rate still shows, never in scientific
+    notation: `7.835e-05` reads `0.00007835`); a check's bool as ✓ or ✗; an instant to the
+    second in UTC."""
+    if isinstance(value, bool | np.bool_):
+        return format_check(bool(value))
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return format_instant(value)
+    if not isinstance(value, numbers.Real):
         return str(value)
     number = float(value)
     if isinstance(value, numbers.Integral) or number.is_integer():
         return f"{int(number):,}"
-    return f"{number:,.2f}" if abs(number) >= 1 else f"{number:.6g}"
+    if abs(number) >= 1:
+        return f"{number:,.2f}"
+    return np.format_float_positional(number, precision=6, fractional=False, trim="-")
 
 
 #: How many tables `show` has written in this process (their HTML ids).
@@ -67,10 +89,24 @@ def show(frame: pd.DataFrame, *, index: bool = False) -> Styler:
     fractions: list[Hashable] = [c for c in frame.columns if isinstance(c, str) and is_fraction(c)]
     if fractions:
         styler = styler.format(_percent, subset=fractions, na_rep=MISSING_LABEL, escape="html")
+    # headers in words: a column's snake_case name is no heading for a reader
+    styler = styler.format_index(_heading, axis=1, escape="html")
     return styler if index else styler.hide(axis="index")
 
 
-def _when(value: Any) -> str:
+def _heading(name: object) -> str:
+    from paylens.analysis._plots import words
+
+    return words(name) if isinstance(name, str) else str(name)
+
+
+def format_instant(value: Any) -> str:
+    """An instant to the second in UTC: '2025-10-13 14:02:11 UTC'; none -> '–'."""
     if value is None or pd.isna(value):
         return MISSING_LABEL
-    return f"{pd.Timestamp(value):%Y-%m-%d %H:%M} UTC"
+    stamp = pd.Timestamp(value)
+    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    return f"{stamp:%Y-%m-%d %H:%M:%S} UTC"
+
+
+_when = format_instant

@@ -7,7 +7,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +44,14 @@ def render_report(
     progress: bool = False,
 ) -> Path:
     """Run the report notebook over the warehouse file `db` for [start, end) (None: all the
-    data) in `currency` (None: every currency), and write `<out>/<name>.html` (no code cells)
-    beside the executed `<name>.ipynb`; return the HTML's path.
+    data) in `currency` (None: every currency), and write its HTML (no code cells) beside the
+    executed notebook (`.ipynb`); return the HTML's path.
+
+    `out` is a folder (the file in it is `paylens-report_{period}_run-{date}.html`) or a file
+    name template ending in `.html`, such as `reports/paylens-{date}.html`: `{date}` is the
+    day the report runs (UTC, `2025-10-13`), `{time}` its time (`140211`), `{period}` the
+    period's bounds and currency (`2025-09-01_2025-10-01_USD`, `all_all`). A dated name keeps
+    each scheduled run's report instead of overwriting the last.
 
     `progress=True` shows each phase on stderr (tqdm): computing the figures (the notebook's
     cells, one step each, with an ETA) and rendering the HTML.
@@ -62,7 +68,8 @@ def render_report(
     _check_warehouse(database, currency)
     if reference_rates is not None:
         _check_readable("reference_rates", Path(reference_rates))
-    folder = Path(out)
+    page_path = report_path(out, bounds, currency, datetime.now(UTC))
+    folder = page_path.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # a file in the way, a folder that cannot be made
@@ -74,8 +81,7 @@ def render_report(
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    name = report_name(bounds, currency)
-    executed = folder / f"{name}.ipynb"
+    executed = page_path.with_suffix(".ipynb")
     parameters = {
         "db": str(database),
         "start": bounds[0].isoformat() if bounds[0] else None,
@@ -102,7 +108,7 @@ def render_report(
     except PapermillExecutionError as exc:
         failure = exc
     with _phase(PHASES[1], progress):
-        page = _write_html(executed, folder / f"{name}.html")
+        page = _write_html(executed, page_path)
     leaked = _secrets_in(executed.read_text(encoding="utf-8"), page.read_text(encoding="utf-8"))
     if leaked:
         executed.unlink()
@@ -124,6 +130,34 @@ def report_name(bounds: list[datetime | None], currency: str | None) -> str:
         return day if moment.time() == datetime.min.time() else day + moment.strftime("T%H%M%S%f")
 
     return "paylens-report_" + "_".join([*map(bound, bounds), *([currency] if currency else [])])
+
+
+#: The file name in a folder given as `out`.
+DEFAULT_NAME = "paylens-report_{period}_run-{date}.html"
+
+
+def report_path(
+    out: str | os.PathLike[str],
+    bounds: list[datetime | None],
+    currency: str | None,
+    now: datetime,
+) -> Path:
+    """The report's HTML path from `out`: a folder (the default name in it) or a template
+    ending in `.html` with `{date}`, `{time}` and `{period}` placeholders."""
+    text = os.fspath(out)
+    if not text.endswith(".html"):
+        if "{" in text:
+            raise InvalidArgumentError("out", f"a file name template ends in .html: {text!r}")
+        text = os.path.join(text, DEFAULT_NAME)
+    period = report_name(bounds, currency).removeprefix("paylens-report_")
+    try:
+        name = text.format(date=f"{now:%Y-%m-%d}", time=f"{now:%H%M%S}", period=period)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise InvalidArgumentError(
+            "out",
+            f"{text!r} is not a file name template ({exc}): use {{date}}, {{time}}, {{period}}",
+        ) from None
+    return Path(name)
 
 
 def _check_warehouse(database: Path, currency: str | None) -> None:
