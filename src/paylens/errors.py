@@ -17,7 +17,8 @@
     │   ├── WarehouseSourceError      it holds another service's or platform's data: none is
     │   │                             mixed in, nothing is sent
     │   └── WarehouseStorageError     the disk is full or the file cannot be written
-    ├── ReportError                   the report notebook failed, e.g. a tie-out (paylens.report)
+    ├── ReportError                   the report notebook failed (paylens.report); `html` the partial page
+    │   └── TieOutError               figures of the report that should agree do not
     ├── APIConnectionError            the service could not be reached (after the retries)
     │   └── APITimeoutError           ... because it did not answer in time
     └── APIError                      the service answered with an error status
@@ -73,8 +74,10 @@ __all__ = [
     "PaginationError",
     "PaylensError",
     "RateLimitError",
+    "ReportError",
     "RequestIdMissingError",
     "ResponseValidationError",
+    "TieOutError",
     "UnexpectedStatusError",
     "WalletOperationPendingError",
     "WalletSignatureBodyMismatchError",
@@ -473,3 +476,16 @@ def error_class_for(status: int, code: str | None) -> type[APIError]:
     """The `APIError` subclass raised for an HTTP status and error code (the 401 codes of the
     signed-retry protocol have classes of their own)."""
     return _BY_CODE.get((status, code or "")) or error_class_for_status(status)
+
+
+class ReportError(PaylensError):
+    """The report notebook failed (a tie-out check, or an error); `html` is the partial report."""
+
+    def __init__(self, message: str, html: Path | None = None) -> None:
+        super().__init__(message)
+        self.html = html
+
+
+class TieOutError(ReportError):
+    """Figures of the report that should agree do not (raised where they are compared; the
+    rendered report wraps it in a `ReportError` with the partial page)."""

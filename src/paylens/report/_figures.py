@@ -26,6 +26,7 @@ from paylens.analysis import (
 )
 from paylens.analysis._plots import words
 from paylens.connection import Banner, sandbox_warehouse
+from paylens.errors import InvalidArgumentError, TieOutError
 from paylens.models import format_minor
 from paylens.warehouse import SANDBOX_LABEL, Warehouse
 
@@ -56,10 +57,6 @@ _TABLES: dict[str, tuple[str, str]] = {
         " LEFT JOIN internal_accounts AS a ON a.id = c.account_id",
     ),
 }
-
-
-class TieOutError(AssertionError):
-    """Figures of the report that should agree do not."""
 
 
 @dataclass(frozen=True, repr=False)
@@ -105,7 +102,9 @@ class Period:
         # currency codes are upper case on the wire; `usd` means USD
         self.currency = currency.strip().upper() if currency and currency.strip() else None
         if self.start and self.end and self.start >= self.end:
-            raise ValueError(f"the period is empty: start {start} is not before end {end}")
+            raise InvalidArgumentError(
+                "start", f"the period is empty: start {start} is not before end {end}"
+            )
         self.transactions = self._read("transactions")
         self.fees = self._read("outgoing_fees")
         self.cards = self._read("card_transactions")

@@ -16,20 +16,12 @@ from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
-from paylens.errors import InvalidArgumentError, PaylensError, WarehouseError
+from paylens.errors import InvalidArgumentError, ReportError, WarehouseError
 
 from ._bounds import instant
 
 #: The report notebook, beside the package in the source tree.
 NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "report.ipynb"
-
-
-class ReportError(PaylensError):
-    """The report notebook failed (a tie-out check, or an error); `html` is the partial report."""
-
-    def __init__(self, message: str, html: Path | None = None) -> None:
-        super().__init__(message)
-        self.html = html
 
 
 def render_report(
@@ -64,7 +56,9 @@ def render_report(
     database = Path(db).resolve()
     bounds = [instant(start), instant(end)]
     if bounds[0] and bounds[1] and bounds[0] >= bounds[1]:
-        raise ValueError(f"the period is empty: start {start} is not before end {end}")
+        raise InvalidArgumentError(
+            "start", f"the period is empty: start {start} is not before end {end}"
+        )
     _check_warehouse(database, currency)
     if reference_rates is not None:
         _check_readable("reference_rates", Path(reference_rates))
