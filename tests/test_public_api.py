@@ -3,6 +3,7 @@ mutate a shared client."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -301,3 +302,31 @@ def test_sync_options_and_keyword_arguments_are_not_mixed_silently(tmp_path) -> 
             wh.sync(sandbox.client(), verify_syncs=0)
         report = wh.sync(sandbox.client(), options=SyncOptions(progress=False))
     assert report.resources["transactions"]["new"] == 100
+
+
+def _private_doors(root: Path) -> list[str]:
+    """`file:line: module` for each import of another package's private module."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        owner = parts[1] if len(parts) > 1 else ""  # the package (or module) of paylens it is in
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                bits = name.split(".")
+                private = any(bit.startswith("_") for bit in bits[2:])
+                if bits[0] == "paylens" and len(bits) > 2 and private and bits[1] != owner:
+                    found.append(f"{path.name}:{node.lineno}: {name}")
+    return found
+
+
+def test_no_package_imports_another_packages_private_module() -> None:
+    """Layers meet at public doors: what `report` needs of `analysis`, or the warehouse of the
+    client, is exported by that package; a module shared by two packages lives at the top
+    (`paylens._urls`), owned by neither."""
+    assert _private_doors(Path(paylens.__file__).parent) == []

@@ -63,9 +63,9 @@ if TYPE_CHECKING:
         Paginator,
         RawPage,
         RetryPolicy,
+        SessionKey,
         TextPage,
     )
-    from paylens.client._signing import SessionKey
     from paylens.connection import connect
     from paylens.ops import Plan
     from paylens.sandbox import Sandbox
@@ -80,7 +80,7 @@ _LAZY: _lazy.Table = {
     "RawPage": ("paylens.client", "RawPage"),
     "RetryPolicy": ("paylens.client", "RetryPolicy"),
     "TextPage": ("paylens.client", "TextPage"),
-    "SessionKey": ("paylens.client._signing", "SessionKey"),
+    "SessionKey": ("paylens.client", "SessionKey"),
     "Sandbox": ("paylens.sandbox", "Sandbox"),
     "Warehouse": ("paylens.warehouse", "Warehouse"),
     "SyncReport": ("paylens.warehouse", "SyncReport"),

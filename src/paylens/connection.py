@@ -84,8 +84,7 @@ def connect(
     names those missing), its data in the warehouse file `db`; otherwise the embedded sandbox
     (`seed`, `transactions`) and a fresh warehouse in a temporary folder, removed when the
     kernel exits."""
-    from paylens.client import Client
-    from paylens.client._config import ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET
+    from paylens.client import ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET, Client
     from paylens.errors import ConfigurationError
     from paylens.warehouse import SANDBOX_LABEL, Warehouse
 

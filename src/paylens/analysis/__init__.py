@@ -23,22 +23,28 @@ percentage by `paylens.report.show`; `exchange_rate`, `reference_rate`, `multipl
 data says so) when its input is. Money stays in integer minor units beside its currency and
 is grouped by that currency, so nothing adds two currencies; `major=True` adds `_major`
 values computed with each row's own decimals. Each docstring opens with its formula.
+
+The same vocabulary for tables of your own: `words("fees_major")` is "fees", `month_label`
+writes a month as "Sep 2025", `is_fraction` tells a fraction column by its name, and
+`MISSING_LABEL` is what a missing value is shown as.
 """
 
 from ._cards import card_summary
-from ._common import By, Data
+from ._common import MISSING_LABEL, By, Data, is_fraction
 from ._failures import failure_breakdown
 from ._fees import ReferenceRates, fee_breakdown
 from ._lifecycle import FAILURES as FAILURE_LIFECYCLES
 from ._lifecycle import LIFECYCLES
 from ._lifecycle import RESOLVED as RESOLVED_LIFECYCLES
 from ._plots import (
+    month_label,
     plot_card_summary,
     plot_failure_breakdown,
     plot_fee_breakdown,
     plot_refund_summary,
     plot_revenue,
     plot_settlement_times,
+    words,
 )
 from ._refunds import refund_summary
 from ._revenue import revenue
@@ -47,6 +53,7 @@ from ._settlement import settlement_times
 __all__ = [
     "FAILURE_LIFECYCLES",
     "LIFECYCLES",
+    "MISSING_LABEL",
     "RESOLVED_LIFECYCLES",
     "By",
     "Data",
@@ -54,6 +61,8 @@ __all__ = [
     "card_summary",
     "failure_breakdown",
     "fee_breakdown",
+    "is_fraction",
+    "month_label",
     "plot_card_summary",
     "plot_failure_breakdown",
     "plot_fee_breakdown",
@@ -63,4 +72,5 @@ __all__ = [
     "refund_summary",
     "revenue",
     "settlement_times",
+    "words",
 ]

@@ -61,7 +61,7 @@ def _run(args: argparse.Namespace, name: str) -> int:
         try:
             return int(args.run(args))
         except Exception as exc:
-            from paylens.warehouse._open import interrupted
+            from paylens.warehouse import interrupted
 
             if interrupted(exc):  # a Ctrl-C that DuckDB took as its own error
                 raise KeyboardInterrupt from None

@@ -208,7 +208,7 @@ def _client(args: argparse.Namespace) -> Client:
     import os
 
     from paylens import Client, ConfigurationError
-    from paylens.client._config import ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET
+    from paylens.client import ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET
 
     options = {"max_retries": args.max_retries}
     if getattr(args, "sandbox", False):
@@ -338,7 +338,7 @@ def _file(db: str) -> str:
     bulk action on it would select from nothing and exit 0."""
     from pathlib import Path
 
-    from paylens.warehouse._open import MEMORY
+    from paylens.warehouse import MEMORY
 
     return str(Path(db).absolute()) if db == MEMORY else db
 

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 import httpx
 
+from paylens._urls import is_sandbox_url
+
 from ._config import (
     Credentials,
     check_base_url,
     is_loopback_host,
-    is_sandbox_url,
     settings_from_env,
 )
 from ._policy import Attempts, Call, RateBudget, RequestStats, RetryPolicy, logger

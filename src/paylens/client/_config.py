@@ -141,10 +141,3 @@ def settings_from_env(environ: dict[str, str] | None = None) -> tuple[str, Crede
             " or use paylens.Sandbox().client())."
         )
     return env[ENV_BASE_URL], Credentials(env[ENV_CLIENT_ID], env[ENV_CLIENT_SECRET])
-
-
-def is_sandbox_url(base_url: str) -> bool:
-    """True when a base URL points at a sandbox (paylens' own, in-process or served, or any
-    service URL that names itself one): its data must be labelled sandbox data."""
-    parts = urlsplit(base_url)
-    return "sandbox" in (parts.hostname or "") or "/sandbox" in parts.path

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from paylens.client._signing import Signer
+from paylens.client import Signer
 from paylens.errors import InvalidArgumentError
 
 from ._plan import ELIGIBLE, Action, Plan, Selection, make_plan

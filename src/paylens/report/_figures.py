@@ -23,8 +23,8 @@ from paylens.analysis import (
     refund_summary,
     revenue,
     settlement_times,
+    words,
 )
-from paylens.analysis._plots import words
 from paylens.connection import Banner, sandbox_warehouse
 from paylens.errors import InvalidArgumentError, TieOutError
 from paylens.models import format_minor

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from paylens.analysis._common import MISSING_LABEL, is_fraction
+from paylens.analysis import MISSING_LABEL, is_fraction
 from paylens.models import format_minor
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def show(frame: pd.DataFrame, *, index: bool = False) -> Styler:
 
 
 def _heading(name: object) -> str:
-    from paylens.analysis._plots import words
+    from paylens.analysis import words
 
     return words(name) if isinstance(name, str) else str(name)
 

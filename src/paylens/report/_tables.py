@@ -13,11 +13,12 @@ import pandas as pd
 from paylens.analysis import (
     card_summary,
     failure_breakdown,
+    month_label,
     refund_summary,
     revenue,
     settlement_times,
+    words,
 )
-from paylens.analysis._plots import month_label, words
 from paylens.models import format_minor
 
 from ._format import MISSING_LABEL, format_check, format_duration, format_instant, format_rate

@@ -18,7 +18,7 @@ import secrets
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from paylens.client._config import is_sandbox_url
+from paylens._urls import is_sandbox_url
 
 from .clock import Clock, WallClock, advance_served
 from .errors import ServiceError

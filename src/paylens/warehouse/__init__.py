@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from paylens.errors import WarehouseError, WarehouseLockedError
 
+from ._open import MEMORY, interrupted
 from ._report import SANDBOX_LABEL as SANDBOX_LABEL
 from ._report import SyncReport
 from ._store import SCHEMA_VERSION
@@ -25,6 +26,7 @@ from ._warehouse import Warehouse
 from .sync import Freshness, SyncOptions
 
 __all__ = [
+    "MEMORY",
     "SCHEMA_VERSION",
     "Freshness",
     "SyncOptions",
@@ -32,6 +34,7 @@ __all__ = [
     "Warehouse",
     "WarehouseError",
     "WarehouseLockedError",
+    "interrupted",
     "sync_file",
 ]
 

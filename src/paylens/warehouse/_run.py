@@ -15,8 +15,7 @@ from typing import Any
 
 import duckdb
 
-from paylens.client import Client
-from paylens.client._params import timestamp
+from paylens.client import Client, timestamp
 from paylens.errors import APIError, WarehouseSourceError
 
 from . import _store

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any, Self
 import duckdb
 import pyarrow as pa
 
-from paylens.client import Client
-from paylens.client._params import timestamp
+from paylens.client import Client, timestamp
 from paylens.errors import InvalidArgumentError, WarehouseError, WarehouseFileError
 from paylens.frames import to_pandas
 
