@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from paylens.errors import LakeError
+from paylens.errors import InvalidArgumentError, LakeError
 
 if TYPE_CHECKING:
     from pyiceberg.catalog.sql import SqlCatalog
@@ -32,7 +32,9 @@ def open_catalog(uri: str, location: str | os.PathLike[str] | None = None) -> Sq
             "the Iceberg lake needs the `lake` extra: pip install 'paylens[lake]'"
         ) from None
     if not uri.startswith(("postgresql", "sqlite")):
-        raise LakeError(f"--catalog takes a postgresql://... or sqlite:///... URL, not {uri!r}")
+        raise InvalidArgumentError(
+            "catalog", f"give a postgresql://... or sqlite:///... URL, not {uri!r}"
+        )
     properties = {"uri": uri, "init_catalog_tables": "true"}
     if location is not None:
         text = str(location)

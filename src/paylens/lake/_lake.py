@@ -79,6 +79,4 @@ class Lake(Warehouse):
             con.unregister("_lake_rows")
 
     def __repr__(self) -> str:
-        return (
-            f"Lake({self.namespace!r}, sync run {self.sync_run}, source={self.source or 'none'})"
-        )
+        return f"Lake({self.namespace!r}, sync run {self.sync_run}, source={self.source or 'none'})"

@@ -17,6 +17,7 @@ table stays at its previous snapshot and the next publish finds the same partiti
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import uuid
@@ -173,7 +174,7 @@ def _publish_table(
 ) -> tuple[int | None, dict[str, int] | None]:
     """Bring one Iceberg table to the warehouse's rows: (its snapshot id, what was written, or
     None when nothing differed)."""
-    from pyiceberg.exceptions import CommitFailedException
+    from pyiceberg.exceptions import CommitFailedException, ValidationException
     from pyiceberg.io.pyarrow import _dataframe_to_data_files
 
     current = fingerprints(rel, table)
@@ -182,7 +183,9 @@ def _publish_table(
         iceberg = _load(catalog, ident, schema, table)
         previous = _published(iceberg)
         changed = {
-            p for p in set(current) | set(previous or {}) if current.get(p) != (previous or {}).get(p)
+            p
+            for p in set(current) | set(previous or {})
+            if current.get(p) != (previous or {}).get(p)
         }
         evolved = previous is not None and _schema_differs(iceberg, schema)
         if previous is not None and not changed and not evolved:
@@ -211,7 +214,7 @@ def _publish_table(
             before_commit(table)
         try:
             committed = txn.commit_transaction()
-        except CommitFailedException:
+        except (CommitFailedException, ValidationException):
             continue  # another publisher committed first: re-read and plan again
         snapshot = committed.current_snapshot()
         return (snapshot.snapshot_id if snapshot else None), {
@@ -247,10 +250,8 @@ def publish(
     from pyiceberg.exceptions import NamespaceAlreadyExistsError
 
     cat = open_catalog(catalog, location)
-    try:
+    with contextlib.suppress(NamespaceAlreadyExistsError):  # another publisher's, or earlier
         cat.create_namespace(namespace)
-    except NamespaceAlreadyExistsError:
-        pass
     run_id = _run_id(wh)
     report = PublishReport(run_id=run_id, publish_id=str(uuid.uuid4()))
     properties = {PUBLISH_ID: report.publish_id}
@@ -285,7 +286,11 @@ def _record(
 ) -> None:
     """Append the publish's row to the log (retried like any commit: appends never conflict
     in content)."""
-    from pyiceberg.exceptions import CommitFailedException, NoSuchTableError, TableAlreadyExistsError
+    from pyiceberg.exceptions import (
+        CommitFailedException,
+        NoSuchTableError,
+        TableAlreadyExistsError,
+    )
 
     row = pa.table(
         {
