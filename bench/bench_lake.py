@@ -121,7 +121,9 @@ def main() -> None:
             result["incremental_bytes"] = incremental.bytes_written
             result["incremental_location_bytes"] = _size(location) - before
             result["incremental_tables"] = incremental.tables
-            result["incremental_share_of_full_bytes"] = incremental.bytes_written / full.bytes_written
+            result["incremental_share_of_full_bytes"] = (
+                incremental.bytes_written / full.bytes_written
+            )
             started = time.perf_counter()
             lake = Lake(catalog=catalog, namespace="bench")
             result["lake_open_seconds"] = time.perf_counter() - started

@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from pyiceberg.catalog.sql import SqlCatalog
 
 
+#: The column a table's rows are put in order of, the first one it has.
+_ORDER = ("created_at", "observed_at", "run_id", "entry_id")
+
+
 def chosen_publish(cat: SqlCatalog, namespace: str, sync_run: int | None) -> dict[str, Any]:
     """The log row of the last complete publish (of sync run `sync_run` or before, when
     given): its run id and the snapshot id of every table."""
@@ -43,6 +47,9 @@ class Lake(Warehouse):
     def __init__(self, catalog: str, namespace: str, *, sync_run: int | None = None) -> None:
         super().__init__(":memory:")
         try:
+            # the tables live in memory: DuckDB's own limit (80 % of RAM), not the 256 MB a
+            # writer of a file keeps for its buffers
+            self._con.execute("RESET memory_limit")
             cat = open_catalog(catalog)
             chosen = chosen_publish(cat, namespace, sync_run)
             self.sync_run: int | None = chosen["run_id"]
@@ -73,8 +80,12 @@ class Lake(Warehouse):
                 f'CAST("{n}" AS BIGINT)::BIT::UBIGINT AS "{n}"' if n in fix else f'"{n}"'
                 for n in rows.column_names
             )
+            # in creation order, as a sync stores them: DuckDB's zone maps then skip as well
+            # over these rows as over the file's (a scan gives partitions in no set order)
+            order = next((c for c in _ORDER if c in rows.column_names), None)
+            by = f' ORDER BY "{order}"' if order else ""
             con.execute(f"DELETE FROM {table}")
-            con.execute(f"INSERT INTO {table} BY NAME SELECT {items} FROM _lake_rows")
+            con.execute(f"INSERT INTO {table} BY NAME SELECT {items} FROM _lake_rows{by}")
         finally:
             con.unregister("_lake_rows")
 

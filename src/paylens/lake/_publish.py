@@ -39,9 +39,11 @@ if TYPE_CHECKING:
 
     from paylens.warehouse import Warehouse
 
-#: Every published table, and the instant column whose UTC month partitions it (None: one
-#: partition). The money columns are the warehouse's: int64 minor units beside the currency
-#: and its decimals.
+#: Every published table, and the column partitioning it (None: one partition): an instant by
+#: its UTC month; the status history by the sync run that observed it (its rows are only ever
+#: added, so a publish writes the new run's partition alone, where a month of observation
+#: would hold a first sync's whole history). The money columns are the warehouse's: int64
+#: minor units beside the currency and its decimals.
 TABLES: dict[str, str | None] = {
     "transactions": "created_at",
     "outgoing_fees": "created_at",
@@ -51,7 +53,7 @@ TABLES: dict[str, str | None] = {
     "cards": None,
     "internal_accounts": None,
     "external_accounts": None,
-    "status_history": "observed_at",
+    "status_history": "run_id",
     "ops_journal": None,
     "sync_runs": None,
     "rejected_records": None,
@@ -92,9 +94,17 @@ def _month_key(column: str) -> str:
     return f"coalesce(CAST({ordinal} AS VARCHAR), 'null')"
 
 
+#: Columns partitioned by their value, not their month.
+_BY_VALUE = frozenset({"run_id"})
+
+
 def _partition_expr(table: str) -> str:
     column = TABLES[table]
-    return "''" if column is None else _month_key(f'"{column}"')
+    if column is None:
+        return "''"
+    if column in _BY_VALUE:
+        return f"coalesce(CAST(\"{column}\" AS VARCHAR), 'null')"
+    return _month_key(f'"{column}"')
 
 
 def _partition_of(partition: Any) -> str:
@@ -125,7 +135,7 @@ def _rows(rel: duckdb.DuckDBPyRelation, table: str, parts: set[str]) -> pa.Table
 
 def _create(catalog: SqlCatalog, ident: tuple[str, str], schema: pa.Schema, table: str) -> Table:
     from pyiceberg.exceptions import CommitFailedException, TableAlreadyExistsError
-    from pyiceberg.transforms import MonthTransform
+    from pyiceberg.transforms import IdentityTransform, MonthTransform
 
     column = TABLES[table]
     try:
@@ -133,7 +143,10 @@ def _create(catalog: SqlCatalog, ident: tuple[str, str], schema: pa.Schema, tabl
         txn = catalog.create_table_transaction(ident, schema=schema)
         if column is not None:
             with txn.update_spec() as spec:
-                spec.add_field(column, MonthTransform(), f"{column}_month")
+                if column in _BY_VALUE:
+                    spec.add_field(column, IdentityTransform(), column)
+                else:
+                    spec.add_field(column, MonthTransform(), f"{column}_month")
         txn.commit_transaction()
     except (TableAlreadyExistsError, CommitFailedException):  # another publisher was first
         pass
