@@ -178,6 +178,25 @@ def test_lake_gives_the_same_frames_and_helpers_and_any_sync_run(tmp_path: Path)
             pd.testing.assert_frame_equal(analysis.revenue(old), run1["revenue"])
 
 
+def test_a_window_is_pushed_down_to_the_scan(tmp_path: Path) -> None:
+    catalog = f"sqlite:///{tmp_path / 'catalog.db'}"
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        wh.sync(Sandbox(seed=5, transactions=300).client(), progress=False)
+        publish(wh, catalog, "team", location=tmp_path / "lake")
+        window = {"start": "2025-08-01", "end": "2025-08-31"}
+        with Lake(catalog=catalog, namespace="team", **window) as lake:
+            expected = wh.transactions(**window)
+            assert 0 < len(expected) < len(wh.transactions())
+            pd.testing.assert_frame_equal(lake.transactions(), expected)
+            pd.testing.assert_frame_equal(lake.fees(), wh.fees(**window))
+        # only August's file was read: one file of the table's several
+        files = SqlCatalog("paylens", uri=catalog).load_table(("team", "transactions")).scan(
+            row_filter="created_at >= '2025-08-01T00:00:00+00:00'"
+            " and created_at <= '2025-08-31T23:59:59.999999+00:00'"
+        ).plan_files()
+        assert len(list(files)) == 1
+
+
 def test_a_new_column_evolves_the_table(tmp_path: Path) -> None:
     catalog = f"sqlite:///{tmp_path / 'catalog.db'}"
     with Warehouse(tmp_path / "w.duckdb") as wh:

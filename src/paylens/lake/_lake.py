@@ -4,10 +4,12 @@ and analysis helper works on them unchanged (a notebook takes either)."""
 from __future__ import annotations
 
 import json
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from paylens.client._params import timestamp
 from paylens.errors import LakeError
 from paylens.warehouse import Warehouse
 
@@ -16,6 +18,24 @@ from ._publish import TABLES
 
 if TYPE_CHECKING:
     from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.expressions import BooleanExpression
+
+
+def _window(
+    start: date | datetime | str | None, end: date | datetime | str | None
+) -> BooleanExpression:
+    """`created_at` within [start, end], as a scan filter (its months prune the files)."""
+    from pyiceberg.expressions import AlwaysTrue, And, GreaterThanOrEqual, LessThanOrEqual
+
+    def iso(argument: str, value: date | datetime | str, end_of_day: bool = False) -> str:
+        return timestamp(argument, value, end_of_day=end_of_day).removesuffix("Z") + "+00:00"
+
+    found: BooleanExpression = AlwaysTrue()
+    if start is not None:
+        found = And(found, GreaterThanOrEqual("created_at", iso("start", start)))
+    if end is not None:
+        found = And(found, LessThanOrEqual("created_at", iso("end", end, end_of_day=True)))
+    return found
 
 
 #: The column a table's rows are put in order of, the first one it has.
@@ -42,10 +62,22 @@ class Lake(Warehouse):
     in-memory DuckDB database with the warehouse's own schema: the same typed frames
     (`transactions()`, `fees()`, ...), `sql`, `relation` and analysis helpers as a local file,
     and read-only. `sync_run` reads the tables as the last publish of that sync run (or an
-    earlier one) left them, every table from the same publish."""
+    earlier one) left them, every table from the same publish. `start`/`end` keep the
+    transactions, fees and card transactions created in that window (inclusive; a date is a
+    whole UTC day), pushed down to the scan: months outside it are never read."""
 
-    def __init__(self, catalog: str, namespace: str, *, sync_run: int | None = None) -> None:
+    def __init__(
+        self,
+        catalog: str,
+        namespace: str,
+        *,
+        sync_run: int | None = None,
+        start: date | datetime | str | None = None,
+        end: date | datetime | str | None = None,
+    ) -> None:
         super().__init__(":memory:")
+        from pyiceberg.expressions import AlwaysTrue
+
         try:
             # the tables live in memory: DuckDB's own limit (80 % of RAM), not the 256 MB a
             # writer of a file keeps for its buffers
@@ -58,7 +90,10 @@ class Lake(Warehouse):
                 snapshot_id = snapshots.get(table)
                 if snapshot_id is None:
                     continue
-                scan = cat.load_table((namespace, table)).scan(snapshot_id=snapshot_id)
+                window = _window(start, end) if TABLES[table] == "created_at" else AlwaysTrue()
+                scan = cat.load_table((namespace, table)).scan(
+                    snapshot_id=snapshot_id, row_filter=window
+                )
                 self._fill(table, scan.to_arrow())
         except BaseException:
             self.close()
