@@ -190,10 +190,15 @@ def test_a_window_is_pushed_down_to_the_scan(tmp_path: Path) -> None:
             pd.testing.assert_frame_equal(lake.transactions(), expected)
             pd.testing.assert_frame_equal(lake.fees(), wh.fees(**window))
         # only August's file was read: one file of the table's several
-        files = SqlCatalog("paylens", uri=catalog).load_table(("team", "transactions")).scan(
-            row_filter="created_at >= '2025-08-01T00:00:00+00:00'"
-            " and created_at <= '2025-08-31T23:59:59.999999+00:00'"
-        ).plan_files()
+        files = (
+            SqlCatalog("paylens", uri=catalog)
+            .load_table(("team", "transactions"))
+            .scan(
+                row_filter="created_at >= '2025-08-01T00:00:00+00:00'"
+                " and created_at <= '2025-08-31T23:59:59.999999+00:00'"
+            )
+            .plan_files()
+        )
         assert len(list(files)) == 1
 
 
