@@ -251,17 +251,32 @@ def _publisher(db: Path, catalog: str, location: Path) -> subprocess.Popen[bytes
     )
 
 
-def test_two_publishers_at_once(pg_catalog: str, tmp_path: Path) -> None:
+def _publishers_at_once(pg_catalog: str, tmp_path: Path, trials: int) -> None:
+    """Two publisher processes at once, after each of `trials` rounds of changes."""
+    sandbox = Sandbox(seed=12, transactions=300)
     db = tmp_path / "w.duckdb"
-    with Warehouse(db) as wh:
-        wh.sync(Sandbox(seed=12, transactions=300).client(), progress=False)
-    procs = [_publisher(db, pg_catalog, tmp_path / "lake") for _ in range(2)]
-    for p in procs:
-        _, err = p.communicate(timeout=120)
-        assert p.returncode == 0, err.decode()
-    with Warehouse(db, read_only=True) as wh:
-        assert_published_equals(wh, pg_catalog)
+    for trial in range(trials):
+        with Warehouse(db) as wh:
+            if trial == 0:
+                wh.sync(sandbox.client(), progress=False)
+            else:
+                _round(sandbox, wh, trial % 5)
+        procs = [_publisher(db, pg_catalog, tmp_path / "lake") for _ in range(2)]
+        for p in procs:
+            _, err = p.communicate(timeout=120)
+            assert p.returncode == 0, err.decode()
+        with Warehouse(db, read_only=True) as wh:
+            assert_published_equals(wh, pg_catalog)
     _every_snapshot_readable(pg_catalog)
+
+
+def test_two_publishers_at_once(pg_catalog: str, tmp_path: Path) -> None:
+    _publishers_at_once(pg_catalog, tmp_path, trials=2)
+
+
+@pytest.mark.slow
+def test_two_publishers_at_once_twenty_times(pg_catalog: str, tmp_path: Path) -> None:
+    _publishers_at_once(pg_catalog, tmp_path, trials=20)
 
 
 def _every_snapshot_readable(catalog: str) -> None:
@@ -274,10 +289,13 @@ def _every_snapshot_readable(catalog: str) -> None:
             assert len(ids) == len(set(ids)), (table, snapshot.snapshot_id)
 
 
-def _killed_publishes(pg_catalog: str, tmp_path: Path, trials: int) -> None:
+def _killed_publishes(pg_catalog: str, tmp_path: Path, trials: int) -> int:
+    """SIGKILL a publisher at a random instant after each round; the next publish completes
+    the work. How many kills cut a publish short (it had not finished; the next had work)."""
     sandbox = Sandbox(seed=13, transactions=300)
     db = tmp_path / "w.duckdb"
     rng = random.Random(35)
+    cut_short = 0
     for trial in range(trials):
         with Warehouse(db) as wh:
             if trial == 0:
@@ -290,9 +308,11 @@ def _killed_publishes(pg_catalog: str, tmp_path: Path, trials: int) -> None:
         proc.wait()
         _every_snapshot_readable_if_any(pg_catalog)
         with Warehouse(db, read_only=True) as wh:
-            publish(wh, pg_catalog, "team", location=tmp_path / "lake")
+            report = publish(wh, pg_catalog, "team", location=tmp_path / "lake")
             assert_published_equals(wh, pg_catalog)
+        cut_short += proc.returncode == -signal.SIGKILL and report.changed
     _every_snapshot_readable(pg_catalog)
+    return cut_short
 
 
 def _every_snapshot_readable_if_any(catalog: str) -> None:
@@ -312,4 +332,4 @@ def test_a_killed_publish_leaves_the_last_snapshot_and_the_next_completes(
 
 @pytest.mark.slow
 def test_twenty_killed_publishes(pg_catalog: str, tmp_path: Path) -> None:
-    _killed_publishes(pg_catalog, tmp_path, trials=20)
+    assert _killed_publishes(pg_catalog, tmp_path, trials=20) >= 5
