@@ -20,6 +20,7 @@ import pytest
 
 from paylens import ConflictError, Sandbox, Warehouse, WarehouseError, analysis
 from paylens.lake import TABLES, Lake, publish
+from tests._helpers import run_cli
 from tests._postgres import postgres_server
 
 pytest.importorskip("pyiceberg")
@@ -202,6 +203,37 @@ def test_a_window_is_pushed_down_to_the_scan(tmp_path: Path) -> None:
         assert len(list(files)) == 1
 
 
+def test_the_publish_command(tmp_path: Path) -> None:
+    catalog = f"sqlite:///{tmp_path / 'catalog.db'}"
+    db = tmp_path / "w.duckdb"
+    with Warehouse(db) as wh:
+        wh.sync(Sandbox(seed=4, transactions=100).client(), progress=False)
+    where = ["--db", str(db), "--catalog", catalog, "--namespace", "team"]
+    first = run_cli("publish", *where, "--location", str(tmp_path / "lake"))
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith("published sync run 1: 13 tables, ")
+    again = run_cli("publish", *where)
+    assert (again.returncode, again.stdout) == (
+        0,
+        "nothing changed since the last publish (sync run 1)\n",
+    )
+    wrong = run_cli("publish", "--db", str(db), "--catalog", "mysql://x", "--namespace", "t")
+    assert wrong.returncode == 2
+    assert wrong.stderr == (
+        "paylens publish: catalog: give a postgresql://... or sqlite:///... URL, not 'mysql://x'\n"
+    )
+    missing = run_cli(
+        "publish",
+        "--db",
+        str(tmp_path / "none.duckdb"),
+        "--catalog",
+        catalog,
+        "--namespace",
+        "team",
+    )
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1
+
+
 def test_a_new_column_evolves_the_table(tmp_path: Path) -> None:
     catalog = f"sqlite:///{tmp_path / 'catalog.db'}"
     with Warehouse(tmp_path / "w.duckdb") as wh:
@@ -251,16 +283,21 @@ def _publisher(db: Path, catalog: str, location: Path) -> subprocess.Popen[bytes
     )
 
 
+def _next_state(sandbox: Sandbox, db: Path, trial: int) -> None:
+    """The first sync, or another round of changes synced."""
+    with Warehouse(db) as wh:
+        if trial == 0:
+            wh.sync(sandbox.client(), progress=False)
+        else:
+            _round(sandbox, wh, trial % 5)
+
+
 def _publishers_at_once(pg_catalog: str, tmp_path: Path, trials: int) -> None:
     """Two publisher processes at once, after each of `trials` rounds of changes."""
     sandbox = Sandbox(seed=12, transactions=300)
     db = tmp_path / "w.duckdb"
     for trial in range(trials):
-        with Warehouse(db) as wh:
-            if trial == 0:
-                wh.sync(sandbox.client(), progress=False)
-            else:
-                _round(sandbox, wh, trial % 5)
+        _next_state(sandbox, db, trial)
         procs = [_publisher(db, pg_catalog, tmp_path / "lake") for _ in range(2)]
         for p in procs:
             _, err = p.communicate(timeout=120)
@@ -297,11 +334,7 @@ def _killed_publishes(pg_catalog: str, tmp_path: Path, trials: int) -> int:
     rng = random.Random(35)
     cut_short = 0
     for trial in range(trials):
-        with Warehouse(db) as wh:
-            if trial == 0:
-                wh.sync(sandbox.client(), progress=False)
-            else:
-                _round(sandbox, wh, trial % 5)
+        _next_state(sandbox, db, trial)
         proc = _publisher(db, pg_catalog, tmp_path / "lake")
         time.sleep(rng.uniform(0.3, 3.0))  # a random instant of the publish, not a wait for it
         proc.send_signal(signal.SIGKILL)
