@@ -222,6 +222,21 @@ def test_the_publish_command(tmp_path: Path) -> None:
     assert wrong.stderr == (
         "paylens publish: catalog: give a postgresql://... or sqlite:///... URL, not 'mysql://x'\n"
     )
+    demo = run_cli(
+        "publish",
+        "--sandbox",
+        "--transactions",
+        "50",
+        "--catalog",
+        catalog,
+        "--namespace",
+        "demo",
+        "--location",
+        str(tmp_path / "demo"),
+    )
+    assert demo.returncode == 0, demo.stderr
+    with Lake(catalog=catalog, namespace="demo") as lake:
+        assert len(lake.transactions()) == 50
     missing = run_cli(
         "publish",
         "--db",

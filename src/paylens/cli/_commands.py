@@ -173,9 +173,15 @@ def _publish(args: argparse.Namespace) -> int:
     """`paylens publish`: the warehouse's tables into the team's Iceberg catalog (after each
     scheduled sync). Exit 0 done (nothing changed included), 1 failed, 2 no warehouse."""
     from paylens import PaylensError, Warehouse
+    from paylens.connection import sandbox_warehouse
 
     try:
-        with Warehouse(args.db, read_only=True) as wh:
+        db = (
+            sandbox_warehouse(seed=args.seed, transactions=args.transactions)
+            if args.sandbox
+            else args.db
+        )
+        with Warehouse(db, read_only=True) as wh:
             report = wh.publish(args.catalog, args.namespace, location=args.location)
     except _SETUP_ERRORS as exc:
         print(f"paylens publish: {exc}", file=sys.stderr)

@@ -368,8 +368,10 @@ def _add_publish(commands: Any) -> None:
     publish.add_argument(
         "--location",
         default=None,
-        help="where new tables put their data files (a directory or a URL); needed the first time",
+        help="where new tables put their data files, a directory or a URL (default: none, "
+        "enough once the tables exist)",
     )
+    _sandbox_options(publish, "instead of --db: a warehouse synced from the embedded sandbox")
 
 
 def _add_bulk_actions(commands: Any) -> None:

@@ -18,24 +18,20 @@ from ._publish import TABLES
 
 if TYPE_CHECKING:
     from pyiceberg.catalog.sql import SqlCatalog
-    from pyiceberg.expressions import BooleanExpression
 
 
-def _window(
-    start: date | datetime | str | None, end: date | datetime | str | None
-) -> BooleanExpression:
+def _window(start: date | datetime | str | None, end: date | datetime | str | None) -> str:
     """`created_at` within [start, end], as a scan filter (its months prune the files)."""
-    from pyiceberg.expressions import AlwaysTrue, And, GreaterThanOrEqual, LessThanOrEqual
 
     def iso(argument: str, value: date | datetime | str, end_of_day: bool = False) -> str:
         return timestamp(argument, value, end_of_day=end_of_day).removesuffix("Z") + "+00:00"
 
-    found: BooleanExpression = AlwaysTrue()
+    bounds = []
     if start is not None:
-        found = And(found, GreaterThanOrEqual("created_at", iso("start", start)))
+        bounds.append(f"created_at >= '{iso('start', start)}'")
     if end is not None:
-        found = And(found, LessThanOrEqual("created_at", iso("end", end, end_of_day=True)))
-    return found
+        bounds.append(f"created_at <= '{iso('end', end, end_of_day=True)}'")
+    return " and ".join(bounds) or "true"
 
 
 #: The column a table's rows are put in order of, the first one it has.
@@ -76,8 +72,6 @@ class Lake(Warehouse):
         end: date | datetime | str | None = None,
     ) -> None:
         super().__init__(":memory:")
-        from pyiceberg.expressions import AlwaysTrue
-
         try:
             # the tables live in memory: DuckDB's own limit (80 % of RAM), not the 256 MB a
             # writer of a file keeps for its buffers
@@ -90,7 +84,7 @@ class Lake(Warehouse):
                 snapshot_id = snapshots.get(table)
                 if snapshot_id is None:
                     continue
-                window = _window(start, end) if TABLES[table] == "created_at" else AlwaysTrue()
+                window = _window(start, end) if TABLES[table] == "created_at" else "true"
                 scan = cat.load_table((namespace, table)).scan(
                     snapshot_id=snapshot_id, row_filter=window
                 )
