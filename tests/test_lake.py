@@ -249,6 +249,17 @@ def test_the_publish_command(tmp_path: Path) -> None:
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1
 
 
+def test_the_warehouse_does_not_import_pyiceberg() -> None:
+    """Only a publish or a Lake loads the Iceberg library (the `lake` extra)."""
+    code = (
+        "import sys, paylens, paylens.warehouse, paylens.lake, paylens.analysis\n"
+        "paylens.Warehouse, paylens.Lake\n"
+        "assert not [m for m in sys.modules if m.startswith('pyiceberg')], 'pyiceberg'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 def test_a_new_column_evolves_the_table(tmp_path: Path) -> None:
     catalog = f"sqlite:///{tmp_path / 'catalog.db'}"
     with Warehouse(tmp_path / "w.duckdb") as wh:
