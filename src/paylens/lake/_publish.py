@@ -200,12 +200,10 @@ def _publish_table(
             for p in set(current) | set(previous or {})
             if current.get(p) != (previous or {}).get(p)
         }
-        evolved = previous is not None and _schema_differs(iceberg, schema)
-        if previous is not None and not changed and not evolved:
+        # a new column changes every row's hash, so every partition is rewritten with it
+        if previous is not None and not changed:
             snapshot = iceberg.current_snapshot()
             return (snapshot.snapshot_id if snapshot else None), None
-        if evolved:
-            changed = set(current) | set(previous or {})
         data = _rows(rel, table, changed)
         doomed = [
             task.file
@@ -236,11 +234,6 @@ def _publish_table(
             "bytes": written,
         }
     raise LakeError(f"{table}: {ATTEMPTS} commits in a row lost to other publishers; try again")
-
-
-def _schema_differs(iceberg: Table, schema: pa.Schema) -> bool:
-    names = [f.name for f in iceberg.schema().fields]
-    return names != [f.name for f in schema]
 
 
 def _run_id(wh: Warehouse) -> int | None:
