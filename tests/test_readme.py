@@ -23,6 +23,7 @@ PAGES = [
     "docs/client.md",
     "docs/warehouse.md",
     "docs/analysis.md",
+    "docs/how-to/team-tables.md",
     "docs/how-to/month-end.md",
     "docs/how-to/bulk-cancel.md",
     "docs/wallets.md",

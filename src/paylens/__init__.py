@@ -30,6 +30,7 @@ from paylens.errors import (
     InternalServerError,
     InvalidArgumentError,
     InvalidSignatureError,
+    LakeError,
     LockedError,
     NotFoundError,
     OutcomeUnknownError,
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
         TextPage,
     )
     from paylens.connection import connect
+    from paylens.lake import Lake
     from paylens.ops import Plan
     from paylens.sandbox import Sandbox
     from paylens.warehouse import Freshness, SyncOptions, SyncReport, Warehouse, sync_file
@@ -88,6 +90,7 @@ _LAZY: _lazy.Table = {
     "Freshness": ("paylens.warehouse", "Freshness"),
     "sync_file": ("paylens.warehouse", "sync_file"),
     "Plan": ("paylens.ops", "Plan"),
+    "Lake": ("paylens.lake", "Lake"),
     "connect": ("paylens.connection", "connect"),
     "ops": ("paylens.ops", None),
     "analysis": ("paylens.analysis", None),
@@ -109,6 +112,8 @@ __all__ = [
     "InternalServerError",
     "InvalidArgumentError",
     "InvalidSignatureError",
+    "Lake",
+    "LakeError",
     "LockedError",
     "NotFoundError",
     "OutcomeUnknownError",

@@ -17,6 +17,8 @@
     │   ├── WarehouseSourceError      it holds another service's or platform's data: none is
     │   │                             mixed in, nothing is sent
     │   └── WarehouseStorageError     the disk is full or the file cannot be written
+    ├── LakeError                     the team's Iceberg catalog cannot be used as asked
+    │                                 (paylens.lake: unreachable, no such namespace, extra missing)
     ├── ReportError                   the report notebook failed (paylens.report); `html` the partial page
     │   └── TieOutError               figures of the report that should agree do not
     ├── APIConnectionError            the service could not be reached (after the retries)
@@ -68,6 +70,7 @@ __all__ = [
     "InternalServerError",
     "InvalidArgumentError",
     "InvalidSignatureError",
+    "LakeError",
     "LockedError",
     "NotFoundError",
     "OutcomeUnknownError",
@@ -222,6 +225,10 @@ class WarehouseSourceError(WarehouseError):
 class WarehouseStorageError(WarehouseError):
     """The warehouse could not be written: the disk is full, or the file system refused. What
     was committed before stays; the run can be resumed once there is room."""
+
+
+class LakeError(PaylensError):
+    """The Iceberg catalog or its tables cannot be used as asked (`paylens.lake`)."""
 
 
 class APIConnectionError(PaylensError):

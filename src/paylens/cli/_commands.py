@@ -169,6 +169,37 @@ def _sync(args: argparse.Namespace) -> int:
     return 0
 
 
+def _publish(args: argparse.Namespace) -> int:
+    """`paylens publish`: the warehouse's tables into the team's Iceberg catalog (after each
+    scheduled sync). Exit 0 done (nothing changed included), 1 failed, 2 no warehouse."""
+    from paylens import PaylensError, Warehouse
+    from paylens.connection import sandbox_warehouse
+
+    try:
+        db = (
+            sandbox_warehouse(seed=args.seed, transactions=args.transactions)
+            if args.sandbox
+            else args.db
+        )
+        with Warehouse(db, read_only=True) as wh:
+            report = wh.publish(args.catalog, args.namespace, location=args.location)
+    except _SETUP_ERRORS as exc:
+        print(f"paylens publish: {exc}", file=sys.stderr)
+        return 2
+    except PaylensError as exc:
+        print(f"paylens publish: failed: {exc}", file=sys.stderr)
+        return 1
+    if not report.changed:
+        print(f"nothing changed since the last publish (sync run {report.run_id})")
+    else:
+        rows = sum(t["rows"] for t in report.tables.values())
+        print(
+            f"published sync run {report.run_id}: {len(report.tables)} tables, "
+            f"{rows:,} rows rewritten, {report.bytes_written:,} bytes written"
+        )
+    return 0
+
+
 def for_a_shell(exc: Exception, args: argparse.Namespace) -> str:
     """An error's message as a shell user reads it. A writer lock's refusal names the holder
     and says what a shell can do (the library's own message advises Python: `wait=`,

@@ -15,6 +15,7 @@ from ._commands import (
     _BULK,
     _bulk,
     _demo,
+    _publish,
     _report,
     _revoke_sessions,
     _sandbox_advance,
@@ -125,6 +126,7 @@ _HELPS = {
     "variables), which revoke-sessions selects from",
     "revoke-sessions": "revoke wallet sessions selected from the warehouse's inventory "
     "(sync-wallets)",
+    "publish": "publish a warehouse's tables as Iceberg tables in a SQL catalog (team tables)",
     "report": "run the report notebook over a warehouse and write it as HTML",
     "demo": "the main job on the embedded sandbox: sync, report, headline figures",
 }
@@ -251,6 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_sandbox,
         _add_sync,
         _add_bulk_actions,
+        _add_publish,
         _add_sync_wallets,
         _add_revoke_sessions,
         _add_report,
@@ -350,6 +353,25 @@ def _add_sync(commands: Any) -> None:
     )
     _wait_option(sync)
     _client_options(sync)
+
+
+def _add_publish(commands: Any) -> None:
+    """`paylens publish`."""
+    publish = _command(commands, "publish", _publish)
+    _db_option(publish)
+    publish.add_argument(
+        "--catalog",
+        required=True,
+        help="the SQL catalog's database URL: postgresql://user@host/db, or sqlite:///path.db",
+    )
+    publish.add_argument("--namespace", required=True, help="the namespace of the tables")
+    publish.add_argument(
+        "--location",
+        default=None,
+        help="where new tables put their data files, a directory or a URL (default: none, "
+        "enough once the tables exist)",
+    )
+    _sandbox_options(publish, "instead of --db: a warehouse synced from the embedded sandbox")
 
 
 def _add_bulk_actions(commands: Any) -> None:

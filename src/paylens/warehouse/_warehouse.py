@@ -33,6 +33,8 @@ from .sync import SMALL_RESOURCES, Freshness, SyncOptions, utcnow
 if TYPE_CHECKING:  # pandas loads when a frame is first asked for, not for a sync
     import pandas as pd
 
+    from paylens.lake import PublishReport
+
 DEFAULT_PATH = Path("data/paylens.duckdb")
 
 
@@ -541,6 +543,17 @@ class Warehouse:
         kept = ", ".join(c for c in self._column_names(table) if c != "raw")
         with self._lock:
             return self._con.sql(f"SELECT {kept} FROM {table}").to_arrow_table()
+
+    def publish(
+        self, catalog: str, namespace: str, *, location: str | os.PathLike[str] | None = None
+    ) -> PublishReport:
+        """Publish every table as Apache Iceberg tables in `namespace` of the SQL catalog at
+        `catalog` (`postgresql://...` or `sqlite:///...`), data files under `location`; only
+        partitions whose rows changed are rewritten (see `paylens.lake.publish`). Needs the
+        `lake` extra."""
+        from paylens.lake import publish  # pyiceberg only when publishing
+
+        return publish(self, catalog, namespace, location=location)
 
     def relation(self, table: str) -> duckdb.DuckDBPyRelation:
         """A lazy DuckDB relation over a table, for analysis on millions of rows."""
