@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from paylens.client._params import timestamp
+from paylens.client import timestamp
 from paylens.errors import LakeError
 from paylens.warehouse import Warehouse
 
