@@ -41,7 +41,12 @@ class Query:
         self.errors.append({"field": name, "message": message})
 
     def text(self, name: str) -> str | None:
+        """A scalar parameter; given more than once it is refused (never cut to its first
+        value: a client sending a list would read a part of the answer as the whole)."""
         values = self.params.get(name)
+        if values and len(values) > 1:
+            self.fail(name, "is a single value and was given more than once")
+            return None
         return values[0] if values else None
 
     def texts(self, name: str) -> list[str]:
