@@ -193,7 +193,14 @@ def served() -> Iterator[tuple[Sandbox, SandboxServer]]:
 
 
 def run_schemathesis(
-    sandbox: Sandbox, server: SandboxServer, tmp_path: Path, *, examples: int, phases: str
+    sandbox: Sandbox,
+    server: SandboxServer,
+    tmp_path: Path,
+    *,
+    examples: int,
+    phases: str,
+    mode: str = "all",
+    checks: str = CHECKS,
 ) -> subprocess.CompletedProcess[str]:
     operation_ids = _served_operation_ids()
     assert len(operation_ids) == sum(len(m) for m in ROUTES.values())
@@ -207,7 +214,9 @@ def run_schemathesis(
         "--url",
         server.base_url,
         "--checks",
-        CHECKS,
+        checks,
+        "--mode",
+        mode,
         "--phases",
         phases,
         "--max-examples",
