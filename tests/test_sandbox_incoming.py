@@ -91,6 +91,9 @@ def test_agent_approvals_stay_outgoing(world: World) -> None:
     status, approved = call(world, "POST", f"/transactions/{agent}/approve")
     assert status == 200 and approved["type"] == "OUTGOING"
     assert approved["status"] == "PROCESSING"
+    twin = World(seed=3, transactions=600)  # the same payout, rejected this time
+    status, rejected = call(twin, "POST", f"/transactions/{agent}/reject")
+    assert status == 200 and (rejected["type"], rejected["status"]) == ("OUTGOING", "FAILED")
 
 
 def test_receive_checks_its_body(world: World) -> None:

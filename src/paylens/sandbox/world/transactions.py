@@ -240,6 +240,10 @@ class TransactionOps(WorldBase):
         return row
 
     def approve(self, transaction_id: str) -> dict[str, Any]:
+        """Approve a payment waiting for the platform, answering its record as it is: an
+        incoming payment's IncomingTransaction, an agent's payout's OutgoingTransaction (the
+        interface declares IncomingTransaction for both; a payout dressed as incoming would
+        misstate its direction, source and fees). `reject` answers the same way."""
         row = self._pending_approval(transaction_id)
         if self.store.col("kind")[row] == INCOMING:
             approve_incoming(self, row, self._touch())
