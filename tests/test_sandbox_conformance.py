@@ -261,3 +261,86 @@ def test_the_served_sandbox_conforms_to_the_interface(
         -3_000:
     ]
     assert sandbox.requests.count() > 500  # it did drive the sandbox
+
+
+def _resolved(spec: dict[str, Any], node: Any) -> Any:
+    while isinstance(node, dict) and "$ref" in node:
+        kind, name = node["$ref"].split("/")[-2:]
+        node = spec["components"][kind][name]
+    return node
+
+
+def _properties(spec: dict[str, Any], schema: Any) -> dict[str, Any]:
+    """The top-level properties of a body schema, through allOf/oneOf/anyOf."""
+    schema = _resolved(spec, schema)
+    found: dict[str, Any] = {}
+    for key in ("allOf", "oneOf", "anyOf"):
+        for part in schema.get(key, ()):
+            found |= _properties(spec, part)
+    return found | schema.get("properties", {})
+
+
+def _nullable(spec: dict[str, Any], schema: Any) -> bool:
+    schema = _resolved(spec, schema)
+    alternatives = [_resolved(spec, s) for s in schema.get("anyOf", []) + schema.get("oneOf", [])]
+    kinds = schema.get("type")
+    return bool(
+        schema.get("nullable")
+        or (isinstance(kinds, list) and "null" in kinds)
+        or any(a.get("type") == "null" for a in alternatives)
+    )
+
+
+def _served_operations(sandbox: Sandbox) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(method, path with real ids, operation) of every operation the sandbox serves."""
+    spec, pinned = interface(), _pinned_ids(sandbox)
+    served = set(_served_operation_ids())
+    for template, item in spec["paths"].items():
+        for method, operation in item.items():
+            if isinstance(operation, dict) and operation.get("operationId") in served:
+                path = template
+                for name, value in pinned.get(operation["operationId"], {}).items():
+                    path = path.replace("{" + name + "}", value)
+                shared = item.get("parameters", [])  # the path's, every method's too
+                yield (
+                    method.upper(),
+                    path,
+                    operation | {"parameters": shared + operation.get("parameters", [])},
+                )
+
+
+def _refused(answer: tuple[int, Any], name: str) -> bool:
+    status, body = answer
+    fields = [e.get("field") for e in (body.get("details") or {}).get("errors", [])]
+    return status == 400 and body["code"] == "INVALID_INPUT" and name in fields
+
+
+def test_every_scalar_parameter_given_twice_and_every_non_nullable_null_is_refused() -> None:
+    """Read from the interface description: each scalar query parameter of every served
+    operation, sent twice, and each body field it does not declare nullable, sent as null,
+    answer 400 INVALID_INPUT naming it (never cut to a first value, never taken as absent)."""
+    sandbox = Sandbox(seed=5, transactions=1_500)
+    spec, accepted, tried = interface(), [], 0
+    for method, path, operation in _served_operations(sandbox):
+        for parameter in operation.get("parameters", ()):
+            parameter = _resolved(spec, parameter)
+            schema = _resolved(spec, parameter.get("schema", {}))
+            if parameter["in"] != "query" or schema.get("type") == "array":
+                continue
+            value = str(schema.get("enum", [schema.get("example", "1")])[0])
+            name = parameter["name"]
+            tried += 1
+            answer = call(sandbox.world, method, path, {name: [value, value]})
+            if not _refused(answer, name):
+                accepted.append(f"{method} {path} ?{name}= twice: {answer[0]}")
+        body = _resolved(spec, operation.get("requestBody", {}))
+        schema = body.get("content", {}).get("application/json", {}).get("schema")
+        for name, prop in _properties(spec, schema).items() if schema else ():
+            if _nullable(spec, prop):
+                continue
+            tried += 1
+            answer = call(sandbox.world, method, path, body={name: None})
+            if not _refused(answer, name):
+                accepted.append(f"{method} {path} {{{name}: null}}: {answer[0]}")
+    assert tried > 100
+    assert accepted == []
