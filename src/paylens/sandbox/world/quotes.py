@@ -138,15 +138,7 @@ class QuoteOps(WorldBase):
             )
         sending, receiving = int(s.col("send_cur")[row]), int(s.col("recv_cur")[row])
         if self._mid(sending, receiving) > float(s.col("fx")[row]):
-            t = self._touch()
-            self._update(
-                row,
-                t1=t,
-                t2=t,
-                final=STATUS_CODE["FAILED"],
-                failure=OUT_FAILURE_CODE["QUOTE_RATE_UNAVAILABLE"],
-                touched=t,
-            )
+            self._fail_now(row, OUT_FAILURE_CODE["QUOTE_RATE_UNAVAILABLE"])
         else:
             self._execute(row)
         return self.tx.quote(row, self._now)
