@@ -199,3 +199,25 @@ def test_an_unserved_interface_path_answers_a_not_found_code_of_the_interface(
             assert (answer.status_code, answer.json()["code"]) == (404, "REFERENCE_NOT_FOUND")
         outside = http.get(server.base_url.rsplit("/", 1)[0] + "/elsewhere")
         assert (outside.status_code, outside.json()["code"]) == (404, "REFERENCE_NOT_FOUND")
+
+
+@pytest.mark.parametrize(
+    ("path", "name", "value"),
+    [
+        # found by the fuzzer's negative mode: `destinationCurrency=false` answered 200 (empty)
+        ("/exchange-rates", "destinationCurrency", "false"),
+        ("/exchange-rates", "destinationCurrency", "EUR,usd"),
+        ("/exchange-rates", "sourceCurrency", "0"),
+        ("/customers", "currency", "true"),
+        ("/customers/internal-accounts", "currency", "us dollar"),
+    ],
+)
+def test_a_currency_filter_that_is_no_currency_code_is_refused(
+    sandbox: Sandbox, path: str, name: str, value: str
+) -> None:
+    assert fields(call(sandbox.world, "GET", path, {name: value})) == [name]
+
+
+def test_an_unknown_but_well_formed_currency_code_matches_nothing(sandbox: Sandbox) -> None:
+    status, body = call(sandbox.world, "GET", "/exchange-rates", {"destinationCurrency": "THB"})
+    assert (status, body["data"]) == (200, [])
