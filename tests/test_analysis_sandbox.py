@@ -31,7 +31,8 @@ def wh(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Iterator[W
 
 @pytest.fixture(scope="module")
 def mids(sandbox: Sandbox) -> dict[tuple[str, str], float]:
-    """The sandbox's reference mid rates, as `GET /exchange-rates` serves them."""
+    """The sandbox's mid rates of today, as `GET /exchange-rates` serves them (one rate per
+    corridor: the exact checks of a mapping of rates)."""
     rates = sandbox.client().exchange_rates.list()
     return {(r.source_currency.code, r.destination_currency.code): r.exchange_rate for r in rates}
 
@@ -63,7 +64,7 @@ def test_counterparty_fee_in_sending_currency_follows_the_formula(wh: Warehouse)
 
 
 def test_fx_spread_against_the_sandbox_mid_rates(
-    wh: Warehouse, mids: dict[tuple[str, str], float]
+    sandbox: Sandbox, wh: Warehouse, mids: dict[tuple[str, str], float]
 ) -> None:
     frame = fee_breakdown(wh, reference_rates=mids)
     cross = frame[
@@ -81,8 +82,12 @@ def test_fx_spread_against_the_sandbox_mid_rates(
         cost = math.floor(float(row["received_minor"]) * scale * (x - mid) + 0.5)
         assert row["fx_spread_cost_minor"] == cost
         assert row["total_cost_minor"] == row["fees_minor"] + cost
-    # the sandbox draws its spread between 0.1 % and 1 % (float rounding aside)
-    assert cross["fx_spread_rate"].between(0.001 - 1e-10, 0.01 + 1e-10).all()
+    # the sandbox's rates move daily: against the mid of each transaction's day (the dated
+    # series), its spread is the one it draws, between 0.1 % and 1 % (float rounding aside)
+    dated = fee_breakdown(wh, reference_rates=sandbox.reference_rates())
+    dated = dated[dated["sent_currency"] != dated["received_currency"]]
+    assert dated["reference_rate"].notna().all() and len(dated) > 500
+    assert dated["fx_spread_rate"].between(0.001 - 1e-10, 0.01 + 1e-10).all()
 
 
 def test_grouped_fees_are_the_sums_of_the_rows(

@@ -193,7 +193,14 @@ def served() -> Iterator[tuple[Sandbox, SandboxServer]]:
 
 
 def run_schemathesis(
-    sandbox: Sandbox, server: SandboxServer, tmp_path: Path, *, examples: int, phases: str
+    sandbox: Sandbox,
+    server: SandboxServer,
+    tmp_path: Path,
+    *,
+    examples: int,
+    phases: str,
+    mode: str = "all",
+    checks: str = CHECKS,
 ) -> subprocess.CompletedProcess[str]:
     operation_ids = _served_operation_ids()
     assert len(operation_ids) == sum(len(m) for m in ROUTES.values())
@@ -207,7 +214,9 @@ def run_schemathesis(
         "--url",
         server.base_url,
         "--checks",
-        CHECKS,
+        checks,
+        "--mode",
+        mode,
         "--phases",
         phases,
         "--max-examples",
@@ -231,24 +240,116 @@ def run_schemathesis(
 
 
 @pytest.mark.parametrize(
-    ("examples", "phases"),
+    ("examples", "phases", "mode"),
     [
         # every operation, by its examples and the coverage phase's ~2,000 edge cases (the
         # wrong types, out-of-range values, values off an enum and undeclared methods above):
         # 2,209 cases. The random ones (the fuzzing phase, ~1.8 s of CPU at 5 an operation)
         # are the long run's, with the stateful phase
-        pytest.param(5, "examples,coverage", id="default"),
-        pytest.param(100, "examples,coverage,fuzzing,stateful", id="long", marks=pytest.mark.slow),
+        pytest.param(5, "examples,coverage", "all", id="default"),
+        pytest.param(
+            100, "examples,coverage,fuzzing,stateful", "all", id="long", marks=pytest.mark.slow
+        ),
+        # only schema-violating requests, 150 an operation: ~7,100 cases, ~3 min (it found
+        # `destinationCurrency=false` accepted; none since)
+        pytest.param(
+            150, "examples,coverage,fuzzing", "negative", id="negative", marks=pytest.mark.slow
+        ),
     ],
 )
 def test_the_served_sandbox_conforms_to_the_interface(
-    served: tuple[Sandbox, SandboxServer], tmp_path: Path, examples: int, phases: str
+    served: tuple[Sandbox, SandboxServer], tmp_path: Path, examples: int, phases: str, mode: str
 ) -> None:
     sandbox, server = served
-    result = run_schemathesis(sandbox, server, tmp_path, examples=examples, phases=phases)
+    result = run_schemathesis(
+        sandbox, server, tmp_path, examples=examples, phases=phases, mode=mode
+    )
     assert result.returncode == 0, result.stdout[-20_000:] + result.stderr[-2_000:]
     # every served operation was driven (the budget bounds the examples, not the operations)
     assert re.search(rf"Tested: {len(_served_operation_ids())}\n", result.stdout), result.stdout[
         -3_000:
     ]
     assert sandbox.requests.count() > 500  # it did drive the sandbox
+
+
+def _resolved(spec: dict[str, Any], node: Any) -> Any:
+    while isinstance(node, dict) and "$ref" in node:
+        kind, name = node["$ref"].split("/")[-2:]
+        node = spec["components"][kind][name]
+    return node
+
+
+def _properties(spec: dict[str, Any], schema: Any) -> dict[str, Any]:
+    """The top-level properties of a body schema, through allOf/oneOf/anyOf."""
+    schema = _resolved(spec, schema)
+    found: dict[str, Any] = {}
+    for key in ("allOf", "oneOf", "anyOf"):
+        for part in schema.get(key, ()):
+            found |= _properties(spec, part)
+    return found | schema.get("properties", {})
+
+
+def _nullable(spec: dict[str, Any], schema: Any) -> bool:
+    schema = _resolved(spec, schema)
+    alternatives = [_resolved(spec, s) for s in schema.get("anyOf", []) + schema.get("oneOf", [])]
+    kinds = schema.get("type")
+    return bool(
+        schema.get("nullable")
+        or (isinstance(kinds, list) and "null" in kinds)
+        or any(a.get("type") == "null" for a in alternatives)
+    )
+
+
+def _served_operations(sandbox: Sandbox) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(method, path with real ids, operation) of every operation the sandbox serves."""
+    spec, pinned = interface(), _pinned_ids(sandbox)
+    served = set(_served_operation_ids())
+    for template, item in spec["paths"].items():
+        for method, operation in item.items():
+            if isinstance(operation, dict) and operation.get("operationId") in served:
+                path = template
+                for name, value in pinned.get(operation["operationId"], {}).items():
+                    path = path.replace("{" + name + "}", value)
+                shared = item.get("parameters", [])  # the path's, every method's too
+                yield (
+                    method.upper(),
+                    path,
+                    operation | {"parameters": shared + operation.get("parameters", [])},
+                )
+
+
+def _refused(answer: tuple[int, Any], name: str) -> bool:
+    status, body = answer
+    fields = [e.get("field") for e in (body.get("details") or {}).get("errors", [])]
+    return status == 400 and body["code"] == "INVALID_INPUT" and name in fields
+
+
+def test_every_scalar_parameter_given_twice_and_every_non_nullable_null_is_refused() -> None:
+    """Read from the interface description: each scalar query parameter of every served
+    operation, sent twice, and each body field it does not declare nullable, sent as null,
+    answer 400 INVALID_INPUT naming it (never cut to a first value, never taken as absent)."""
+    sandbox = Sandbox(seed=5, transactions=1_500)
+    spec, accepted, tried = interface(), [], 0
+    for method, path, operation in _served_operations(sandbox):
+        for parameter in operation.get("parameters", ()):
+            parameter = _resolved(spec, parameter)
+            schema = _resolved(spec, parameter.get("schema", {}))
+            if parameter["in"] != "query" or schema.get("type") == "array":
+                continue
+            value = str(schema.get("enum", [schema.get("example", "1")])[0])
+            name = parameter["name"]
+            tried += 1
+            answer = call(sandbox.world, method, path, {name: [value, value]})
+            if not _refused(answer, name):
+                accepted.append(f"{method} {path} ?{name}= twice: {answer[0]}")
+        body = _resolved(spec, operation.get("requestBody", {}))
+        schema = body.get("content", {}).get("application/json", {}).get("schema")
+        for name, prop in _properties(spec, schema).items() if schema else ():
+            if _nullable(spec, prop):
+                continue
+            tried += 1
+            answer = call(sandbox.world, method, path, body={name: None})
+            if not _refused(answer, name):
+                accepted.append(f"{method} {path} {{{name}: null}}: {answer[0]}")
+    assert tried > 100
+    assert accepted == []

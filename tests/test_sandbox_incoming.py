@@ -91,6 +91,9 @@ def test_agent_approvals_stay_outgoing(world: World) -> None:
     status, approved = call(world, "POST", f"/transactions/{agent}/approve")
     assert status == 200 and approved["type"] == "OUTGOING"
     assert approved["status"] == "PROCESSING"
+    twin = World(seed=3, transactions=600)  # the same payout, rejected this time
+    status, rejected = call(twin, "POST", f"/transactions/{agent}/reject")
+    assert status == 200 and (rejected["type"], rejected["status"]) == ("OUTGOING", "FAILED")
 
 
 def test_receive_checks_its_body(world: World) -> None:
@@ -137,3 +140,16 @@ def test_approval_over_loopback() -> None:
         tx = httpx.post(server.base_url + "/sandbox/uma/receive", json=body, auth=auth).json()
         answer = httpx.post(f"{server.base_url}/transactions/{tx['id']}/approve", auth=auth)
         assert answer.status_code == 200 and answer.json()["type"] == "INCOMING"
+
+
+def test_the_named_sender_is_the_payments_source(world: World) -> None:
+    tx = receive(world, senderUmaAddress="$bob@elsewhere.example")
+    assert tx["source"] == {
+        "sourceType": "UMA_ADDRESS",
+        "umaAddress": "$bob@elsewhere.example",
+        "currency": "USD",
+    }
+    status, read = call(world, "GET", f"/transactions/{tx['id']}")
+    assert status == 200 and read["source"]["umaAddress"] == "$bob@elsewhere.example"
+    status, approved = call(world, "POST", f"/transactions/{tx['id']}/approve")
+    assert status == 200 and approved["source"]["umaAddress"] == "$bob@elsewhere.example"

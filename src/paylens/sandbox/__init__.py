@@ -105,11 +105,12 @@ class Sandbox:
         return self.world.now
 
     def reference_rates(self) -> pd.DataFrame:
-        """The mid-market rates the sandbox trades around, one row per UTC day and corridor
-        from its first generated day to now: pass it to `paylens.analysis` as `reference_rates`."""
+        """The mid-market rates the sandbox trades around (they move daily, see `midrates`),
+        one row per UTC day and corridor from its first generated day to now: pass it to
+        `paylens.analysis` as `reference_rates`."""
         from .clock import from_us
 
-        return mid_rate_series(from_us(self.world._start), self.now)
+        return mid_rate_series(from_us(self.world._start), self.now, seed=self.seed)
 
     def advance(self, delta: timedelta) -> dict[str, int]:
         """Move the clock ahead: settle, fail and expire what is due and create new activity.

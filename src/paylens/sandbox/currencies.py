@@ -3,8 +3,9 @@
 Prices are USD per one MAJOR unit of a currency (a fixed snapshot, so data is reproducible).
 The reference mid rate of a corridor is `mid_rate(S, R) = usd(R) / usd(S)`: sending-currency
 major units per one receiving-currency major unit, the interface's direction for
-`exchangeRate`. The sandbox serves these mid rates on `GET /exchange-rates`; transactions trade
-at the mid rate times (1 + a per-transaction spread).
+`exchangeRate`. These are the centres the sandbox's rates move around day by day (`midrates`:
+what `GET /exchange-rates` serves); transactions trade at the day's mid rate times (1 + a
+per-transaction spread).
 
 A *channel* is how a payout or deposit settles: one of the interface's `PaymentRail` values, or a
 channel with no rail (crypto networks, UMA, transfers inside the service), where the wire's

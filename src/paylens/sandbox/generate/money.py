@@ -38,9 +38,9 @@ The rate multipliers are derived from a reference BTC price per currency,
 so gridApiMultiplier * counterpartyMultiplier = (1 - v) * 10^(dR - dS) / x (up to float64
 rounding): what one minor unit of S buys in minor units of R after the variable fee.
 
-`x` is the reference mid rate of the corridor (`currencies.mid_rate`, served on
-`GET /exchange-rates`) times (1 + a spread drawn per transaction, 0.1 % to 1 % by corridor), so
-the FX spread is `x / mid - 1`.
+`x` is the corridor's mid rate of the transaction's creation day (`midrates.mid_rates`, served
+on `GET /exchange-rates`) times (1 + a spread drawn per transaction, 0.1 % to 1 % by corridor),
+so the FX spread is `x / mid - 1`. The fixed fees are converted at the reference prices.
 
 Incoming transactions use the same shape without rateDetails: `fees` (minor units of S) are a
 fixed service fee for UMA payments and 0 for deposits and pulls, and

@@ -21,7 +21,6 @@ from ..currencies import (
     DEPOSIT_RAILS,
     FUNDABLE,
     INSTANT,
-    MID_RATES,
     N_RAILS,
     OPTION_CURRENCY,
     OPTION_POPULARITY,
@@ -36,6 +35,7 @@ from ..currencies import (
     pow10,
     to_minor,
 )
+from ..midrates import mid_rates
 from .entities import NO_ROW, Entities, new_uuids, pick_weighted
 from .merchants import MEMOS, MERCHANT_MEDIAN, MERCHANT_POPULARITY, MERCHANT_TIPS
 from .money import outgoing_money, platform_fee
@@ -111,6 +111,7 @@ class Batch:
     fee_bps: int
     fee_fixed: int
     active_cards: np.ndarray
+    seed: int  # the world's: exchange rates move by it (see `midrates`)
 
 
 def scenario_count(transactions: int) -> int:
@@ -139,8 +140,10 @@ def generate(
     now: int,
     fee: tuple[int, int, int],
     active_cards: np.ndarray,
+    seed: int,
 ) -> dict[str, np.ndarray]:
-    """Columns of new rows created at `created` (any order) with kinds `kind`, as of `now`."""
+    """Columns of new rows created at `created` (any order) with kinds `kind`, as of `now`
+    (trading at the rates of the world of `seed`)."""
     n = len(created)
     kind = np.where((kind == CARD) & (len(active_cards) == 0), OUTGOING, kind)
     hi, lo = new_uuids(rng, n)
@@ -152,7 +155,7 @@ def generate(
         kind[order].astype(np.uint8),
         created[order],
     )
-    batch = Batch(ents, rng, now, cols, scenario[order], fee[0], fee[1], fee[2], active_cards)
+    batch = Batch(ents, rng, now, cols, scenario[order], fee[0], fee[1], fee[2], active_cards, seed)
     kinds = cols["kind"]
     _outgoing(batch, np.flatnonzero(kinds == OUTGOING))
     _incoming(batch, np.flatnonzero(kinds == INCOMING))
@@ -276,7 +279,7 @@ def _outgoing(b: Batch, rows: np.ndarray) -> None:
     same = send_cur == recv_cur
     group = CURRENCY_GROUP[recv_cur]
     spread = rng.uniform(SPREAD_BY_GROUP[group, 0], SPREAD_BY_GROUP[group, 1])
-    fx = np.where(same, 1.0, MID_RATES[send_cur, recv_cur] * (1.0 + spread))
+    fx = np.where(same, 1.0, mid_rates(b.seed, created, send_cur, recv_cur) * (1.0 + spread))
     var_rate = np.where(same, 0.0, RATE_BY_GROUP[group, biz.astype(np.int64)])
     fixed_fee = to_minor(SERVICE_FEE_USD[channel], send_cur)
     cpty_fee = np.where(
@@ -429,7 +432,7 @@ def _incoming(b: Batch, rows: np.ndarray) -> None:
     sent = _money_amount(rng, np.full(m, 400.0), np.full(m, 1.2), send_cur)
     group = CURRENCY_GROUP[recv_cur]
     spread = rng.uniform(SPREAD_BY_GROUP[group, 0], SPREAD_BY_GROUP[group, 1])
-    fx = np.where(uma, MID_RATES[send_cur, recv_cur] * (1.0 + spread), 1.0)
+    fx = np.where(uma, mid_rates(b.seed, created, send_cur, recv_cur) * (1.0 + spread), 1.0)
     fees = np.where(uma, to_minor(SERVICE_FEE_USD[CHANNEL_INDEX["UMA"]], send_cur), 0)
     zero = np.zeros(m, dtype=np.int64)
     _, _, received = outgoing_money(sent, send_cur, recv_cur, fx, np.zeros(m), fees, zero, zero)

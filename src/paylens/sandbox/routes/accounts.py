@@ -18,7 +18,7 @@ from .registry import route
 def _account_rows(r: Request, q: Query, *, external: bool, platform: bool) -> Callable[[], RowSet]:
     w = r.world
     a = w.entities.accounts
-    currency = q.text("currency")
+    currency = q.currency("currency")
     customer = None if platform else q.text("customerId")
     kind = None if external else q.choice("type", INTERNAL_TYPES)
 

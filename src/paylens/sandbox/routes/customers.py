@@ -46,7 +46,7 @@ def list_customers(r: Request) -> tuple[int, Any]:
             ("updatedBefore", current_updated(w), True),
         )
     ]
-    region, currency, uma = q.text("region"), q.text("currency"), q.text("umaAddress")
+    region, currency, uma = q.text("region"), q.currency("currency"), q.text("umaAddress")
     deleted = q.boolean("isIncludingDeleted")
 
     def select() -> RowSet:

@@ -218,8 +218,8 @@ def _fee_override(
 @route("GET", "/exchange-rates")
 def list_exchange_rates(r: Request) -> tuple[int, Any]:
     q = Query(r.params)
-    source = q.text("sourceCurrency")
-    destinations = q.texts("destinationCurrency")
+    source = q.currency("sourceCurrency")
+    destinations = q.currencies("destinationCurrency")
     # past this, converted amounts and fees would leave the int64 range in some corridors
     amount = q.integer("sendingAmount", 10_000, 0, MAX_RATE_AMOUNT)
     q.check()

@@ -3,7 +3,8 @@
 
 `dispatch` maps a request (path relative to the version root, parsed query, parsed JSON body) to
 the world and returns `(status, JSON value)`, or raises `ServiceError`. Methods of the interface
-the sandbox does not serve on a path it serves answer 501 NOT_IMPLEMENTED, unknown paths 404, any
+the sandbox does not serve on a path it serves answer 501 NOT_IMPLEMENTED, unknown paths 404
+REFERENCE_NOT_FOUND (the closest code of the interface's `Error404` list), any
 other method 405 with `Allow` (in the error shape; the loopback server hands every method to the
 app).
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import ServiceError
+from ..errors import ServiceError, invalid
 from ..wire.request import Handler, Request
 from ..world.world import World
 
@@ -27,6 +28,14 @@ INTERFACE_ONLY: dict[str, frozenset[str]] = {
     "/customers/external-accounts": frozenset({"POST"}),
     "/platform/external-accounts": frozenset({"POST"}),
     "/config": frozenset({"PATCH"}),
+}
+#: The code of a 404 for a path the sandbox does not serve: the interface's `Error404` list has no
+#: code for an unknown path, and REFERENCE_NOT_FOUND ("Reference not found") is the closest.
+NOT_SERVED = "REFERENCE_NOT_FOUND"
+#: Body fields the interface declares nullable, per (method, template); null in any other
+#: top-level field of a body is refused (400 naming it), never taken as "absent".
+NULLABLE: dict[tuple[str, str], frozenset[str]] = {
+    ("PATCH", "/cards/{id}"): frozenset({"maxSpendPerTransaction"}),
 }
 _TEMPLATES: list[str] = []  # ROUTES' templates, literal segments before {id}
 
@@ -75,7 +84,7 @@ def dispatch(
     """Answer one request: `(status, JSON value)` (None for 204), or raise ServiceError."""
     matched = _match(path)
     if matched is None:
-        raise ServiceError(404, "NOT_FOUND", f"no route {path}")
+        raise ServiceError(404, NOT_SERVED, f"no route {path}")
     template, args = matched
     handler = ROUTES[template].get(method.upper())
     if handler is None:
@@ -91,4 +100,9 @@ def dispatch(
                 "Allow": ", ".join(sorted({*ROUTES[template], *INTERFACE_ONLY.get(template, ())}))
             },
         )
+    if isinstance(body, dict):
+        nullable = NULLABLE.get((method.upper(), template), frozenset())
+        nulls = [k for k, v in body.items() if v is None and k not in nullable]
+        if nulls:
+            raise invalid([{"field": k, "message": "must not be null"} for k in nulls])
     return handler(Request(world, args, params, body, headers))

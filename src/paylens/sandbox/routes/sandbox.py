@@ -64,7 +64,7 @@ def receive_uma(r: Request) -> tuple[int, Any]:
         )
     if errors:
         raise invalid(errors)
-    assert isinstance(code, str) and isinstance(amount, int)
+    assert isinstance(code, str) and isinstance(amount, int) and isinstance(sender, str)
     if isinstance(customer_id, str):
         customer = w.customer_row(customer_id)
     else:
@@ -72,7 +72,7 @@ def receive_uma(r: Request) -> tuple[int, Any]:
         if customer < 0:
             raise ServiceError(404, "UMA_NOT_FOUND", f"no receiver at {receiver}")
     account = _internal_account_in(r, customer, code)
-    row = receive_uma_payment(w, account, amount)
+    row = receive_uma_payment(w, account, amount, sender)
     return 200, w.tx.transactions(np.array([row]), w.now_us)[0]
 
 

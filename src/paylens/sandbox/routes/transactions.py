@@ -38,16 +38,22 @@ def list_transactions(r: Request) -> tuple[int, Any]:
     status = q.choice("status", _TX_STATUSES)
     kind = q.choice("type", _TX_KINDS)
     start, end = q.time("startDate"), q.time("endDate")
+    # every parameter is read before `paginate` checks them (a repeat is refused there)
+    holder, sender, receiver = (
+        account(name)
+        for name in ("accountIdentifier", "senderAccountIdentifier", "receiverAccountIdentifier")
+    )
+    reference = q.text("reference")
 
     def select() -> RowSet:
         return w.select_transactions(
             customers=customers,
-            account=account("accountIdentifier"),
-            sender=account("senderAccountIdentifier"),
-            receiver=account("receiverAccountIdentifier"),
+            account=holder,
+            sender=sender,
+            receiver=receiver,
             status=None if status is None else STATUS_CODE[status],
             kind=None if kind is None else KINDS.index(kind),
-            reference=q.text("reference"),
+            reference=reference,
             start=start,
             end=end,
         )

@@ -21,6 +21,7 @@ import orjson
 from ..clock import Clock
 from ..errors import ServiceError
 from ..routes import dispatch
+from ..routes.registry import NOT_SERVED
 from ..world.world import World
 from .faults import Faults, corrupt
 
@@ -205,7 +206,7 @@ class SandboxApp:
                 401, "UNAUTHORIZED", "missing or invalid platform credentials (HTTP Basic)"
             )
         if path is None:
-            return _error(404, "NOT_FOUND", f"no such path; paths start with /{self.version}/")
+            return _error(404, NOT_SERVED, f"no such path; paths start with /{self.version}/")
         try:
             payload = orjson.loads(body) if body.strip() else None
         except orjson.JSONDecodeError as exc:

@@ -3,6 +3,7 @@ every route shares (int64 integers, ISO 8601 instants)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,6 +15,8 @@ from ..errors import invalid
 if TYPE_CHECKING:
     from ..world.world import World
 
+#: What a currency code looks like (ISO 4217 and the service's crypto codes: USD, BTC, USDC).
+_CURRENCY_CODE = re.compile(r"[A-Z]{3,4}")
 #: Integers of the interface are int64: larger ones are refused, never stored or computed with.
 INT64_MAX = 2**63 - 1
 
@@ -41,13 +44,35 @@ class Query:
         self.errors.append({"field": name, "message": message})
 
     def text(self, name: str) -> str | None:
+        """A scalar parameter; given more than once it is refused (never cut to its first
+        value: a client sending a list would read a part of the answer as the whole)."""
         values = self.params.get(name)
+        if values and len(values) > 1:
+            self.fail(name, "is a single value and was given more than once")
+            return None
         return values[0] if values else None
 
     def texts(self, name: str) -> list[str]:
         """An array parameter as official clients send it: repeated (`a=X&a=Y`), comma-joined
         (`a=X,Y`), or both; empty items are dropped."""
         return [item for value in self.params.get(name, ()) for item in value.split(",") if item]
+
+    def currency(self, name: str) -> str | None:
+        """A currency code filter: an unknown code matches nothing, but a value not shaped like
+        a code (`USD`, `USDC`) is refused."""
+        value = self.text(name)
+        if value is not None and not _CURRENCY_CODE.fullmatch(value):
+            self.fail(name, "must be a currency code, e.g. USD")
+            return None
+        return value
+
+    def currencies(self, name: str) -> list[str]:
+        """An array of currency codes (repeated or comma-joined), each shaped like a code."""
+        values = self.texts(name)
+        if not all(_CURRENCY_CODE.fullmatch(v) for v in values):
+            self.fail(name, "must be currency codes, e.g. USD")
+            return []
+        return values
 
     def choice(self, name: str, allowed: tuple[str, ...]) -> str | None:
         value = self.text(name)

@@ -80,6 +80,19 @@ class WorldBase:
         """Execute the quote of an OUTGOING row now (it then settles on its rail)."""
         self._execute(row)
 
+    def _fail_now(self, row: int, failure: int) -> None:
+        """An outgoing row FAILED now with `failure` (an OUT_FAILURE_CODE): nothing exchanged."""
+        t = self._touch()
+        self._update(
+            row,
+            t1=t,
+            t2=t,
+            final=STATUS_CODE["FAILED"],
+            failure=failure,
+            touched=t,
+            flags=int(self.store.col("flags")[row]) & ~AWAITING_APPROVAL,
+        )
+
     def _execute(self, row: int) -> None:
         s = self.store
         t = self._touch()

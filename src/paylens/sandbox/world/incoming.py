@@ -12,8 +12,9 @@ seconds, or the payment is rejected on its behalf. In the sandbox such a payment
 - no decision within 5 seconds of sandbox time: FAILED with `PAYMENT_APPROVAL_TIMED_OUT`.
 
 The sandbox's test sender pays in the receiving currency, so `sentAmount` is the received amount
-plus the UMA service fee (`fees`) and the exchange rate is 1. The sender shown is a sandbox
-person's UMA address, not the address named in the request.
+plus the UMA service fee (`fees`) and the exchange rate is 1. The payment's `source` shows the
+sender's UMA address named in the request; its counterparty is the sandbox person with that
+address, if there is one (else none is named).
 """
 
 from __future__ import annotations
@@ -51,9 +52,9 @@ def next_created(world: WorldBase) -> int:
     return created
 
 
-def receive_uma_payment(world: WorldBase, account: int, amount: int) -> int:
-    """A new incoming UMA payment of `amount` minor units into internal `account`, waiting
-    for the platform's decision; returns its row."""
+def receive_uma_payment(world: WorldBase, account: int, amount: int, sender: str) -> int:
+    """A new incoming UMA payment of `amount` minor units from the UMA address `sender` into
+    internal `account`, waiting for the platform's decision; returns its row."""
     acc = world.entities.accounts
     currency = int(acc.currency[account])
     fee = int(to_minor(SERVICE_FEE_USD[CHANNEL_INDEX["UMA"]], currency))
@@ -61,20 +62,22 @@ def receive_uma_payment(world: WorldBase, account: int, amount: int) -> int:
     world.move_clock_to(created)
     hi, lo = new_uuids(world.call_rng, 1)
     cols = empty_columns(1)
-    people = len(world.entities.people)
+    person = world.tx.person_by_uma(sender)
     values = {
         "hi": hi[0], "lo": lo[0], "kind": INCOMING, "created": created,
         "customer": int(acc.owner[account]), "sender": NO_ROW, "receiver": account,
         "send_cur": currency, "recv_cur": currency, "sent": amount + fee, "received": amount,
         "fees": fee, "fx": 1.0, "channel": CHANNEL_INDEX["UMA"], "source_kind": SRC_UMA,
-        "person": int(world.call_rng.integers(0, people)) if people else NO_ROW,
+        "person": NO_ROW if person is None else person,
         "t1": created, "t2": created + INCOMING_DECISION_US, "final": STATUS_CODE["FAILED"],
         "failure": IN_FAILURE_CODE["PAYMENT_APPROVAL_TIMED_OUT"], "flags": AWAITING_APPROVAL,
     }  # fmt: skip
     for name, value in values.items():
         cols[name][0] = value
     cols["status"] = status_at(cols, world.now_us)
-    return int(world.store.append(cols, world.now_us)[0])
+    row = int(world.store.append(cols, world.now_us)[0])
+    world.tx.name_uma_sender(row, sender)
+    return row
 
 
 def approve_incoming(world: WorldBase, row: int, at: int) -> None:

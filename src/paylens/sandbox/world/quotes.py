@@ -19,7 +19,6 @@ from ..currencies import (
     CURRENCY_INDEX,
     DECIMALS,
     INSTANT,
-    MID_RATES,
     N_RAILS,
     QUOTE_SPREAD,
     QUOTE_TTL_S,
@@ -41,6 +40,7 @@ from ..generate.schema import (
     DEST_ACCOUNT,
     DEST_UMA,
     NEVER,
+    OUT_FAILURE_CODE,
     OUTGOING,
     SRC_ACCOUNT,
     SRC_FUNDING,
@@ -49,6 +49,7 @@ from ..generate.schema import (
     empty_columns,
     status_at,
 )
+from ..midrates import mid_rates
 from .base import WorldBase
 from .entities import iso1
 from .render import quote_uuid
@@ -83,8 +84,21 @@ class QuoteRequest:
         self.fee_override = fee_override
 
 
+_DAY_US = 86_400_000_000
+
+
 class QuoteOps(WorldBase):
-    """The quote and exchange-rate operations of `World`."""
+    """The quote and exchange-rate operations of `World`.
+
+    A quote holds its rate until it expires, unless the market moves past it: executed on a
+    later UTC day whose mid rate is above the quote's `exchangeRate` (the spread no longer
+    covers the move), the transaction fails with QUOTE_RATE_UNAVAILABLE and nothing is
+    exchanged; the execute answers the FAILED quote, and a new quote is needed.
+    """
+
+    def _mid(self, sending: int, receiving: int) -> float:
+        """Today's mid rate of a corridor (see `midrates`)."""
+        return float(mid_rates(self.seed, self._now, sending, receiving))
 
     def quote_row(self, quote_id: str) -> int:
         prefix, _, text = quote_id.partition(":")
@@ -122,7 +136,11 @@ class QuoteOps(WorldBase):
                 "CONFLICT",
                 f"the quote is {STATUSES[self._status(row)]}, not waiting for execution",
             )
-        self._execute(row)
+        sending, receiving = int(s.col("send_cur")[row]), int(s.col("recv_cur")[row])
+        if self._mid(sending, receiving) > float(s.col("fx")[row]):
+            self._fail_now(row, OUT_FAILURE_CODE["QUOTE_RATE_UNAVAILABLE"])
+        else:
+            self._execute(row)
         return self.tx.quote(row, self._now)
 
     def create_quote(self, req: QuoteRequest) -> dict[str, Any]:
@@ -148,7 +166,7 @@ class QuoteOps(WorldBase):
         fx = (
             1.0
             if same
-            else float(f"{MID_RATES[send_cur, recv_cur] * (1.0 + QUOTE_SPREAD[group]):.8g}")
+            else float(f"{self._mid(send_cur, recv_cur) * (1.0 + QUOTE_SPREAD[group]):.8g}")
         )
         var_rate = 0.0 if same else float(RATE_BY_GROUP[group, int(e.customers.kind[owner])])
         fixed = int(to_minor(SERVICE_FEE_USD[channel], send_cur))
@@ -244,10 +262,10 @@ class QuoteOps(WorldBase):
     def exchange_rates(
         self, source: str | None, destinations: list[str], amount: int
     ) -> list[dict[str, Any]]:
-        """Corridors from each currency customers hold to each bank destination, at reference
+        """Corridors from each currency customers hold to each bank destination, at today's
         mid rates, with the fees of the formula for `amount` (an individual's rates)."""
         fee_cur, bps, fixed_plat = self.fee_config
-        updated = iso1(self._now - self._now % (300 * 1_000_000))
+        updated = iso1(self._now - self._now % _DAY_US)  # the day's fixing
         sources = sorted({c for cs in self.entities.customers.currencies for c in cs})
         out = []
         for s in sources:
@@ -267,7 +285,7 @@ class QuoteOps(WorldBase):
                     cpty = int(to_minor(COUNTERPARTY_FEE_USD[ch], r))
                     a = np.array([amount], dtype=np.int64)
                     plat = platform_fee(a, np.array([s == fee_cur]), bps, fixed_plat)
-                    rate = float(MID_RATES[s, r])
+                    rate = self._mid(s, r)
                     _, fees, received = outgoing_money(
                         a,
                         np.array([s]),

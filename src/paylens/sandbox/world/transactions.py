@@ -240,6 +240,10 @@ class TransactionOps(WorldBase):
         return row
 
     def approve(self, transaction_id: str) -> dict[str, Any]:
+        """Approve a payment waiting for the platform, answering its record as it is: an
+        incoming payment's IncomingTransaction, an agent's payout's OutgoingTransaction (the
+        interface declares IncomingTransaction for both; a payout dressed as incoming would
+        misstate its direction, source and fees). `reject` answers the same way."""
         row = self._pending_approval(transaction_id)
         if self.store.col("kind")[row] == INCOMING:
             approve_incoming(self, row, self._touch())
@@ -249,19 +253,10 @@ class TransactionOps(WorldBase):
 
     def reject(self, transaction_id: str, reason: str | None = None) -> dict[str, Any]:
         row = self._pending_approval(transaction_id)
-        t = self._touch()
         if self.store.col("kind")[row] == INCOMING:
-            reject_incoming(self, row, t)
+            reject_incoming(self, row, self._touch())
             return self.get_transaction_wire(transaction_id)
-        self._update(
-            row,
-            t1=t,
-            t2=t,
-            final=STATUS_CODE["FAILED"],
-            failure=OUT_FAILURE_CODE["QUOTE_EXECUTION_FAILED"],
-            touched=t,
-            flags=int(self.store.col("flags")[row]) & ~AWAITING_APPROVAL,
-        )
+        self._fail_now(row, OUT_FAILURE_CODE["QUOTE_EXECUTION_FAILED"])
         return self.get_transaction_wire(transaction_id)
 
     def confirm_receipt(self, transaction_id: str, at: int | None) -> dict[str, Any]:

@@ -65,7 +65,6 @@ from ..clock import from_us, to_us, whole_ms
 from ..currencies import (
     CURRENCY_CODES,
     CURRENCY_INDEX,
-    mid_rate,
 )
 from ..generate.arrivals import Arrivals
 from ..generate.entities import (
@@ -79,6 +78,7 @@ from ..generate.entities import (
 from ..generate.profiles import Profile, profile_named
 from ..generate.schema import STATUSES
 from ..generate.transactions import generate, plant_scenarios, scenario_count
+from ..midrates import mid_rates
 from ..wire.idempotency import IdempotencyKeys
 from .cards import CardOps
 from .entities import EntityViews
@@ -169,6 +169,7 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
             end_us,
             self.fee_config,
             self._active_cards(),
+            seed,
         )
         self.store = TransactionStore(
             cols, end_us, len(self.entities.customers), len(self.entities.accounts)
@@ -227,6 +228,7 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
                 new,
                 self.fee_config,
                 self._active_cards(),
+                self.seed,
             )
             self.store.append(cols, new)
         self._now = new
@@ -242,5 +244,11 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
     # --- reference ------------------------------------------------------------------------
 
     def reference_rates(self) -> dict[tuple[str, str], float]:
-        """Reference mid rates: (sending, receiving) -> sending major units per receiving unit."""
-        return {(s, r): mid_rate(s, r) for s in CURRENCY_CODES for r in CURRENCY_CODES}
+        """Today's mid rates (they move daily, see `midrates`): (sending, receiving) -> sending
+        major units per receiving unit."""
+        n = len(CURRENCY_CODES)
+        sending, receiving = np.indices((n, n))
+        rates = mid_rates(self.seed, self._now, sending, receiving).tolist()
+        return {
+            (CURRENCY_CODES[s], CURRENCY_CODES[r]): rates[s][r] for s in range(n) for r in range(n)
+        }

@@ -32,6 +32,7 @@ from .batch import Batch, SharedTexts, add_on_chain, optional_members, refund_te
 from .rows import ON_CHAIN_TABLE, WireRows, decode, quote_uuid
 from .tables import (
     CARD_TEMPLATE,
+    CODE_TEXTS,
     COMPLETED_CODE,
     COUNTERPARTY_IN,
     COUNTERPARTY_OUT,
@@ -52,9 +53,18 @@ from .tables import (
     RAIL_TEXT,
     REGION_TEXT,
     STATUS_TEXT,
+    UMA_SOURCE,
     WAITING_STATUS,
 )
-from .text import DIGIT_TEXT, format_rows, number_texts, reference_hex, token_hex, uuid_bytes
+from .text import (
+    DIGIT_TEXT,
+    format_rows,
+    json_bytes,
+    number_texts,
+    reference_hex,
+    token_hex,
+    uuid_bytes,
+)
 
 
 class TransactionViews:
@@ -65,6 +75,7 @@ class TransactionViews:
         self.e = ents
         self.views = views
         self.descriptions: dict[int, str | None] = {}  # descriptions of quote requests (None: none)
+        self.uma_senders: dict[int, str] = {}  # sender UMA addresses named on a simulated receive
         self._shared = SharedTexts(ents, views)
         self._people_by_uma: dict[str, int] | None = None
         # each row's text, valid while the clock is before `_until[row]`
@@ -130,6 +141,11 @@ class TransactionViews:
         if row < len(self._until):
             self._until[row] = _UNRENDERED
 
+    def name_uma_sender(self, row: int, address: str) -> None:
+        """Set the UMA address an incoming payment's `source` shows (the one a receive named)."""
+        self.uma_senders[row] = address
+        self.forget(row)
+
     def describe(self, row: int, description: str | None) -> None:
         """Set the description of a quote's row (None: it has none)."""
         self.descriptions[row] = description
@@ -165,6 +181,13 @@ class TransactionViews:
         refs = reference_hex(hi)
 
         sources = sh.sources(c, funding, incoming)
+        if incoming and self.uma_senders:
+            for i, row in enumerate(p.rows.tolist()):
+                if row in self.uma_senders:
+                    sources[i] = UMA_SOURCE % (
+                        json_bytes(self.uma_senders[row]),
+                        CODE_TEXTS[c["send_cur"][i]],
+                    )
         dest_uma = c["dest_kind"] == DEST_UMA
         destinations = sh.destinations(c, dest_uma)
         if incoming:
