@@ -219,6 +219,33 @@ def test_sandbox_wherever_a_command_reads_or_writes_data() -> None:
         assert {"--sandbox", "--seed", "--transactions"} <= options, path
 
 
+def _help(*command: str) -> str:
+    """What `paylens COMMAND --help` prints, on one line (argparse wraps the epilog)."""
+    with pytest.raises(SystemExit), redirect_stdout(io.StringIO()) as out:
+        main([*command, "--help"])
+    return " ".join(out.getvalue().split())
+
+
+def test_every_command_says_its_exit_statuses_under_help() -> None:
+    parsers = {"paylens": build_parser()}
+    commands = []
+    for path, parser in list(parsers.items()):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    sub_actions = [
+                        a for a in sub._actions if isinstance(a, argparse._SubParsersAction)
+                    ]
+                    if sub_actions:
+                        commands += [(name, n) for n in sub_actions[0].choices]
+                    else:
+                        commands.append((name,))
+    assert ("sandbox", "serve") in commands and ("sync",) in commands and len(commands) >= 11
+    for command in commands:
+        text = _help(*command)
+        assert "Exit status: 0 " in text and "; 2 the command cannot run as typed" in text, command
+
+
 def test_help_shows_defaults() -> None:
     with pytest.raises(SystemExit), redirect_stdout(io.StringIO()) as out:
         main(["sync", "--help"])
@@ -426,7 +453,9 @@ def test_an_apply_without_a_terminal_to_ask_sends_nothing_and_says_to_pass_yes(
     assert synced.read_bytes() == before  # no journal entry, nothing sent
 
 
-def test_a_partial_apply_exits_1_and_says_why_in_one_line(tmp_path: Path) -> None:
+def test_an_apply_whose_other_items_the_service_refused_for_good_exits_3(tmp_path: Path) -> None:
+    """Items past the bank's window are refused for good (`not_cancellable`): the service's
+    decision, not a failure; exit 3 tells it from a failure (1) and from all done (0)."""
     db = tmp_path / "partial.duckdb"
     assert (
         run_cli("sync", "--sandbox", "--transactions", SIZE, "--db", str(db), "--quiet").returncode
@@ -443,10 +472,15 @@ def test_a_partial_apply_exits_1_and_says_why_in_one_line(tmp_path: Path) -> Non
         )
     )
     assert counts.get("cancelled", 0) > 0 and counts.get("not_cancellable", 0) > 0, counts
-    assert done.returncode == 1
+    assert done.returncode == 3, done
+    refused = counts["not_cancellable"]
+    assert set(counts) == {"cancelled", "not_cancellable"}, counts
     assert done.stderr == (
-        "paylens cancel: not every item ended as planned (see the outcomes above); exit 1\n"
+        f"paylens cancel: done; {refused:,} refused for good by the service (its decision, e.g."
+        " past the bank's window; see the outcomes above); exit 3\n"
     )
+    for command in ("cancel", "approve", "reject", "confirm-receipt", "revoke-sessions"):
+        assert "3 done, the others refused for good by the service" in _help(command)
 
 
 def test_revoke_sessions_asks_for_the_inventory_that_sync_wallets_takes(

@@ -25,9 +25,16 @@ from ._commands import (
 
 #: How every command exits, shown under `--help`.
 EXIT_STATUS = (
-    "Exit status: 0 done; 1 failed (a bulk action: not every item ended as planned); 2 the "
-    "command cannot run as typed or configured (a usage error, missing PAYLENS_* variables, no "
-    "warehouse)."
+    "Exit status: 0 done; 1 failed; 2 the command cannot run as typed or configured (a usage "
+    "error, missing PAYLENS_* variables, no warehouse or one never synced); 130 interrupted."
+)
+#: How a bulk action exits, shown under its `--help`.
+BULK_EXIT_STATUS = (
+    "Exit status: 0 every item ended as planned; 3 done, the others refused for good by the "
+    "service (its decision, e.g. not_cancellable past the bank's window: not a failure); 1 "
+    "failed (an error, an outcome not known, or the confirmation declined); 2 the command "
+    "cannot run as typed or configured (a usage error, missing PAYLENS_* variables, no "
+    "warehouse); 130 interrupted."
 )
 
 
@@ -137,6 +144,7 @@ def _command(
     **options: Any,
 ) -> argparse.ArgumentParser:
     """A subcommand that runs `run` (None: a group of subcommands), its help with defaults."""
+    options.setdefault("epilog", EXIT_STATUS if run is not None else None)
     command = parent.add_parser(name, help=_HELPS[name], formatter_class=_Formatter, **options)
     if run is not None:
         command.set_defaults(run=run)
@@ -355,7 +363,7 @@ def _add_sync(commands: Any) -> None:
 def _add_bulk_actions(commands: Any) -> None:
     """`paylens cancel|approve|reject|confirm-receipt`."""
     for command, (_, noun, body_args) in _BULK.items():
-        bulk = _command(commands, command, _bulk, epilog=EXIT_STATUS)
+        bulk = _command(commands, command, _bulk, epilog=BULK_EXIT_STATUS)
         _bulk_options(bulk, noun, "the transactions table", "\"status = 'PENDING'\"")
         if "reason" in body_args:
             bulk.add_argument(
@@ -381,7 +389,7 @@ def _add_sync_wallets(commands: Any) -> None:
 
 def _add_revoke_sessions(commands: Any) -> None:
     """`paylens revoke-sessions`."""
-    revoke = _command(commands, "revoke-sessions", _revoke_sessions, epilog=EXIT_STATUS)
+    revoke = _command(commands, "revoke-sessions", _revoke_sessions, epilog=BULK_EXIT_STATUS)
     _bulk_options(
         revoke,
         "session revoke",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -15,8 +15,15 @@ import pyarrow as pa
 
 from paylens.client import Client
 from paylens.client._params import timestamp
-from paylens.errors import InvalidArgumentError, WarehouseError, WarehouseFileError
+from paylens.errors import (
+    InvalidArgumentError,
+    WarehouseEmptyError,
+    WarehouseError,
+    WarehouseFileError,
+)
 from paylens.frames import to_pandas
+from paylens.models import _enums
+from paylens.models._choices import one_of, some_of
 
 from . import _journal, _staged, _store, _wallets
 from ._open import MEMORY, close_store, not_found, open_store, storage_errors
@@ -35,6 +42,13 @@ if TYPE_CHECKING:  # pandas loads when a frame is first asked for, not for a syn
     import pandas as pd
 
 DEFAULT_PATH = Path("data/paylens.duckdb")
+
+#: The statuses a reader's `status=` accepts, per table.
+_STATUSES: dict[str, Iterable[str]] = {
+    "transactions": _enums.TransactionStatus,
+    "outgoing_fees": _enums.OutgoingTransactionStatus,
+    "card_transactions": _enums.CardTransactionStatus,
+}
 
 
 def _json_text(record: dict[str, Any]) -> bytes:
@@ -226,11 +240,61 @@ class Warehouse:
         source = meta.get("source_url", "nowhere yet")
         return f"{SANDBOX_LABEL} from {source}" if meta.get("is_sandbox") == "true" else source
 
+    def require_data(self) -> None:
+        """Raise `WarehouseEmptyError` when no sync has filled this file and nothing was stored
+        into it: a reader would answer an empty frame that looks like "nothing matched"."""
+        with self._lock:
+            meta = _store.meta(self._con)
+            if "source_url" in meta:
+                return
+            filled = self._con.execute(
+                "SELECT EXISTS (SELECT 1 FROM transactions) OR EXISTS (SELECT 1 FROM"
+                " outgoing_fees) OR EXISTS (SELECT 1 FROM card_transactions)"
+            ).fetchall()[0][0]
+        if not filled:
+            raise WarehouseEmptyError(
+                f"{self.path} has no data: run `paylens sync --db {self.path}` first"
+            )
+
+    def _accepted(self, table: str, column: str, enum: Iterable[str] | None) -> list[str]:
+        """The values a filter on `column` may name: the interface's (`enum`) and any other
+        the file holds (an open enum's newer value); for currencies, those the file holds."""
+        with self._lock:
+            held = self._con.execute(
+                f"SELECT DISTINCT {column} FROM {table} WHERE {column} IS NOT NULL"
+            ).fetchall()
+        return sorted({*(enum or ()), *(r[0] for r in held)})
+
+    def _checked(self, table: str, filters: dict[str, Any]) -> dict[str, Any]:
+        """The filters with each enum value or currency spelled as stored, or refused."""
+        enums: dict[str, Iterable[str] | None] = {
+            "type": _enums.TransactionType,
+            "status": _STATUSES[table],
+            "payment_rail": _enums.PaymentRail,
+            "currency": None,
+        }
+        checked = dict(filters)
+        for column, enum in enums.items():
+            value = filters.get(column)
+            if value is None:
+                continue
+            accepted = self._accepted(table, column, enum)
+            what = "the currencies this warehouse holds" if enum is None else ""
+            if enum is None and not accepted:
+                what = "this warehouse holds no currency yet"
+            checked[column] = (
+                one_of(column, value, accepted, what)
+                if isinstance(value, str)
+                else some_of(column, value, accepted, what)
+            )
+        return checked
+
     def _select(
         self, table: str, filters: dict[str, Any], order: str = "created_at", raw: bool = False
     ) -> pd.DataFrame:
+        self.require_data()
         clauses, params = [], []
-        for column, value in filters.items():
+        for column, value in self._checked(table, filters).items():
             if value is None:
                 continue
             if column in ("start", "end"):
@@ -311,18 +375,23 @@ class Warehouse:
         )
 
     def payment_instructions(self) -> pd.DataFrame:
+        self.require_data()
         return self.sql("SELECT * FROM payment_instructions ORDER BY transaction_id, position")
 
     def cards(self) -> pd.DataFrame:
+        self.require_data()
         return self.sql("SELECT * FROM cards ORDER BY created_at")
 
     def customers(self) -> pd.DataFrame:
+        self.require_data()
         return self.sql("SELECT * FROM customers ORDER BY created_at")
 
     def internal_accounts(self) -> pd.DataFrame:
+        self.require_data()
         return self.sql("SELECT * FROM internal_accounts ORDER BY created_at")
 
     def external_accounts(self) -> pd.DataFrame:
+        self.require_data()
         return self.sql("SELECT * FROM external_accounts ORDER BY id")
 
     def status_history(self, transaction_id: str | None = None) -> pd.DataFrame:
