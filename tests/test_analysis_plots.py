@@ -182,7 +182,9 @@ def test_plot_card_summary_draws_every_currency(wh: Warehouse) -> None:
 
 
 def test_empty_results_draw_empty_labelled_figures(tmp_path: Path) -> None:
+    # synced from a service with no transaction (a file never synced is refused instead)
     with Warehouse(tmp_path / "empty.duckdb") as empty:
+        empty.sync(Sandbox(seed=1, transactions=0).client(), progress=False)
         for fig in (
             plot_fee_breakdown(empty),
             plot_revenue(empty),

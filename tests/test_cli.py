@@ -177,7 +177,8 @@ def test_an_error_in_a_folder_that_is_no_warehouse_is_one_line(tmp_path: Path) -
     assert "is not a DuckDB database" in done.stderr and not_a_db.read_text() == "not a database\n"
     under_a_file = str(not_a_db / "w.duckdb")
     done = run_cli("sync", "--sandbox", "--transactions", "300", "--db", under_a_file, "--quiet")
-    assert done.returncode == 1 and done.stderr.startswith("paylens sync: ")
+    assert done.returncode == 2 and done.stderr.startswith("paylens sync: ")
+    assert f"the folder {str(not_a_db)!r} is a file, not a folder" in done.stderr
     assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
 
 
@@ -227,19 +228,15 @@ def _help(*command: str) -> str:
 
 
 def test_every_command_says_its_exit_statuses_under_help() -> None:
-    parsers = {"paylens": build_parser()}
-    commands = []
-    for path, parser in list(parsers.items()):
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for name, sub in action.choices.items():
-                    sub_actions = [
-                        a for a in sub._actions if isinstance(a, argparse._SubParsersAction)
-                    ]
-                    if sub_actions:
-                        commands += [(name, n) for n in sub_actions[0].choices]
-                    else:
-                        commands.append((name,))
+    commands: list[tuple[str, ...]] = []
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                groups = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
+                if groups:
+                    commands += [(name, n) for n in groups[0].choices]
+                else:
+                    commands.append((name,))
     assert ("sandbox", "serve") in commands and ("sync",) in commands and len(commands) >= 11
     for command in commands:
         text = _help(*command)
@@ -631,3 +628,47 @@ def test_an_empty_warehouse_name_is_a_usage_error_that_makes_no_file(
     assert done.stderr.startswith(f"paylens {args[0]}: argument --db: ") and "empty" in done.stderr
     assert done.stderr.count("\n") == 1
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["work"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sync", "--sandbox", "--quiet"],
+        ["cancel", "--where", "TRUE", "--dry-run"],
+        ["sync-wallets", "--sandbox"],
+        ["report"],
+    ],
+)
+def test_a_db_in_a_folder_that_does_not_exist_is_a_usage_error_that_makes_nothing(
+    args: list[str], tmp_path: Path
+) -> None:
+    """`--db dta/paylens.duckdb` (a typo) made the folder and started a full sync there."""
+    db = tmp_path / "dta" / "paylens.duckdb"
+    done = run_cli(*args, "--db", str(db))
+    assert done.returncode == 2, done
+    assert done.stderr == (
+        f"paylens {args[0]}: error: argument --db: {str(db)!r}: the folder "
+        f"{str(db.parent)!r} does not exist (a mistyped path? create the folder first if it is"
+        f" meant) (see paylens {args[0]} --help)\n"
+    ).replace(": error:", ":")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_output_into_a_pipe_closed_early_ends_quietly(synced: Path) -> None:
+    """`paylens cancel --dry-run … | head`: the reader is gone before the plan is printed (its
+    end of the pipe closed before the process starts): no BrokenPipeError, exit 0."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "paylens.cli", "cancel", "--db", str(synced),
+             "--where", "TRUE", "--dry-run"],
+            stdout=write, stderr=subprocess.PIPE, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (0, "")

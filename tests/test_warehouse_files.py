@@ -28,6 +28,7 @@ from paylens.errors import (
     InvalidArgumentError,
     OutcomeUnknownError,
     PaylensError,
+    WarehouseEmptyError,
     WarehouseError,
     WarehouseFileError,
     WarehouseLockedError,
@@ -675,7 +676,9 @@ def test_in_memory_warehouses_are_private_and_leave_no_files(tmp_path: Path, mon
     sandbox = Sandbox(seed=8, transactions=200)
     with Warehouse(":memory:") as one, Warehouse(":memory:") as two:
         one.sync(sandbox.client(), progress=False, resources=["transactions"])
-        assert len(one.transactions()) == 200 and len(two.transactions()) == 0
+        assert len(one.transactions()) == 200
+        with pytest.raises(WarehouseEmptyError, match=r"^:memory: has no data"):
+            two.transactions()
     assert list(tmp_path.iterdir()) == []
 
 

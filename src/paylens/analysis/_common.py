@@ -273,7 +273,8 @@ class Source:
             )
         keys: list[str] = []
         for name in names:
-            column = aliases.get(name, name)
+            column = aliases.get(name.lower(), name.lower())  # columns are lower case
+            column = column if column in known or column in self.columns else name
             if column not in known and column not in self.columns:
                 hint = did_you_mean(name, [*choices, *self.columns])
                 raise InvalidArgumentError(

@@ -191,9 +191,20 @@ def _client_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _file_name(text: str) -> str:
-    """A file's name, refused here when empty: `--db ""` named the current folder."""
+    """A file's name, refused here when empty (`--db ""` named the current folder) or in a
+    folder that does not exist: a mistyped folder would start a new warehouse and a full sync.
+    Only the default's folder (`data/`) is made when missing."""
     if not text.strip():
         raise argparse.ArgumentTypeError(f"{text!r} is an empty file name")
+    from pathlib import Path
+
+    folder = Path(text).parent
+    if text != DEFAULT_DB and not folder.is_dir():
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: the folder {str(folder)!r} {what} (a mistyped path? create the"
+            " folder first if it is meant)"
+        )
     return text
 
 

@@ -44,7 +44,9 @@ def one_of(argument: str, value: object, accepted: Iterable[str], what: str = ""
     if not names:
         raise InvalidArgumentError(argument, f"{value!r} matches nothing: {what or 'none'}")
     hint = did_you_mean(value, names) if isinstance(value, str) else ""
-    raise InvalidArgumentError(argument, f"{value!r} is not known{hint}; give {among}{_listed(names)}")
+    raise InvalidArgumentError(
+        argument, f"{value!r} is not known{hint}; give {among}{_listed(names)}"
+    )
 
 
 def some_of(
@@ -80,7 +82,9 @@ def utc_instant(argument: str, value: object, *, end_of_day: bool = False) -> da
                 else datetime.fromisoformat(value.replace("Z", "+00:00"))
             )
         except ValueError:
-            raise InvalidArgumentError(argument, f"{value!r} is not a date: {ACCEPTED_INSTANTS}") from None
+            raise InvalidArgumentError(
+                argument, f"{value!r} is not a date: {ACCEPTED_INSTANTS}"
+            ) from None
     if isinstance(value, datetime):
         if value.tzinfo is None or value.utcoffset() is None:
             raise InvalidArgumentError(
