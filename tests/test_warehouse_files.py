@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import os
 import shutil
 import signal
 import socket
@@ -229,8 +230,7 @@ def test_a_first_sync_that_fails_keeps_a_copy_only_when_it_stored_something(
     sandbox.faults.inject(500, "INTERNAL_ERROR", count=1_000)
     with pytest.raises(PaylensError):
         sync_file(path, sandbox.client(max_retries=0), progress=False, resources=["transactions"])
-    left = sorted(p.name for p in tmp_path.iterdir())
-    assert left == ["w.duckdb.lock", "w.duckdb.syncing.lock"]  # the locks' files, nothing else
+    assert list(tmp_path.iterdir()) == []  # nothing left behind, not even the locks' files
     sandbox.faults.clear()
 
     commit = save.commit
@@ -249,6 +249,37 @@ def test_a_first_sync_that_fails_keeps_a_copy_only_when_it_stored_something(
     with Warehouse(path, read_only=True) as wh:
         assert len(wh.transactions()) == 2_000
         assert list(wh.sync_runs()["status"]) == ["failed", "succeeded"]
+
+
+def test_a_lock_file_removed_by_its_holder_still_lets_one_writer_at_a_time(tmp_path: Path) -> None:
+    """A failed first sync removes its lock file; a writer that was waiting on that file gets
+    its lock, sees the file gone and takes the path's, so two writers never both hold one."""
+    import threading
+
+    from paylens.warehouse._open import WriterLock
+
+    path = tmp_path / "w.duckdb"
+    first = WriterLock(path)
+    got: list[WriterLock] = []
+    waiter = threading.Thread(target=lambda: got.append(WriterLock(path, wait=30)))
+    waiter.start()
+
+    def opened() -> int:  # how many descriptors of this process are open on the lock file
+        found = 0
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):
+                found += os.readlink(f"/proc/self/fd/{fd}") == str(first.path)
+        return found
+
+    while opened() < 2:  # until the waiter has opened the file `first` holds, and waits on it
+        threading.Event().wait(0.01)
+    first.remove()
+    waiter.join()
+    (second,) = got
+    assert second.path.exists()
+    with pytest.raises(WarehouseLockedError):
+        WriterLock(path)
+    second.release()
 
 
 def test_a_sync_of_another_service_names_the_file_the_user_gave(tmp_path: Path) -> None:

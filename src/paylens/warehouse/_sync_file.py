@@ -11,7 +11,7 @@ from paylens.client import Client
 from paylens.errors import WarehouseFileError, WarehouseStorageError
 
 from . import _staged
-from ._open import WriterLock, check_name
+from ._open import WriterLock, check_name, lock_path
 from ._report import SyncReport
 from ._run import parse_since
 from ._warehouse import Warehouse, wanted_resources
@@ -79,6 +79,9 @@ def sync_file(
             # that does not exist (a mistyped path, a service not reached)
             if first and _staged.holds_no_records(staged):
                 _staged.discard(target)
+                # nor the locks of a file that was never made
+                lock_path(staged).unlink(missing_ok=True)
+                lock.remove()
             raise
         _staged.swap(target, staged)
     finally:
