@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -811,3 +812,63 @@ def test_a_reader_opening_during_a_swap_waits_for_its_end(tmp_path: Path) -> Non
     marker.write_bytes(b"swap")  # left by a sync killed mid-swap: waited for, then opened
     with Warehouse(path, read_only=True) as wh:
         assert len(wh.transactions()) == 200
+
+
+def _in_kernel(client: Any, code: str) -> str:
+    """Run `code` in a real Jupyter kernel, as a notebook cell; its stdout (raises on error)."""
+    reply_id = client.execute(code)
+    out: list[str] = []
+    while True:
+        message = client.get_iopub_msg(timeout=120)
+        if message["parent_header"].get("msg_id") != reply_id:
+            continue
+        kind, content = message["msg_type"], message["content"]
+        if kind == "stream":
+            out.append(content["text"])
+        elif kind == "error":
+            raise AssertionError("\n".join(content["traceback"]))
+        elif kind == "status" and content["execution_state"] == "idle":
+            return "".join(out)
+
+
+@pytest.mark.http
+def test_a_notebook_open_on_the_warehouse_never_keeps_the_nightly_sync_out(tmp_path: Path) -> None:
+    """A real kernel holds a read-only Warehouse between cells, as an open notebook does (and
+    syncs it from the notebook: a staged copy swapped in, the writer lock held only while it
+    runs); `paylens sync` run by cron in another process meanwhile succeeds, and the notebook
+    reads the file again after its own next sync."""
+    from jupyter_client.manager import start_new_kernel
+
+    sandbox = Sandbox(seed=4, transactions=400)
+    path = tmp_path / "paylens.duckdb"
+    with sandbox.serve() as server:
+        env = {**os.environ, **sandbox.env(server)}
+        served = sandbox.env(server)
+        client = Client(
+            *(served[f"PAYLENS_{k}"] for k in ("BASE_URL", "CLIENT_ID", "CLIENT_SECRET"))
+        )
+        sync_file(path, client, progress=False)
+        manager, kernel = start_new_kernel(kernel_name="python3", env=env)
+        try:
+            opened = _in_kernel(
+                kernel,
+                "from paylens import Client, Warehouse\n"
+                f"wh = Warehouse({str(path)!r}, read_only=True)\n"
+                "client = Client.from_env()\n"
+                "wh.sync(client, progress=False)\n"
+                "print(len(wh.transactions()))",
+            )
+            assert opened.split() == ["400"]
+            cron = subprocess.run(
+                [sys.executable, "-m", "paylens.cli", "sync", "--db", str(path), "--quiet"],
+                env=env, capture_output=True, text=True, timeout=120, check=False,
+            )  # fmt: skip
+            assert cron.returncode == 0, cron.stderr
+            assert "sync #3 (incremental" in cron.stdout
+            again = _in_kernel(
+                kernel, "wh.sync(client, progress=False)\nprint(len(wh.sync_runs()))"
+            )
+            assert again.split() == ["4"]  # the notebook's own, cron's, and its own again
+        finally:
+            kernel.stop_channels()
+            manager.shutdown_kernel(now=True)

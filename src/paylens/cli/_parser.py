@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from paylens._version import __version__
-from paylens.connection import DEFAULT_DB, SANDBOX_TRANSACTIONS
+from paylens.connection import DEFAULT_DB, SANDBOX_DB, SANDBOX_TRANSACTIONS
 
 from ._commands import (
     _BULK,
@@ -193,13 +193,13 @@ def _client_options(parser: argparse.ArgumentParser) -> None:
 def _file_name(text: str) -> str:
     """A file's name, refused here when empty (`--db ""` named the current folder) or in a
     folder that does not exist: a mistyped folder would start a new warehouse and a full sync.
-    Only the default's folder (`data/`) is made when missing."""
+    Only the defaults' folder (`data/`) is made when missing."""
     if not text.strip():
         raise argparse.ArgumentTypeError(f"{text!r} is an empty file name")
     from pathlib import Path
 
     folder = Path(text).parent
-    if text != DEFAULT_DB and not folder.is_dir():
+    if text not in (DEFAULT_DB, SANDBOX_DB) and not folder.is_dir():
         what = "is a file, not a folder" if folder.exists() else "does not exist"
         raise argparse.ArgumentTypeError(
             f"{text!r}: the folder {str(folder)!r} {what} (a mistyped path? create the"
@@ -208,8 +208,10 @@ def _file_name(text: str) -> str:
     return text
 
 
-def _db_option(parser: argparse.ArgumentParser, help: str = "warehouse file") -> None:
-    parser.add_argument("--db", type=_file_name, default=DEFAULT_DB, help=help)
+def _db_option(
+    parser: argparse.ArgumentParser, help: str = "warehouse file", default: str = DEFAULT_DB
+) -> None:
+    parser.add_argument("--db", type=_file_name, default=default, help=help)
 
 
 def _wait_option(parser: argparse.ArgumentParser) -> None:
@@ -450,7 +452,7 @@ def _add_demo(commands: Any) -> None:
     demo.add_argument(
         "--transactions", type=_whole(0), default=SANDBOX_TRANSACTIONS, help="sandbox size"
     )
-    _db_option(demo)
+    _db_option(demo, "warehouse file of the sandbox's data (never the service's)", SANDBOX_DB)
     demo.add_argument("--out", default="reports", help="folder for the report")
     demo.add_argument(
         "--currencies", type=_whole(0), default=6, help="currencies shown in the headline figures"

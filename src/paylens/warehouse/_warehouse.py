@@ -182,7 +182,21 @@ class Warehouse:
         keyword arguments.
         """
         if self.read_only:
-            raise WarehouseError(f"{self.path} is open read-only; open it read-write to sync")
+            if options is not None:
+                raise InvalidArgumentError(
+                    "options", "a read-only Warehouse syncs with keyword arguments only"
+                )
+            return self._sync_staged(
+                client,
+                since=since,
+                full=full,
+                concurrency=concurrency,
+                rate_limit=rate_limit,
+                progress=progress,
+                resources=resources,
+                verify_syncs=verify_syncs,
+                freshness=freshness,
+            )
         given = {
             name
             for name, value, default in (
@@ -217,6 +231,22 @@ class Warehouse:
         # counts against each other's half-written state
         with self._store.sync_lock, storage_errors(self.path):
             return SyncRun(self._con, self._lock, self.path).run(client, opts, wanted, forced)
+
+    def _sync_staged(self, client: Client, **arguments: Any) -> SyncReport:
+        """A read-only Warehouse's sync: the scheduled sync's (`sync_file`: a staged copy
+        swapped in, the writer lock held only while it runs), then the file opened again to
+        read what it brought (when this is the only Warehouse on the file in this process;
+        others keep the snapshot they opened). A notebook that syncs this way never holds the
+        writer lock between cells, so the nightly `paylens sync` is never kept out."""
+        from ._sync_file import sync_file
+
+        if str(self.path) == MEMORY or self._closed:
+            raise WarehouseError(f"{self.path}: this Warehouse is closed or in memory")
+        report = sync_file(self.path, client, **arguments)
+        close_store(self._store)
+        self._store = open_store(self.path, read_only=True)
+        self._con, self._lock = self._store.con, self._store.lock
+        return report
 
     def _check_source(self, client: Client) -> None:
         check_source(self._con, self._lock, self.path, client)
