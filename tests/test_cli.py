@@ -672,3 +672,32 @@ def test_output_into_a_pipe_closed_early_ends_quietly(synced: Path) -> None:
     finally:
         os.close(write)
     assert (done.returncode, done.stderr) == (0, "")
+
+
+def _served_env(seed: str) -> dict[str, str]:
+    """The PAYLENS_* lines a `paylens sandbox serve` process prints, then the process stopped."""
+    import subprocess
+    import sys
+
+    served = subprocess.Popen(
+        [sys.executable, "-m", "paylens.cli", "sandbox", "serve", "--port", "0",
+         "--seed", seed, "--transactions", "50"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert served.stdout is not None
+        lines = [served.stdout.readline().strip() for _ in range(3)]
+    finally:
+        served.terminate()
+        served.wait(timeout=30)
+    return dict(line.split("=", 1) for line in lines)
+
+
+@pytest.mark.http
+def test_sandbox_serve_keeps_its_secret_across_starts_for_one_seed() -> None:
+    """Saved exports of a served sandbox's variables stay valid after a restart."""
+    first, again, other = _served_env("4"), _served_env("4"), _served_env("5")
+    assert first["PAYLENS_CLIENT_SECRET"].startswith("sk_sandbox_")
+    assert again["PAYLENS_CLIENT_SECRET"] == first["PAYLENS_CLIENT_SECRET"]
+    assert other["PAYLENS_CLIENT_SECRET"] != first["PAYLENS_CLIENT_SECRET"]
+    assert again["PAYLENS_CLIENT_ID"] == first["PAYLENS_CLIENT_ID"]

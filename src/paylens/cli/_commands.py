@@ -27,6 +27,17 @@ _SETUP_ERRORS = (
 )
 
 
+def served_secret(seed: int) -> str:
+    """The client secret `paylens sandbox serve --seed SEED` serves: the same on every start
+    for one seed, so exported PAYLENS_* variables (a notebook's, a cron line's) stay valid
+    after a restart. Derived from the seed, not random: the served sandbox listens on loopback
+    only and holds generated data, so the secret guards no one's data; it is never stored."""
+    import hashlib
+
+    digest = hashlib.sha256(f"paylens sandbox serve, seed {seed}".encode()).hexdigest()
+    return f"sk_sandbox_{digest[:32]}"
+
+
 def _sandbox_serve(args: argparse.Namespace) -> int:
     from paylens.sandbox import Sandbox
     from paylens.sandbox.wire.server import check_loopback_host
@@ -36,6 +47,7 @@ def _sandbox_serve(args: argparse.Namespace) -> int:
     sandbox = Sandbox(
         seed=args.seed,
         transactions=args.transactions,
+        client_secret=served_secret(args.seed),
         scenarios=args.scenarios,
         clock=args.clock,
         profile=args.profile,
