@@ -872,3 +872,29 @@ def test_a_notebook_open_on_the_warehouse_never_keeps_the_nightly_sync_out(tmp_p
         finally:
             kernel.stop_channels()
             manager.shutdown_kernel(now=True)
+
+
+def test_a_scheduled_syncs_time_includes_the_files_closing_and_swap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary said the time up to the checkpoint; the staged copy's closing checkpoint and
+    its swap (seconds on a large file) were left out. A swap made to take 30 s on the clock
+    the sync reads shows in the report's time."""
+    import time
+
+    from paylens.warehouse import _staged
+
+    real_clock, swap = time.perf_counter, _staged.swap
+    later = [0.0]
+
+    def slow_swap(*args: Any) -> None:
+        swap(*args)
+        later[0] += 30.0
+
+    monkeypatch.setattr(time, "perf_counter", lambda: real_clock() + later[0])
+    monkeypatch.setattr(_staged, "swap", slow_swap)
+    report = sync_file(
+        tmp_path / "w.duckdb", Sandbox(seed=3, transactions=200).client(), progress=False
+    )
+    assert 30.0 <= report.duration_seconds < 60.0
+    assert "in 3" in str(report).splitlines()[0]
