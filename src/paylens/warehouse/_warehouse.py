@@ -179,7 +179,9 @@ class Warehouse:
         `Freshness`) says how old cards and accounts may grow before a sync re-reads them
         whole (customers are read by what changed on every sync); `full=True` re-reads
         everything. `options` (a `SyncOptions`) sets everything at once, instead of the
-        keyword arguments.
+        keyword arguments. A read-only Warehouse syncs as `paylens sync` does (`sync_file`: a
+        staged copy swapped in) and then reads the new file: it never holds the writer lock
+        between calls, so a notebook's never keeps the scheduled sync out.
         """
         if self.read_only:
             if options is not None:
