@@ -476,7 +476,7 @@ def test_an_apply_whose_other_items_the_service_refused_for_good_exits_3(tmp_pat
         f"paylens cancel: done; {refused:,} refused for good by the service (its decision, e.g."
         " past the bank's window; see the outcomes above); exit 3\n"
     )
-    for command in ("cancel", "approve", "reject", "confirm-receipt", "revoke-sessions"):
+    for command in ("cancel", "approve", "reject", "confirm-receipt"):
         assert "3 done, the others refused for good by the service" in _help(command)
 
 

@@ -402,7 +402,7 @@ def _add_sync_wallets(commands: Any) -> None:
 
 def _add_revoke_sessions(commands: Any) -> None:
     """`paylens revoke-sessions`."""
-    revoke = _command(commands, "revoke-sessions", _revoke_sessions, epilog=BULK_EXIT_STATUS)
+    revoke = _command(commands, "revoke-sessions", _revoke_sessions)
     _bulk_options(
         revoke,
         "session revoke",
