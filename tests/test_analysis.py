@@ -378,7 +378,7 @@ def test_settlement_incoming_from_transactions(wh: Warehouse) -> None:
     assert (row["transaction_count"], row["completed_count"], row["open_count"]) == (2, 1, 1)
     # 30 settled, I2 open for 30 s (as_of: its creation at 60): S(30) = 1/2
     assert (row["p50_seconds"], row["expected_count"]) == (30.0, 0)
-    with pytest.raises(InvalidArgumentError, match="'OUTGOING', 'INCOMING'"):
+    with pytest.raises(InvalidArgumentError, match=r"give one of INCOMING, OUTGOING$"):
         settlement_times(wh, type="CARD")
 
 

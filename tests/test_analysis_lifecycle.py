@@ -150,6 +150,7 @@ def test_every_lifecycle_from_status_reason_and_refund(wh: Warehouse) -> None:
 
 
 def test_failure_breakdown_refuses_its_own_dimensions(wh: Warehouse) -> None:
+    wh.store_transactions(km_records())
     with pytest.raises(InvalidArgumentError, match="failure_reason"):
         failure_breakdown(wh, by="failure_reason")
 
@@ -251,7 +252,7 @@ def test_instant_rail_sla(wh: Warehouse) -> None:
     ("call", "argument", "named"),
     [
         (lambda wh: fee_breakdown(wh, status="NOPE"), "status", "COMPLETED"),
-        (lambda wh: fee_breakdown(wh, status="completed"), "status", "COMPLETED"),
+        (lambda wh: fee_breakdown(wh, status="complete"), "status", "did you mean 'COMPLETED'"),
         (lambda wh: revenue(wh, status=["COMPLETED", 3]), "status", "FAILED"),
         (lambda wh: settlement_times(wh, type="nope"), "type", "OUTGOING"),
         (lambda wh: failure_breakdown(wh, type="nope"), "type", "INCOMING"),

@@ -283,7 +283,9 @@ def test_plot_refund_summary(wh: Warehouse) -> None:
 
 
 def test_an_empty_warehouse_says_so_in_one_sentence(tmp_path: Path) -> None:
+    # synced from a service with no transaction (a file never synced is refused instead)
     with Warehouse(tmp_path / "empty.duckdb") as empty:
+        empty.sync(Sandbox(seed=1, transactions=0).client(), progress=False)
         for fig in (
             plot_fee_breakdown(empty),
             plot_revenue(empty),

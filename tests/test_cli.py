@@ -177,7 +177,8 @@ def test_an_error_in_a_folder_that_is_no_warehouse_is_one_line(tmp_path: Path) -
     assert "is not a DuckDB database" in done.stderr and not_a_db.read_text() == "not a database\n"
     under_a_file = str(not_a_db / "w.duckdb")
     done = run_cli("sync", "--sandbox", "--transactions", "300", "--db", under_a_file, "--quiet")
-    assert done.returncode == 1 and done.stderr.startswith("paylens sync: ")
+    assert done.returncode == 2 and done.stderr.startswith("paylens sync: ")
+    assert f"the folder {str(not_a_db)!r} is a file, not a folder" in done.stderr
     assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
 
 
@@ -217,6 +218,29 @@ def test_sandbox_wherever_a_command_reads_or_writes_data() -> None:
             assert "--transactions" in options
             continue
         assert {"--sandbox", "--seed", "--transactions"} <= options, path
+
+
+def _help(*command: str) -> str:
+    """What `paylens COMMAND --help` prints, on one line (argparse wraps the epilog)."""
+    with pytest.raises(SystemExit), redirect_stdout(io.StringIO()) as out:
+        main([*command, "--help"])
+    return " ".join(out.getvalue().split())
+
+
+def test_every_command_says_its_exit_statuses_under_help() -> None:
+    commands: list[tuple[str, ...]] = []
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                groups = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
+                if groups:
+                    commands += [(name, n) for n in groups[0].choices]
+                else:
+                    commands.append((name,))
+    assert ("sandbox", "serve") in commands and ("sync",) in commands and len(commands) >= 11
+    for command in commands:
+        text = _help(*command)
+        assert "Exit status: 0 " in text and "; 2 the command cannot run as typed" in text, command
 
 
 def test_help_shows_defaults() -> None:
@@ -426,7 +450,9 @@ def test_an_apply_without_a_terminal_to_ask_sends_nothing_and_says_to_pass_yes(
     assert synced.read_bytes() == before  # no journal entry, nothing sent
 
 
-def test_a_partial_apply_exits_1_and_says_why_in_one_line(tmp_path: Path) -> None:
+def test_an_apply_whose_other_items_the_service_refused_for_good_exits_3(tmp_path: Path) -> None:
+    """Items past the bank's window are refused for good (`not_cancellable`): the service's
+    decision, not a failure; exit 3 tells it from a failure (1) and from all done (0)."""
     db = tmp_path / "partial.duckdb"
     assert (
         run_cli("sync", "--sandbox", "--transactions", SIZE, "--db", str(db), "--quiet").returncode
@@ -443,10 +469,15 @@ def test_a_partial_apply_exits_1_and_says_why_in_one_line(tmp_path: Path) -> Non
         )
     )
     assert counts.get("cancelled", 0) > 0 and counts.get("not_cancellable", 0) > 0, counts
-    assert done.returncode == 1
+    assert done.returncode == 3, done
+    refused = counts["not_cancellable"]
+    assert set(counts) == {"cancelled", "not_cancellable"}, counts
     assert done.stderr == (
-        "paylens cancel: not every item ended as planned (see the outcomes above); exit 1\n"
+        f"paylens cancel: done; {refused:,} refused for good by the service (its decision, e.g."
+        " past the bank's window; see the outcomes above); exit 3\n"
     )
+    for command in ("cancel", "approve", "reject", "confirm-receipt"):
+        assert "3 done, the others refused for good by the service" in _help(command)
 
 
 def test_revoke_sessions_asks_for_the_inventory_that_sync_wallets_takes(
@@ -597,3 +628,76 @@ def test_an_empty_warehouse_name_is_a_usage_error_that_makes_no_file(
     assert done.stderr.startswith(f"paylens {args[0]}: argument --db: ") and "empty" in done.stderr
     assert done.stderr.count("\n") == 1
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["work"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sync", "--sandbox", "--quiet"],
+        ["cancel", "--where", "TRUE", "--dry-run"],
+        ["sync-wallets", "--sandbox"],
+        ["report"],
+    ],
+)
+def test_a_db_in_a_folder_that_does_not_exist_is_a_usage_error_that_makes_nothing(
+    args: list[str], tmp_path: Path
+) -> None:
+    """`--db dta/paylens.duckdb` (a typo) made the folder and started a full sync there."""
+    db = tmp_path / "dta" / "paylens.duckdb"
+    done = run_cli(*args, "--db", str(db))
+    assert done.returncode == 2, done
+    assert done.stderr == (
+        f"paylens {args[0]}: error: argument --db: {str(db)!r}: the folder "
+        f"{str(db.parent)!r} does not exist (a mistyped path? create the folder first if it is"
+        f" meant) (see paylens {args[0]} --help)\n"
+    ).replace(": error:", ":")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_output_into_a_pipe_closed_early_ends_quietly(synced: Path) -> None:
+    """`paylens cancel --dry-run … | head`: the reader is gone before the plan is printed (its
+    end of the pipe closed before the process starts): no BrokenPipeError, exit 0."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "paylens.cli", "cancel", "--db", str(synced),
+             "--where", "TRUE", "--dry-run"],
+            stdout=write, stderr=subprocess.PIPE, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (0, "")
+
+
+def _served_env(seed: str) -> dict[str, str]:
+    """The PAYLENS_* lines a `paylens sandbox serve` process prints, then the process stopped."""
+    import subprocess
+    import sys
+
+    served = subprocess.Popen(
+        [sys.executable, "-m", "paylens.cli", "sandbox", "serve", "--port", "0",
+         "--seed", seed, "--transactions", "50"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert served.stdout is not None
+        lines = [served.stdout.readline().strip() for _ in range(3)]
+    finally:
+        served.terminate()
+        served.wait(timeout=30)
+    return dict(line.split("=", 1) for line in lines)
+
+
+@pytest.mark.http
+def test_sandbox_serve_keeps_its_secret_across_starts_for_one_seed() -> None:
+    """Saved exports of a served sandbox's variables stay valid after a restart."""
+    first, again, other = _served_env("4"), _served_env("4"), _served_env("5")
+    assert first["PAYLENS_CLIENT_SECRET"].startswith("sk_sandbox_")
+    assert again["PAYLENS_CLIENT_SECRET"] == first["PAYLENS_CLIENT_SECRET"]
+    assert other["PAYLENS_CLIENT_SECRET"] != first["PAYLENS_CLIENT_SECRET"]
+    assert again["PAYLENS_CLIENT_ID"] == first["PAYLENS_CLIENT_ID"]

@@ -53,7 +53,9 @@ def test_quickstart_on_the_service_never_shows_the_secret(
     assert f"from {server.base_url} (client {sandbox.client_id})" in banner
     assert "SANDBOX DATA" in banner  # a served sandbox is still sandbox data
     assert re.search(r"transactions\s+1000\n", _outputs(notebook, "row_count"))
-    assert (tmp_path / "data" / "paylens.duckdb").exists()  # the service's data, kept
+    # a served sandbox's data, kept apart from the service's
+    assert (tmp_path / "data" / "sandbox.duckdb").exists()
+    assert not (tmp_path / "data" / "paylens.duckdb").exists()
     assert SECRET not in (tmp_path / "notebooks" / "00_quickstart.ipynb").read_text()
 
 

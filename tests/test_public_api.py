@@ -312,7 +312,11 @@ def _private_doors(root: Path) -> list[str]:
         owner = parts[1] if len(parts) > 1 else ""  # the package (or module) of paylens it is in
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module]
+                names = [node.module] + [
+                    f"{node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name[0] == "_" and not alias.name.startswith("__")
+                ]
             elif isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             else:
@@ -320,7 +324,14 @@ def _private_doors(root: Path) -> list[str]:
             for name in names:
                 bits = name.split(".")
                 private = any(bit.startswith("_") for bit in bits[2:])
-                if bits[0] == "paylens" and len(bits) > 2 and private and bits[1] != owner:
+                shared = len(bits) > 1 and bits[1].startswith("_")  # paylens' own, for all of it
+                if (
+                    bits[0] == "paylens"
+                    and len(bits) > 2
+                    and private
+                    and bits[1] not in (owner,)
+                    and not shared
+                ):
                     found.append(f"{path.name}:{node.lineno}: {name}")
     return found
 

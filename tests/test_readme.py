@@ -75,3 +75,42 @@ def test_every_readme_and_docs_example_runs_as_written(
                     pytest.fail(
                         f"{page} block {number} ({first!r}) failed: {type(exc).__name__}: {exc}"
                     )
+
+
+class _PasteOnly:
+    """A Python shell's reading of pasted lines (`code.InteractiveConsole`), compiling each
+    statement as the shell would and running none: what a paste would refuse."""
+
+    def __init__(self) -> None:
+        import code
+
+        self.errors: list[str] = []
+        errors = self.errors
+
+        class Console(code.InteractiveConsole):
+            def runcode(self, code: object) -> None:  # compiled is enough: run nothing
+                pass
+
+            def showsyntaxerror(self, filename: str | None = None, **kwargs: object) -> None:
+                import sys
+
+                errors.append(str(sys.exc_info()[1]))
+
+        self.console = Console()
+
+    def paste(self, text: str) -> list[str]:
+        for line in text.splitlines():
+            self.console.push(line)
+        self.console.push("")
+        return self.errors
+
+
+@pytest.mark.parametrize(
+    ("page", "number"),
+    [(page, n) for page in PAGES for n in range(1, len(_blocks(ROOT / page)) + 1)],
+)
+def test_every_readme_example_pastes_into_a_python_shell(page: str, number: int) -> None:
+    """A `for` or `with` block needs a blank line after it in a shell (`>>>`), or the next
+    statement is a SyntaxError: each block must paste as it reads."""
+    block = _blocks(ROOT / page)[number - 1]
+    assert _PasteOnly().paste(block) == [], f"{page} python block {number}:\n{block}"

@@ -28,13 +28,16 @@ if TYPE_CHECKING:  # the client (httpx) and the warehouse (DuckDB, pandas) load 
     from paylens.client import Client
     from paylens.warehouse import Warehouse
 
-__all__ = ["SANDBOX_TRANSACTIONS", "Banner", "connect", "sandbox_warehouse"]
+__all__ = ["SANDBOX_DB", "SANDBOX_TRANSACTIONS", "Banner", "connect", "sandbox_warehouse"]
 
 #: The one default size of an embedded sandbox: `connect`, the report, every CLI command and
 #: the README use it, and it is `Sandbox()`'s own default (a test holds the two together).
 SANDBOX_TRANSACTIONS = 10_000
 #: The warehouse file when none is named (as `paylens.warehouse.DEFAULT_PATH`, kept light here).
 DEFAULT_DB = "data/paylens.duckdb"
+#: Where sandbox data goes when no file is named (`paylens demo`, `connect` on a served
+#: sandbox): never the service's file, so the two never meet in one warehouse.
+SANDBOX_DB = "data/sandbox.duckdb"
 
 
 @dataclass(frozen=True)
@@ -72,21 +75,29 @@ def _show(banner: Banner) -> None:
 
 
 def connect(
-    db: str | os.PathLike[str] = DEFAULT_DB,
+    db: str | os.PathLike[str] | None = None,
     *,
+    folder: str | os.PathLike[str] = "data",
     seed: int = 0,
     transactions: int = SANDBOX_TRANSACTIONS,
+    read_only: bool = True,
 ) -> tuple[Client, Warehouse]:
-    """A client and a warehouse to sync it into, and a banner saying which data this is.
+    """A client and a read-only warehouse of its data, and a banner saying which data this is.
 
     The service when any PAYLENS_* variable is set (`_service_variables`; PAYLENS_BASE_URL,
     PAYLENS_CLIENT_ID and PAYLENS_CLIENT_SECRET are then required, and a `ConfigurationError`
-    names those missing), its data in the warehouse file `db`; otherwise the embedded sandbox
-    (`seed`, `transactions`) and a fresh warehouse in a temporary folder, removed when the
-    kernel exits."""
+    names those missing), its data in the warehouse file `db`, by default one per source in
+    `folder`: `paylens.duckdb` for the service's data, `sandbox.duckdb` for a served
+    sandbox's (where `paylens demo` writes), so the two never meet. The file is opened
+    read-only, so an open notebook never keeps the scheduled `paylens sync` out; its
+    `wh.sync(client)` syncs a staged copy and swaps it in as `paylens sync` does, and a file
+    not there yet is synced first. `read_only=False` opens it read-write instead, for a
+    notebook that writes (a bulk action's journal): it then holds the file's writer lock, and
+    keeps a scheduled sync out, until `wh.close()`. Otherwise the embedded sandbox (`seed`, `transactions`) and
+    a fresh warehouse in a temporary folder, removed when the kernel exits."""
     from paylens.client import ENV_BASE_URL, ENV_CLIENT_ID, ENV_CLIENT_SECRET, Client
     from paylens.errors import ConfigurationError
-    from paylens.warehouse import SANDBOX_LABEL, Warehouse
+    from paylens.warehouse import SANDBOX_LABEL, Warehouse, sync_file
 
     chosen = _service_variables()
     if chosen:
@@ -97,11 +108,16 @@ def connect(
                 f"connect() uses the service because {', '.join(chosen)} "
                 f"{'is' if len(chosen) == 1 else 'are'} set; {exc}"
             ) from None
-        wh = Warehouse(db)
+        name = Path(SANDBOX_DB if client.is_sandbox else DEFAULT_DB).name
+        path = Path(folder) / name if db is None else Path(db)
+        if read_only and not path.exists():
+            sync_file(path, client)
+        wh = Warehouse(path, read_only=read_only)
         label = SANDBOX_LABEL if client.is_sandbox else "service data"
         banner = Banner(
             f"{label} — paylens {__version__}, from {client.base_url} "
-            f"(client {client.client_id}), warehouse {wh.path}",
+            f"(client {client.client_id}), warehouse {wh.path}"
+            + (" (read-only)" if read_only else " (read-write: close it when done)"),
             sandbox=client.is_sandbox,
         )
     else:
@@ -109,11 +125,12 @@ def connect(
 
         client = Sandbox(seed=seed, transactions=transactions).client()
         wh = Warehouse(_temporary_folder() / "sandbox.duckdb")
+        service = Path(folder) / Path(DEFAULT_DB).name if db is None else db
         banner = Banner(
             f"{SANDBOX_LABEL} — paylens {__version__}, the embedded sandbox (seed {seed}, "
             f"{transactions:,} transactions), not the service, in a temporary warehouse "
-            f"({wh.path}, not {db}). Set {ENV_BASE_URL}, {ENV_CLIENT_ID} and "
-            f"{ENV_CLIENT_SECRET} to work on the service's data in {db}.",
+            f"({wh.path}, not {service}). Set {ENV_BASE_URL}, {ENV_CLIENT_ID} and "
+            f"{ENV_CLIENT_SECRET} to work on the service's data in {service}.",
             sandbox=True,
         )
     _show(banner)

@@ -11,6 +11,7 @@
     │                                 re-sends it blindly; read the record to learn what happened
     ├── WarehouseError                a warehouse file cannot be used as asked (paylens.warehouse)
     │   ├── WarehouseNotFoundError    no warehouse at the path yet (also a FileNotFoundError)
+    │   ├── WarehouseEmptyError       a warehouse never synced: nothing to read yet
     │   ├── WarehouseLockedError      another writer (process, sync or Warehouse) holds it
     │   ├── WarehouseFileError        not a paylens warehouse (another program's file, SQLite,
     │   │                             truncated or corrupt); it is never altered
@@ -87,6 +88,7 @@ __all__ = [
     "WalletSignatureInvalidError",
     "WalletSignatureMalformedError",
     "WalletSignatureMissingError",
+    "WarehouseEmptyError",
     "WarehouseError",
     "WarehouseFileError",
     "WarehouseLockedError",
@@ -194,6 +196,11 @@ class WarehouseError(PaylensError):
 class WarehouseNotFoundError(WarehouseError, FileNotFoundError):
     """No warehouse at the path yet: nothing has been synced there, so there is nothing to read,
     report on or act from."""
+
+
+class WarehouseEmptyError(WarehouseError):
+    """The warehouse was never synced (nor anything stored into it): a reader or helper would
+    answer an empty frame that looks like "nothing matched"."""
 
 
 class WarehouseLockedError(WarehouseError):

@@ -25,6 +25,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
+from paylens._choices import did_you_mean, one_of, some_of, utc_instant
 from paylens.errors import InvalidArgumentError
 from paylens.frames import TABLES, arrow_schema, to_pandas
 from paylens.warehouse import Warehouse
@@ -124,25 +125,14 @@ def half_up(expression: str) -> str:
 def statuses(
     value: str | Sequence[str] | None, accepted: Iterable[str], argument: str = "status"
 ) -> list[str] | None:
-    """The statuses asked for, each one of `accepted` spelled exactly (statuses are upper
-    case on the wire); None keeps every status."""
-    if value is None:
-        return None
-    values = [value] if isinstance(value, str) else value
-    known = sorted(accepted)
-    if not isinstance(values, Sequence) or not values:
-        raise InvalidArgumentError(argument, f"give a status or a list of them, one of {known}")
-    for item in values:
-        if not isinstance(item, str) or item not in known:
-            raise InvalidArgumentError(argument, f"{item!r} is not one of {known}")
-    return list(values)
+    """The statuses asked for, each one of `accepted` (any case: statuses are upper case on
+    the wire); None keeps every status."""
+    return None if value is None else some_of(argument, value, accepted)
 
 
 def choice(argument: str, value: object, accepted: Sequence[str]) -> str:
     """`value` when it is one of `accepted` (any case), upper-cased; else InvalidArgumentError."""
-    if isinstance(value, str) and value.upper() in accepted:
-        return value.upper()
-    raise InvalidArgumentError(argument, f"{value!r} is not one of {list(accepted)}")
+    return one_of(argument, value, accepted)
 
 
 def positive_duration(argument: str, value: object) -> timedelta:
@@ -155,15 +145,9 @@ def positive_duration(argument: str, value: object) -> timedelta:
 
 
 def instant(argument: str, value: datetime | str | None) -> pd.Timestamp | None:
-    """A UTC instant from a datetime or ISO text (naive read as UTC), else InvalidArgumentError."""
-    if value is None:
-        return None
-    if not isinstance(value, datetime | str):
-        raise InvalidArgumentError(argument, f"give a datetime or an ISO 8601 text, not {value!r}")
-    try:
-        return utc_timestamp(value)
-    except (ValueError, TypeError) as exc:
-        raise InvalidArgumentError(argument, f"{value!r} is not a time: {exc}") from None
+    """A UTC instant from an aware datetime, a date or ISO 8601 text with a zone, else
+    InvalidArgumentError naming the accepted forms."""
+    return None if value is None else pd.Timestamp(utc_instant(argument, value))
 
 
 @dataclass(frozen=True)
@@ -289,11 +273,14 @@ class Source:
             )
         keys: list[str] = []
         for name in names:
-            column = aliases.get(name, name)
+            column = aliases.get(name.lower(), name.lower())  # columns are lower case
+            column = column if column in known or column in self.columns else name
             if column not in known and column not in self.columns:
+                hint = did_you_mean(name, [*choices, *self.columns])
                 raise InvalidArgumentError(
                     "by",
-                    f"cannot group by {name!r}: not a column of the input nor one of {choices}",
+                    f"cannot group by {name!r}{hint}: not a column of the input nor one of "
+                    f"{choices}",
                 )
             if column not in keys:
                 keys.append(column)
@@ -388,6 +375,8 @@ def source(
 ) -> Source:
     """Resolve a helper's input; a frame or relation missing a required column is refused
     with the table it should come from."""
+    if isinstance(data, Warehouse):
+        data.require_data()
     borrowed: list[str] = []
     tables: frozenset[str] = frozenset()
     label: str | None = None

@@ -72,6 +72,9 @@ def _run(args: argparse.Namespace, name: str) -> int:
             file=sys.stderr,
         )
         return 130
+    except BrokenPipeError:  # `paylens … | head` stopped reading: nothing is wrong, say nothing
+        _quiet_stdout()
+        return 0
     except errors.WarehouseLockedError as exc:  # another writer: what a shell can do about it
         print(f"{name}: {for_a_shell(exc, args)}", file=sys.stderr)
         return 1
@@ -84,6 +87,20 @@ def _run(args: argparse.Namespace, name: str) -> int:
         first = (str(exc).strip().splitlines() or [""])[0]
         print(f"{name}: {type(exc).__name__}: {first}", file=sys.stderr)
         return 1
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null: its reader is gone, and the interpreter's flush at exit
+    would otherwise raise BrokenPipeError again (the Python documentation's recipe)."""
+    import os
+
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's StringIO)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _command(words: Sequence[str]) -> str | None:

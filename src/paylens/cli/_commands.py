@@ -21,9 +21,21 @@ _SETUP_ERRORS = (
     errors.ConfigurationError,
     errors.InvalidArgumentError,
     errors.WarehouseNotFoundError,
+    errors.WarehouseEmptyError,
     errors.WarehouseFileError,
     errors.WarehouseSourceError,
 )
+
+
+def served_secret(seed: int) -> str:
+    """The client secret `paylens sandbox serve --seed SEED` serves: the same on every start
+    for one seed, so exported PAYLENS_* variables (a notebook's, a cron line's) stay valid
+    after a restart. Derived from the seed, not random: the served sandbox listens on loopback
+    only and holds generated data, so the secret guards no one's data; it is never stored."""
+    import hashlib
+
+    digest = hashlib.sha256(f"paylens sandbox serve, seed {seed}".encode()).hexdigest()
+    return f"sk_sandbox_{digest[:32]}"
 
 
 def _sandbox_serve(args: argparse.Namespace) -> int:
@@ -35,6 +47,7 @@ def _sandbox_serve(args: argparse.Namespace) -> int:
     sandbox = Sandbox(
         seed=args.seed,
         transactions=args.transactions,
+        client_secret=served_secret(args.seed),
         scenarios=args.scenarios,
         clock=args.clock,
         profile=args.profile,
@@ -258,7 +271,8 @@ def _client(args: argparse.Namespace) -> Client:
 
 def _bulk(args: argparse.Namespace) -> int:
     """`paylens cancel|approve|reject|confirm-receipt`: plan, print, confirm, apply. Exit 0
-    when every item ended as planned, 1 otherwise (or when the operator declined), 2 when not
+    when every item ended as planned, 3 when the others were refused for good by the service
+    (e.g. past the bank's window), 1 otherwise (or when the operator declined), 2 when not
     configured. A dry run opens the warehouse read-only and needs no credentials."""
     from paylens import ConfigurationError, ops
     from paylens.warehouse import Warehouse
@@ -307,6 +321,15 @@ def _review_and_apply(
     if result.attrs["all_as_planned"]:
         return 0
     ended = "would end" if args.dry_run else "ended"
+    planned = "would_send" if args.dry_run else plan.action.verb
+    others = int((~result["outcome"].isin(["skipped", planned])).sum())
+    if others and others == result.attrs["refused_for_good"]:
+        print(
+            f"paylens {args.command}: done; {others:,} refused for good by the service (its "
+            "decision, e.g. past the bank's window; see the outcomes above); exit 3",
+            file=sys.stderr,
+        )
+        return 3
     print(
         f"paylens {args.command}: not every item {ended} as planned (see the outcomes above); "
         "exit 1",

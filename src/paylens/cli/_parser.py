@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from paylens._version import __version__
-from paylens.connection import DEFAULT_DB, SANDBOX_TRANSACTIONS
+from paylens.connection import DEFAULT_DB, SANDBOX_DB, SANDBOX_TRANSACTIONS
 
 from ._commands import (
     _BULK,
@@ -26,9 +26,16 @@ from ._commands import (
 
 #: How every command exits, shown under `--help`.
 EXIT_STATUS = (
-    "Exit status: 0 done; 1 failed (a bulk action: not every item ended as planned); 2 the "
-    "command cannot run as typed or configured (a usage error, missing PAYLENS_* variables, no "
-    "warehouse)."
+    "Exit status: 0 done; 1 failed; 2 the command cannot run as typed or configured (a usage "
+    "error, missing PAYLENS_* variables, no warehouse or one never synced); 130 interrupted."
+)
+#: How a bulk action exits, shown under its `--help`.
+BULK_EXIT_STATUS = (
+    "Exit status: 0 every item ended as planned; 3 done, the others refused for good by the "
+    "service (its decision, e.g. not_cancellable past the bank's window: not a failure); 1 "
+    "failed (an error, an outcome not known, or the confirmation declined); 2 the command "
+    "cannot run as typed or configured (a usage error, missing PAYLENS_* variables, no "
+    "warehouse); 130 interrupted."
 )
 
 
@@ -139,6 +146,7 @@ def _command(
     **options: Any,
 ) -> argparse.ArgumentParser:
     """A subcommand that runs `run` (None: a group of subcommands), its help with defaults."""
+    options.setdefault("epilog", EXIT_STATUS if run is not None else None)
     command = parent.add_parser(name, help=_HELPS[name], formatter_class=_Formatter, **options)
     if run is not None:
         command.set_defaults(run=run)
@@ -185,14 +193,27 @@ def _client_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _file_name(text: str) -> str:
-    """A file's name, refused here when empty: `--db ""` named the current folder."""
+    """A file's name, refused here when empty (`--db ""` named the current folder) or in a
+    folder that does not exist: a mistyped folder would start a new warehouse and a full sync.
+    Only the defaults' folder (`data/`) is made when missing."""
     if not text.strip():
         raise argparse.ArgumentTypeError(f"{text!r} is an empty file name")
+    from pathlib import Path
+
+    folder = Path(text).parent
+    if text not in (DEFAULT_DB, SANDBOX_DB) and not folder.is_dir():
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: the folder {str(folder)!r} {what} (a mistyped path? create the"
+            " folder first if it is meant)"
+        )
     return text
 
 
-def _db_option(parser: argparse.ArgumentParser, help: str = "warehouse file") -> None:
-    parser.add_argument("--db", type=_file_name, default=DEFAULT_DB, help=help)
+def _db_option(
+    parser: argparse.ArgumentParser, help: str = "warehouse file", default: str = DEFAULT_DB
+) -> None:
+    parser.add_argument("--db", type=_file_name, default=default, help=help)
 
 
 def _wait_option(parser: argparse.ArgumentParser) -> None:
@@ -377,7 +398,7 @@ def _add_publish(commands: Any) -> None:
 def _add_bulk_actions(commands: Any) -> None:
     """`paylens cancel|approve|reject|confirm-receipt`."""
     for command, (_, noun, body_args) in _BULK.items():
-        bulk = _command(commands, command, _bulk, epilog=EXIT_STATUS)
+        bulk = _command(commands, command, _bulk, epilog=BULK_EXIT_STATUS)
         _bulk_options(bulk, noun, "the transactions table", "\"status = 'PENDING'\"")
         if "reason" in body_args:
             bulk.add_argument(
@@ -403,7 +424,7 @@ def _add_sync_wallets(commands: Any) -> None:
 
 def _add_revoke_sessions(commands: Any) -> None:
     """`paylens revoke-sessions`."""
-    revoke = _command(commands, "revoke-sessions", _revoke_sessions, epilog=EXIT_STATUS)
+    revoke = _command(commands, "revoke-sessions", _revoke_sessions)
     _bulk_options(
         revoke,
         "session revoke",
@@ -459,7 +480,7 @@ def _add_demo(commands: Any) -> None:
     demo.add_argument(
         "--transactions", type=_whole(0), default=SANDBOX_TRANSACTIONS, help="sandbox size"
     )
-    _db_option(demo)
+    _db_option(demo, "warehouse file of the sandbox's data (never the service's)", SANDBOX_DB)
     demo.add_argument(
         "--out", default="reports", help="a folder or a file name template, as for `report`"
     )

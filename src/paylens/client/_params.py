@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, datetime
 from enum import Enum
 from urllib.parse import quote
 
+from paylens._choices import utc_instant
 from paylens.errors import InvalidArgumentError
 
 MAX_PAGE_SIZE = 100
@@ -61,34 +62,9 @@ def timestamp(argument: str, value: object, *, end_of_day: bool = False) -> str:
     microsecond that a `datetime` cannot hold (a service may write nanoseconds).
     """
     finer = ""
-    if isinstance(value, str):
-        if digits := _FINER.search(value):
-            finer = digits.group(1).rstrip("0")
-        try:
-            value = (
-                date.fromisoformat(value)
-                if len(value) == 10
-                else datetime.fromisoformat(value.replace("Z", "+00:00"))
-            )
-        except ValueError:
-            raise InvalidArgumentError(
-                argument, f"{value!r} is not an ISO 8601 date or date-time"
-            ) from None
-    if isinstance(value, datetime):
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise InvalidArgumentError(
-                argument,
-                f"{value!r} has no time zone; pass an aware datetime (e.g. tzinfo=UTC) or a date",
-            )
-        instant = value.astimezone(UTC)
-    elif isinstance(value, date):
-        instant = datetime.combine(value, time(0), tzinfo=UTC)
-        if end_of_day:
-            instant += timedelta(days=1, microseconds=-1)
-    else:
-        raise InvalidArgumentError(
-            argument, f"expected a date, an aware datetime or an ISO string, got {value!r}"
-        )
+    if isinstance(value, str) and (digits := _FINER.search(value)):
+        finer = digits.group(1).rstrip("0")
+    instant = utc_instant(argument, value, end_of_day=end_of_day)
     return format_instant(instant, finer)
 
 

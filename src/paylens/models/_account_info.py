@@ -19,7 +19,7 @@ from typing import Annotated, Any
 from pydantic import Tag
 
 from ._base import FALLBACK_TAG, OpenEnum, WireModel, tag_by
-from ._enums import AccountType, PaymentRail
+from .enums import AccountType, PaymentRail
 
 __all__ = [
     "AccountOrWalletInfo",

@@ -6,14 +6,14 @@ from typing import Any
 
 from ._account_info import AccountOrWalletInfo, PaymentInstructions
 from ._base import OpenEnum, UtcDatetime, WireModel
-from ._enums import (
+from ._money import CurrencyAmount
+from .enums import (
     BeneficiaryVerificationStatus,
     ExternalAccountStatus,
     InternalAccountStatus,
     InternalAccountType,
     OwnershipType,
 )
-from ._money import CurrencyAmount
 
 __all__ = ["ExternalAccount", "InternalAccount"]
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ._base import OpenEnum, UtcDatetime, WireModel
-from ._enums import AuthMethodType
+from .enums import AuthMethodType
 
 __all__ = [
     "AuthMethod",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._base import Count, MinorUnits, OpenEnum, UtcDatetime, WireModel
-from ._enums import CardBrand, CardForm, CardState, CardStateReason
+from .enums import CardBrand, CardForm, CardState, CardStateReason
 
 __all__ = [
     "Card",

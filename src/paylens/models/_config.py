@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from ._base import Count, MinorUnits, OpenEnum, UtcDatetime, WireModel
-from ._enums import FeeType, TransactionType
+from .enums import FeeType, TransactionType
 
 __all__ = ["FeeConfig", "FixedFee", "PlatformConfig", "PlatformCurrencyConfig"]
 

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from pydantic import Tag
 
 from ._base import FALLBACK_TAG, OpenEnum, UtcDatetime, WireModel, tag_by
-from ._enums import CustomerType, KycStatus
+from .enums import CustomerType, KycStatus
 
 __all__ = [
     "Address",

@@ -6,10 +6,10 @@ from typing import Any
 
 from ._account_info import PaymentInstructions
 from ._base import MinorUnits, OpenEnum, Rate, UtcDatetime, WireModel
-from ._enums import PaymentRail, QuoteStatus
 from ._money import Currency
 from ._sources import TransactionDestination, TransactionSource
 from ._transactions import CounterpartyInformation, OutgoingRateDetails
+from .enums import PaymentRail, QuoteStatus
 
 __all__ = ["ExchangeRate", "ExchangeRateFees", "Quote"]
 

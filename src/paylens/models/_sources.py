@@ -12,7 +12,7 @@ from typing import Annotated
 from pydantic import Tag
 
 from ._base import FALLBACK_TAG, OpenEnum, WireModel, tag_by
-from ._enums import CryptoNetwork, DestinationType, PaymentRail, SourceType
+from .enums import CryptoNetwork, DestinationType, PaymentRail, SourceType
 
 __all__ = [
     "AccountDestination",

@@ -29,7 +29,9 @@ from ._base import (
     tag_by,
 )
 from ._cards import CardMerchant, CardPullSummary, CardRefundSummary, CardSettlementSummary
-from ._enums import (
+from ._money import CurrencyAmount
+from ._sources import TransactionDestination, TransactionSource
+from .enums import (
     CardTransactionStatus,
     IncomingTransactionFailureReason,
     OutgoingTransactionFailureReason,
@@ -43,8 +45,6 @@ from ._enums import (
     TransactionStatus,
     TransactionType,
 )
-from ._money import CurrencyAmount
-from ._sources import TransactionDestination, TransactionSource
 
 __all__ = [
     "CardTransaction",

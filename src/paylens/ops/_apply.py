@@ -192,7 +192,8 @@ def apply_plan(
       skip.
     - With `refresh`, what was answered or read is stored in the warehouse.
 
-    The frame's `attrs["all_as_planned"]` tells whether every item acted on succeeded.
+    The frame's `attrs["all_as_planned"]` tells whether every item acted on succeeded, and
+    `attrs["refused_for_good"]` how many the service refused for good (`FINAL_REFUSALS`).
     """
     wh = plan.warehouse
     if wh.closed:
@@ -586,6 +587,8 @@ def _frame(
     frame.attrs["all_as_planned"] = bool(
         (acted["outcome"] == (("would_send") if dry_run else plan.action.verb)).all()
     )
+    # refused for good by the service (e.g. past the bank's window): its decision, not a failure
+    frame.attrs["refused_for_good"] = int(acted["outcome"].isin(FINAL_REFUSALS).sum())
     if plan.warehouse.is_sandbox:
         frame.attrs["source"] = "SANDBOX DATA"
     return frame

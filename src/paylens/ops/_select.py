@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from paylens._choices import did_you_mean
 from paylens.errors import InvalidArgumentError
+from paylens.models import enums
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -75,7 +77,44 @@ def select_ids(wh: Warehouse, expression: str, table: str) -> list[str]:
         ) from None
     finally:
         private.close()
+    if not rows:
+        _refuse_a_misspelt_value(expression, snapshot)
     return [str(r[0]) for r in rows]
+
+
+#: Columns whose values are enum members or currency codes, which a filter names as literals.
+_ENUM_COLUMNS = ("status", "type", "payment_rail", "currency", "direction", "source_type")
+
+
+#: Every value an enum of the interface names.
+_INTERFACE_VALUES = frozenset(
+    str(member)
+    for name in enums.__all__
+    if isinstance(enum := getattr(enums, name), type)
+    for member in enum  # type: ignore[attr-defined]
+)
+
+
+def _refuse_a_misspelt_value(expression: str, snapshot: pa.Table) -> None:
+    """A filter that selected nothing because a quoted value is spelt unlike every value of
+    the enum columns (`status = 'pending'`, `'PENDNG'`) is refused, naming the value meant."""
+    held = {
+        str(v)
+        for name in _ENUM_COLUMNS
+        if name in snapshot.column_names
+        for v in snapshot.column(name).unique().to_pylist()
+        if v is not None
+    }
+    for literal in re.findall(r"'((?:[^']|'')*)'", expression):
+        word = literal.replace("''", "'")
+        known = word in held or word in _INTERFACE_VALUES  # a value simply not held now
+        hint = "" if known else did_you_mean(word, held)
+        if hint:
+            raise InvalidArgumentError(
+                "select",
+                f"the filter {expression!r} selects nothing: {word!r} is no value of "
+                f"{', '.join(n for n in _ENUM_COLUMNS if n in snapshot.column_names)}{hint}",
+            )
 
 
 def _unknown_column(exc: duckdb.Error, snapshot: pa.Table) -> str:

@@ -90,7 +90,13 @@ class WriterLock:
         while fcntl is not None:
             try:
                 fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
+                if self._still_the_lock_file():
+                    break
+                # its holder removed it (a first sync that failed leaves no lock file): the
+                # lock is the file now at the path, not the one this process opened
+                os.close(self._fd)
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                continue
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     who = self.holder()
@@ -106,6 +112,21 @@ class WriterLock:
                 time.sleep(0.05)
         os.ftruncate(self._fd, 0)
         os.write(self._fd, f"process {os.getpid()} ({one_line(holder or _command())})".encode())
+
+    def _still_the_lock_file(self) -> bool:
+        assert self._fd is not None
+        try:
+            return os.stat(self.path).st_ino == os.fstat(self._fd).st_ino
+        except FileNotFoundError:
+            return False
+
+    def remove(self) -> None:
+        """Remove the lock file and let go of it: for a file that was never made (a first
+        sync that failed), so that nothing is left behind. Safe against a process waiting on
+        it: one that gets the removed file's lock sees it is gone and takes the path's."""
+        if self._fd is not None:
+            self.path.unlink(missing_ok=True)
+        self.release()
 
     def holder(self) -> str:
         """Who holds the lock, in one line (a file an older paylens wrote may hold several)."""

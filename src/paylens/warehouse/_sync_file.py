@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from datetime import date, datetime
 from pathlib import Path
@@ -11,7 +12,7 @@ from paylens.client import Client
 from paylens.errors import WarehouseFileError, WarehouseStorageError
 
 from . import _staged
-from ._open import WriterLock, check_name
+from ._open import WriterLock, check_name, lock_path
 from ._report import SyncReport
 from ._run import parse_since
 from ._warehouse import Warehouse, wanted_resources
@@ -47,6 +48,7 @@ def sync_file(
     target = Path(path).resolve()
     check_name(target)
     lock = WriterLock(target, wait=wait, holder="paylens sync")
+    started = time.perf_counter()
     try:
         _staged.recover(target)
         first = not target.exists()
@@ -79,8 +81,13 @@ def sync_file(
             # that does not exist (a mistyped path, a service not reached)
             if first and _staged.holds_no_records(staged):
                 _staged.discard(target)
+                # nor the locks of a file that was never made
+                lock_path(staged).unlink(missing_ok=True)
+                lock.remove()
             raise
         _staged.swap(target, staged)
+        # the summary's time is the whole sync's: the copy, its closing checkpoint and the swap
+        report.duration_seconds = round(time.perf_counter() - started, 2)
     finally:
         lock.release()
     return report

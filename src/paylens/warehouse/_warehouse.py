@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -13,9 +13,16 @@ from typing import TYPE_CHECKING, Any, Self
 import duckdb
 import pyarrow as pa
 
+from paylens._choices import one_of, some_of
 from paylens.client import Client, timestamp
-from paylens.errors import InvalidArgumentError, WarehouseError, WarehouseFileError
+from paylens.errors import (
+    InvalidArgumentError,
+    WarehouseEmptyError,
+    WarehouseError,
+    WarehouseFileError,
+)
 from paylens.frames import to_pandas
+from paylens.models import enums
 
 from . import _journal, _staged, _store, _wallets
 from ._open import MEMORY, close_store, not_found, open_store, storage_errors
@@ -36,6 +43,13 @@ if TYPE_CHECKING:  # pandas loads when a frame is first asked for, not for a syn
     from paylens.lake import PublishReport
 
 DEFAULT_PATH = Path("data/paylens.duckdb")
+
+#: The statuses a reader's `status=` accepts, per table.
+_STATUSES: dict[str, Iterable[str]] = {
+    "transactions": enums.TransactionStatus,
+    "outgoing_fees": enums.OutgoingTransactionStatus,
+    "card_transactions": enums.CardTransactionStatus,
+}
 
 
 def _json_text(record: dict[str, Any]) -> bytes:
@@ -166,10 +180,26 @@ class Warehouse:
         `Freshness`) says how old cards and accounts may grow before a sync re-reads them
         whole (customers are read by what changed on every sync); `full=True` re-reads
         everything. `options` (a `SyncOptions`) sets everything at once, instead of the
-        keyword arguments.
+        keyword arguments. A read-only Warehouse syncs as `paylens sync` does (`sync_file`: a
+        staged copy swapped in) and then reads the new file: it never holds the writer lock
+        between calls, so a notebook's never keeps the scheduled sync out.
         """
         if self.read_only:
-            raise WarehouseError(f"{self.path} is open read-only; open it read-write to sync")
+            if options is not None:
+                raise InvalidArgumentError(
+                    "options", "a read-only Warehouse syncs with keyword arguments only"
+                )
+            return self._sync_staged(
+                client,
+                since=since,
+                full=full,
+                concurrency=concurrency,
+                rate_limit=rate_limit,
+                progress=progress,
+                resources=resources,
+                verify_syncs=verify_syncs,
+                freshness=freshness,
+            )
         given = {
             name
             for name, value, default in (
@@ -205,6 +235,22 @@ class Warehouse:
         with self._store.sync_lock, storage_errors(self.path):
             return SyncRun(self._con, self._lock, self.path).run(client, opts, wanted, forced)
 
+    def _sync_staged(self, client: Client, **arguments: Any) -> SyncReport:
+        """A read-only Warehouse's sync: the scheduled sync's (`sync_file`: a staged copy
+        swapped in, the writer lock held only while it runs), then the file opened again to
+        read what it brought (when this is the only Warehouse on the file in this process;
+        others keep the snapshot they opened). A notebook that syncs this way never holds the
+        writer lock between cells, so the nightly `paylens sync` is never kept out."""
+        from ._sync_file import sync_file
+
+        if str(self.path) == MEMORY or self._closed:
+            raise WarehouseError(f"{self.path}: this Warehouse is closed or in memory")
+        report = sync_file(self.path, client, **arguments)
+        close_store(self._store)
+        self._store = open_store(self.path, read_only=True)
+        self._con, self._lock = self._store.con, self._store.lock
+        return report
+
     def _check_source(self, client: Client) -> None:
         check_source(self._con, self._lock, self.path, client)
 
@@ -227,11 +273,61 @@ class Warehouse:
         source = meta.get("source_url", "nowhere yet")
         return f"{SANDBOX_LABEL} from {source}" if meta.get("is_sandbox") == "true" else source
 
+    def require_data(self) -> None:
+        """Raise `WarehouseEmptyError` when no sync has filled this file and nothing was stored
+        into it: a reader would answer an empty frame that looks like "nothing matched"."""
+        with self._lock:
+            meta = _store.meta(self._con)
+            if "source_url" in meta:
+                return
+            filled = self._con.execute(
+                "SELECT EXISTS (SELECT 1 FROM transactions) OR EXISTS (SELECT 1 FROM"
+                " outgoing_fees) OR EXISTS (SELECT 1 FROM card_transactions)"
+            ).fetchall()[0][0]
+        if not filled:
+            raise WarehouseEmptyError(
+                f"{self.path} has no data: run `paylens sync --db {self.path}` first"
+            )
+
+    def _accepted(self, table: str, column: str, enum: Iterable[str] | None) -> list[str]:
+        """The values a filter on `column` may name: the interface's (`enum`) and any other
+        the file holds (an open enum's newer value); for currencies, those the file holds."""
+        with self._lock:
+            held = self._con.execute(
+                f"SELECT DISTINCT {column} FROM {table} WHERE {column} IS NOT NULL"
+            ).fetchall()
+        return sorted({*(enum or ()), *(r[0] for r in held)})
+
+    def _checked(self, table: str, filters: dict[str, Any]) -> dict[str, Any]:
+        """The filters with each enum value or currency spelled as stored, or refused."""
+        choices: dict[str, Iterable[str] | None] = {
+            "type": enums.TransactionType,
+            "status": _STATUSES[table],
+            "payment_rail": enums.PaymentRail,
+            "currency": None,
+        }
+        checked = dict(filters)
+        for column, enum in choices.items():
+            value = filters.get(column)
+            if value is None:
+                continue
+            accepted = self._accepted(table, column, enum)
+            what = "the currencies this warehouse holds" if enum is None else ""
+            if enum is None and not accepted:
+                what = "this warehouse holds no currency yet"
+            checked[column] = (
+                one_of(column, value, accepted, what)
+                if isinstance(value, str)
+                else some_of(column, value, accepted, what)
+            )
+        return checked
+
     def _select(
         self, table: str, filters: dict[str, Any], order: str = "created_at", raw: bool = False
     ) -> pd.DataFrame:
+        self.require_data()
         clauses, params = [], []
-        for column, value in filters.items():
+        for column, value in self._checked(table, filters).items():
             if value is None:
                 continue
             if column in ("start", "end"):
@@ -312,18 +408,23 @@ class Warehouse:
         )
 
     def payment_instructions(self) -> pd.DataFrame:
+        self.require_data()
         return self.sql("SELECT * FROM payment_instructions ORDER BY transaction_id, position")
 
     def cards(self) -> pd.DataFrame:
+        self.require_data()
         return self.sql("SELECT * FROM cards ORDER BY created_at")
 
     def customers(self) -> pd.DataFrame:
+        self.require_data()
         return self.sql("SELECT * FROM customers ORDER BY created_at")
 
     def internal_accounts(self) -> pd.DataFrame:
+        self.require_data()
         return self.sql("SELECT * FROM internal_accounts ORDER BY created_at")
 
     def external_accounts(self) -> pd.DataFrame:
+        self.require_data()
         return self.sql("SELECT * FROM external_accounts ORDER BY id")
 
     def status_history(self, transaction_id: str | None = None) -> pd.DataFrame:
