@@ -49,6 +49,8 @@ def draw(out: Path, transactions: int = 5_000, dpi: int = 72) -> list[Path]:
                 chart(wh, sandbox).savefig(path, dpi=dpi)  # type: ignore[attr-defined]
                 written.append(path)
         with Warehouse(Path(scratch) / "empty.duckdb") as empty:
+            # synced from a service with nothing yet (a file never synced is refused instead)
+            empty.sync(Sandbox(seed=0, transactions=0).client(), progress=False)
             path = out / "empty.png"
             analysis.plot_settlement_times(empty).savefig(path, dpi=dpi)
             written.append(path)
