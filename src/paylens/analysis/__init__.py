@@ -39,6 +39,7 @@ from ._plots import (
     plot_revenue,
     plot_settlement_times,
 )
+from ._pnl import platform_pnl, settlement_period
 from ._refunds import refund_summary
 from ._revenue import revenue
 from ._settlement import settlement_times
@@ -53,6 +54,7 @@ __all__ = [
     "card_summary",
     "failure_breakdown",
     "fee_breakdown",
+    "platform_pnl",
     "plot_card_summary",
     "plot_failure_breakdown",
     "plot_fee_breakdown",
@@ -60,5 +62,6 @@ __all__ = [
     "plot_settlement_times",
     "refund_summary",
     "revenue",
+    "settlement_period",
     "settlement_times",
 ]
