@@ -51,10 +51,30 @@ def platform_pnl(data: Data, *, reference_rates: ReferenceRates | None = None) -
     transfers without a reference rate (their margin is not in the sum). Nothing adds two
     currencies.
     """
+    result = pnl_by_period(pnl_rows(data, reference_rates=reference_rates))
+    return result
+
+
+def pnl_by_period(rows: pd.DataFrame) -> pd.DataFrame:
+    """`pnl_rows` summed per period and currency (the rows `platform_pnl` returns)."""
+    counts = ["outgoing_count", "incoming_count", "fx_margin_unknown_count"]
+    result = (
+        rows.groupby(["period", "currency", "decimals"], as_index=False)[[*counts, *_MONEY]]
+        .sum()
+        .sort_values(["period", "currency"], ignore_index=True)
+    )[PNL_COLUMNS]
+    result.attrs.update(rows.attrs)
+    return result
+
+
+def pnl_rows(data: Data, *, reference_rates: ReferenceRates | None = None) -> pd.DataFrame:
+    """One row per COMPLETED settled transfer (`id`, then the columns of `platform_pnl`):
+    what each transfer contributes to its period."""
     out = fee_breakdown(data, None, reference_rates=reference_rates, status="COMPLETED")
     out = out[out["settled_at"].notna()]
     outgoing = pd.DataFrame(
         {
+            "id": out["id"].astype(str),
             "period": settlement_period(out["settled_at"]),
             "currency": out["sent_currency"].astype(str),
             "decimals": out["sent_decimals"].astype("int64"),
@@ -95,13 +115,14 @@ def platform_pnl(data: Data, *, reference_rates: ReferenceRates | None = None) -
                 ),
             )
         ],
-        "SELECT settled_at, fees_minor, sent_amount_currency AS currency,"
+        "SELECT id, settled_at, fees_minor, sent_amount_currency AS currency,"
         " sent_amount_decimals AS decimals FROM _in",
     )
     missing = int(incoming["currency"].isna().sum())
     incoming = incoming[incoming["currency"].notna()]
     inc = pd.DataFrame(
         {
+            "id": incoming["id"].astype(str),
             "period": settlement_period(incoming["settled_at"]),
             "currency": incoming["currency"].astype(str),
             "decimals": incoming["decimals"].astype("int64"),
@@ -114,10 +135,6 @@ def platform_pnl(data: Data, *, reference_rates: ReferenceRates | None = None) -
     counts = ["outgoing_count", "incoming_count", "fx_margin_unknown_count"]
     for column in _MONEY + counts:
         rows[column] = rows[column].astype("int64")
-    result = (
-        rows.groupby(["period", "currency", "decimals"], as_index=False)[[*counts, *_MONEY]]
-        .sum()
-        .sort_values(["period", "currency"], ignore_index=True)
-    )[PNL_COLUMNS]
-    result.attrs["incoming_without_currency"] = missing
-    return result
+    rows = rows[["id", *PNL_COLUMNS]].sort_values(["period", "id"], ignore_index=True)
+    rows.attrs["incoming_without_currency"] = missing
+    return rows
