@@ -89,3 +89,24 @@ def test_a_closed_month_never_moves_and_changes_become_adjustments(tmp_path: Pat
 def test_close_month_refuses_a_malformed_month(tmp_path: Path) -> None:
     with Warehouse(tmp_path / "w.duckdb") as wh, pytest.raises(InvalidArgumentError):
         close_month(wh, "2025-13")
+
+
+def test_paylens_close_prints_the_stored_snapshot_twice_the_same(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from paylens.cli import main
+
+    db = tmp_path / "w.duckdb"
+    with Warehouse(db) as wh:
+        wh.store_transactions(second.records())
+        period = wh.sql("SELECT max(settled_at) AS t FROM transactions")["t"][0]
+    closing = pd.Timestamp(period).tz_convert("UTC").strftime("%Y-%m")
+    assert main(["close", "--month", closing, "--db", str(db)]) == 0
+    first = capsys.readouterr().out
+    assert json.loads(first)["period"] == closing and json.loads(first)["figures"]
+    assert main(["close", "--month", closing, "--db", str(db)]) == 0
+    assert capsys.readouterr().out == first
+    assert main(["close", "--month", "2025-5", "--db", str(db)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "paylens close: month: must be YYYY-MM, got '2025-5'"
+    )

@@ -41,7 +41,7 @@ def _snapshot(wh: Warehouse, month: str, rates: ReferenceRates | None) -> str:
     figures = pnl_by_period(rows)
     open_rows = wh.sql(
         "SELECT id, type, status, currency, amount_minor FROM transactions"
-        " WHERE created_at < ? AND (status NOT IN ('COMPLETED', 'FAILED', 'EXPIRED',"
+        " WHERE type IN ('INCOMING', 'OUTGOING') AND created_at < ? AND (status NOT IN ('COMPLETED', 'FAILED', 'EXPIRED',"
         " 'REJECTED', 'CANCELLED') OR COALESCE(settled_at, updated_at) >= ?)"
         " ORDER BY id",
         [end.to_pydatetime(), end.to_pydatetime()],
