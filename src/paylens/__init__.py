@@ -53,7 +53,7 @@ from paylens.errors import (
 )
 
 if TYPE_CHECKING:
-    from paylens import analysis, ops
+    from paylens import analysis, close, ops
     from paylens.client import AsyncClient, Client, Paginator, RawPage, RetryPolicy, TextPage
     from paylens.client._signing import SessionKey
     from paylens.connection import connect
@@ -80,6 +80,7 @@ _LAZY: _lazy.Table = {
     "connect": ("paylens.connection", "connect"),
     "ops": ("paylens.ops", None),
     "analysis": ("paylens.analysis", None),
+    "close": ("paylens.close", None),
 }
 
 
@@ -129,6 +130,7 @@ __all__ = [
     "WarehouseStorageError",
     "__version__",
     "analysis",
+    "close",
     "connect",
     "errors",
     "models",

@@ -10,7 +10,7 @@
     plot_fee_breakdown(wh, by="corridor")              # a labelled matplotlib Figure
 
 Every helper speaks one lifecycle vocabulary (`LIFECYCLES`: open, completed, failed,
-failed_after_debit, expired, rejected, cancelled; see `paylens.analysis._lifecycle`).
+refunded, refund_pending, refund_failed, expired, rejected, cancelled; see `paylens.analysis._lifecycle`).
 
 Each helper takes a `Warehouse`, a DataFrame of the warehouse table it reads, or a DuckDB
 relation over it, and `by=` (one column name or a list; None gives one row per transaction):
