@@ -32,6 +32,7 @@ from ._fees import ReferenceRates, fee_breakdown
 from ._lifecycle import FAILURES as FAILURE_LIFECYCLES
 from ._lifecycle import LIFECYCLES
 from ._lifecycle import RESOLVED as RESOLVED_LIFECYCLES
+from ._owed import refunds_owed
 from ._plots import (
     plot_card_summary,
     plot_failure_breakdown,
@@ -61,6 +62,7 @@ __all__ = [
     "plot_revenue",
     "plot_settlement_times",
     "refund_summary",
+    "refunds_owed",
     "revenue",
     "settlement_period",
     "settlement_times",

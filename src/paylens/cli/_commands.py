@@ -154,7 +154,12 @@ def _close(args: argparse.Namespace) -> int:
             import pandas as pd
 
             rates = pd.read_csv(args.reference_rates)
-        with Warehouse(args.db, create=False) as wh:
+        db = args.db
+        if args.sandbox:
+            from paylens.connection import sandbox_warehouse
+
+            db = sandbox_warehouse(seed=args.seed, transactions=args.transactions, progress=False)
+        with Warehouse(db, create=False) as wh:
             snapshot = close_month(wh, args.month, reference_rates=rates)
     except (OSError, PaylensError) as exc:
         print(f"paylens close: {exc}", file=sys.stderr)

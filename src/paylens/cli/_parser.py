@@ -432,6 +432,7 @@ def _add_close(commands: Any) -> None:
     """`paylens close`."""
     close = _command(commands, "close", _close)
     _db_option(close, "warehouse file (the snapshot is written into it)")
+    _sandbox_options(close, "instead of --db: a warehouse synced from the embedded sandbox")
     close.add_argument("--month", required=True, help="the month to close, YYYY-MM (UTC)")
     close.add_argument(
         "--reference-rates",
