@@ -395,9 +395,9 @@ def test_cards_from_raw(data: DataSet) -> None:
                 "bucket": None
                 if not holding
                 else "0_7"
-                if age <= 7
+                if math.floor(age) <= 7  # whole days
                 else "8_30"
-                if age <= 30
+                if math.floor(age) <= 30
                 else "over_30",
                 "over": max(settled - auth, 0),
                 "exposure": max(settled - pulled, 0) if r["status"] == "EXCEPTION" else 0,
