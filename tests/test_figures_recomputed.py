@@ -771,7 +771,8 @@ def test_revenue_fx_margin_with_a_reference_rate(wh: Any) -> None:
     fees = sum(r["fees_minor"] for r in usdjpy)
     sent = sum(r["sent_minor"] for r in usdjpy)
     assert got[("USD→JPY",)]["fx_margin_minor"] == margin
-    assert close(got[("USD→JPY",)]["fx_margin_rate"], spread / at_mid)
+    assert close(got[("USD→JPY",)]["fx_margin_rate"], margin / at_mid)  # the rounded margin
+    assert spread != margin
     assert close(got[("USD→JPY",)]["all_in_rate"], (fees + margin) / sent)
     assert got[("USD→JPY",)]["fx_margin_status"] == "complete"
     # no reference for KWD→BTC: unknown, not 0
