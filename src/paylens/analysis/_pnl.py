@@ -67,6 +67,16 @@ def pnl_by_period(rows: pd.DataFrame) -> pd.DataFrame:
     return result
 
 
+def _keys(frame: pd.DataFrame, currency: str, decimals: str) -> dict[str, pd.Series]:
+    """A transfer's id, settlement period, currency and decimals."""
+    return {
+        "id": frame["id"].astype(str),
+        "period": settlement_period(frame["settled_at"]),
+        "currency": frame[currency].astype(str),
+        "decimals": frame[decimals].astype("int64"),
+    }
+
+
 def pnl_rows(data: Data, *, reference_rates: ReferenceRates | None = None) -> pd.DataFrame:
     """One row per COMPLETED settled transfer (`id`, then the columns of `platform_pnl`):
     what each transfer contributes to its period."""
@@ -74,10 +84,7 @@ def pnl_rows(data: Data, *, reference_rates: ReferenceRates | None = None) -> pd
     out = out[out["settled_at"].notna()]
     outgoing = pd.DataFrame(
         {
-            "id": out["id"].astype(str),
-            "period": settlement_period(out["settled_at"]),
-            "currency": out["sent_currency"].astype(str),
-            "decimals": out["sent_decimals"].astype("int64"),
+            **_keys(out, "sent_currency", "sent_decimals"),
             "outgoing_count": 1,
             "incoming_count": 0,
             "platform_revenue_minor": out["platform_fee_minor"].fillna(0).astype("int64"),
@@ -122,10 +129,7 @@ def pnl_rows(data: Data, *, reference_rates: ReferenceRates | None = None) -> pd
     incoming = incoming[incoming["currency"].notna()]
     inc = pd.DataFrame(
         {
-            "id": incoming["id"].astype(str),
-            "period": settlement_period(incoming["settled_at"]),
-            "currency": incoming["currency"].astype(str),
-            "decimals": incoming["decimals"].astype("int64"),
+            **_keys(incoming, "currency", "decimals"),
             "outgoing_count": 0,
             "incoming_count": 1,
             "service_incoming_fees_minor": incoming["fees_minor"].fillna(0).astype("int64"),
