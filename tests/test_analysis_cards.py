@@ -134,3 +134,19 @@ def test_cards_by_merchant_mcc_country_and_status(cards_wh: Warehouse) -> None:
     assert stale.set_index("currency").loc["USD", "stale_hold_count"] == 3  # C4 too now
     major = card_summary(cards_wh, "currency", as_of=AS_OF, major=True).set_index("currency")
     assert major.loc["USD", "authorized_major"] == 128.0
+
+
+def test_hold_age_buckets_count_whole_days(wh: Warehouse) -> None:
+    """A hold 7 days and 12 hours old is 7 whole days old: in "0–7 days", not "8–30 days";
+    30.5 days is in "8–30 days", 31 days in "> 30 days"."""
+    ages = {"H7": 7.5, "H8": 8.0, "H30": 30.5, "H31": 31.0}
+    insert(
+        wh,
+        "card_transactions",
+        [
+            card(i, "AUTHORIZED", 100, authorized_at=AS_OF - pd.Timedelta(days=d))
+            for i, d in ages.items()
+        ],
+    )
+    rows = card_summary(wh, as_of=AS_OF).set_index("id")["hold_age_bucket"].to_dict()
+    assert rows == {"H7": "0–7 days", "H8": "8–30 days", "H30": "8–30 days", "H31": "> 30 days"}

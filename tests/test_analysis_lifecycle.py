@@ -101,15 +101,17 @@ def test_every_lifecycle_from_status_reason_and_refund(wh: Warehouse) -> None:
             outgoing("coarse", "FAILED", 100, failureReason="COUNTERPARTY_POST_TX_FAILED",
                      refund=refund("TIMEOUT")),
             outgoing("future", "SOMETHING_NEW", 100),
+            outgoing("owed", "FAILED", 100, failureReason="ACCOUNT_INVALID",
+                     refund=refund("TRANSACTION_FAILED", "FAILED")),
         ]
     )  # fmt: skip
     rows = failure_breakdown(wh).set_index("id")
     lifecycle = {i.removeprefix("Transaction:"): v for i, v in rows["lifecycle"].items()}
     assert lifecycle == {
         "open": "open", "done": "completed", "nothing-moved": "failed",
-        "debited": "failed_after_debit", "expired": "expired", "rejected": "rejected",
-        "cancel": "cancelled", "old": "failed_after_debit", "ln": "failed",
-        "coarse": "failed_after_debit", "future": "open",
+        "debited": "refunded", "owed": "refund_failed", "expired": "expired", "rejected": "rejected",
+        "cancel": "cancelled", "old": "refund_pending", "ln": "failed",
+        "coarse": "refunded", "future": "open",
     }  # fmt: skip
     assert set(lifecycle.values()) == set(LIFECYCLES)
     old = rows.loc["Transaction:old"]
@@ -123,13 +125,14 @@ def test_every_lifecycle_from_status_reason_and_refund(wh: Warehouse) -> None:
     assert (coarse["reason_coarse"], coarse["reason_deprecated"]) == (True, True)
 
     groups = failure_breakdown(wh, by=[])
-    # 11 attempts, 2 open, 9 resolved; failures: nothing-moved, ln (failed) + debited, old,
-    # coarse (after debit) = 5 of 9; payout failures: debited (granular) + coarse = 2, 1 coarse
-    assert set(groups["attempted_count"]) == {11}
+    # 12 attempts, 2 open, 10 resolved; failures: nothing-moved, ln (failed) + debited, owed,
+    # old, coarse (after debit) = 6 of 10; payout failures: debited, owed (granular) + coarse
+    # = 3, 1 coarse
+    assert set(groups["attempted_count"]) == {12}
     assert set(groups["open_count"]) == {2}
-    assert set(groups["resolved_count"]) == {9}
-    assert set(groups["failure_rate"]) == {5 / 9}
-    assert set(groups["coarse_payout_share"]) == {1 / 2}
+    assert set(groups["resolved_count"]) == {10}
+    assert set(groups["failure_rate"]) == {6 / 10}
+    assert set(groups["coarse_payout_share"]) == {1 / 3}
     got = {
         (r.lifecycle, None if pd.isna(r.failure_reason) else r.failure_reason): (
             r.transaction_count,
@@ -138,14 +141,15 @@ def test_every_lifecycle_from_status_reason_and_refund(wh: Warehouse) -> None:
         for r in groups.itertuples()
     }
     assert got == {
-        ("failed", "QUOTE_RATE_UNAVAILABLE"): (1, 1 / 9),
-        ("failed", "LIGHTNING_PAYMENT_FAILED"): (1, 1 / 9),
-        ("failed_after_debit", "ACCOUNT_INVALID"): (1, 1 / 9),
-        ("failed_after_debit", "QUOTE_EXECUTION_FAILED"): (1, 1 / 9),  # SETTLEMENT_FAILED
-        ("failed_after_debit", "COUNTERPARTY_POST_TX_FAILED"): (1, 1 / 9),
-        ("expired", None): (1, 1 / 9),
-        ("rejected", None): (1, 1 / 9),
-        ("cancelled", "QUOTE_EXECUTION_FAILED"): (1, 1 / 9),
+        ("failed", "QUOTE_RATE_UNAVAILABLE"): (1, 1 / 10),
+        ("failed", "LIGHTNING_PAYMENT_FAILED"): (1, 1 / 10),
+        ("refunded", "ACCOUNT_INVALID"): (1, 1 / 10),
+        ("refund_failed", "ACCOUNT_INVALID"): (1, 1 / 10),
+        ("refund_pending", "QUOTE_EXECUTION_FAILED"): (1, 1 / 10),  # SETTLEMENT_FAILED
+        ("refunded", "COUNTERPARTY_POST_TX_FAILED"): (1, 1 / 10),
+        ("expired", None): (1, 1 / 10),
+        ("rejected", None): (1, 1 / 10),
+        ("cancelled", "QUOTE_EXECUTION_FAILED"): (1, 1 / 10),
     }
 
 

@@ -79,8 +79,14 @@ def lifecycle(r: dict[str, Any]) -> str:
     table = {"COMPLETED": "completed", "EXPIRED": "expired", "REJECTED": "rejected"}
     if status in table:
         return table[status]
-    if status == "REFUNDED" or (status == "FAILED" and refund):
-        return "failed_after_debit"
+    if status == "REFUNDED" or (
+        status == "FAILED" and refund and refund.get("status") == "COMPLETED"
+    ):
+        return "refunded"
+    if status == "FAILED" and refund and refund.get("status") == "FAILED":
+        return "refund_failed"
+    if status == "FAILED" and refund and refund.get("status") is not None:
+        return "refund_pending"
     return "failed" if status == "FAILED" else "open"
 
 
@@ -125,7 +131,9 @@ def test_failure_breakdown_from_raw(data: DataSet) -> None:
     for (kind, currency), part in mine.groupby(["type", "currency"]):
         got = frame[(frame["type"] == kind) & (frame["currency"] == currency)]
         resolved = part[part["lifecycle"] != "open"]
-        failures = part["lifecycle"].isin(["failed", "failed_after_debit"]).sum()
+        failures = (
+            part["lifecycle"].isin(["failed", "refunded", "refund_pending", "refund_failed"]).sum()
+        )
         assert set(got["attempted_count"]) == {len(part)}
         assert set(got["open_count"]) == {(part["lifecycle"] == "open").sum()}
         assert set(got["resolved_count"]) == {len(resolved)}
@@ -148,7 +156,7 @@ def test_failure_breakdown_from_raw(data: DataSet) -> None:
             assert set(got["coarse_payout_share"]) == {part["coarse"].sum() / part["payout"].sum()}
     # the second data set has every lifecycle, removed and deprecated reasons
     if data.name == "second":
-        assert set(mine["lifecycle"]) == {"open", "completed", "failed", "failed_after_debit",
+        assert set(mine["lifecycle"]) >= {"open", "completed", "failed", "refunded",
                                           "expired", "rejected", "cancelled"}  # fmt: skip
         rows_of = failure_breakdown(data.wh)
         assert (
@@ -202,7 +210,9 @@ def test_settlement_times_from_raw(data: DataSet) -> None:
         assert row.open_count == lives.get("open", 0)
         assert row.cancelled_count == lives.get("cancelled", 0)
         resolved = len(part) - lives.get("open", 0)
-        failures = lives.get("failed", 0) + lives.get("failed_after_debit", 0)
+        failures = sum(
+            lives.get(k, 0) for k in ("failed", "refunded", "refund_pending", "refund_failed")
+        )
         assert row.resolved_count == resolved
         assert row.failure_rate == (failures / resolved if resolved else row.failure_rate)
         timed = part[part["time"].notna()]
@@ -385,9 +395,9 @@ def test_cards_from_raw(data: DataSet) -> None:
                 "bucket": None
                 if not holding
                 else "0_7"
-                if age <= 7
+                if math.floor(age) <= 7  # whole days
                 else "8_30"
-                if age <= 30
+                if math.floor(age) <= 30
                 else "over_30",
                 "over": max(settled - auth, 0),
                 "exposure": max(settled - pulled, 0) if r["status"] == "EXCEPTION" else 0,

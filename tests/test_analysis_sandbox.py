@@ -112,9 +112,13 @@ def test_settlement_lifecycles_and_times(wh: Warehouse) -> None:
     status = fees.set_index("id")["status"]
     assert (life[status == "COMPLETED"] == "completed").all()
     assert (life[status == "EXPIRED"] == "expired").all()
-    assert life[status == "FAILED"].isin(["failed", "failed_after_debit", "cancelled"]).all()
+    assert (
+        life[status == "FAILED"]
+        .isin(["failed", "refunded", "refund_pending", "refund_failed", "cancelled"])
+        .all()
+    )
     assert (life[status.isin(["PENDING", "PROCESSING", "PENDING_AUTHORIZATION"])] == "open").all()
-    assert (life == "open").sum() > 0 and (life == "failed_after_debit").sum() > 0
+    assert (life == "open").sum() > 0 and (life == "refunded").sum() > 0
     settled = rows[rows["lifecycle"] == "completed"]
     seconds = (settled["settled_at"] - settled["created_at"]).dt.total_seconds()
     assert (settled["settlement_seconds"] == seconds).all()

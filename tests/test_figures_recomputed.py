@@ -771,7 +771,8 @@ def test_revenue_fx_margin_with_a_reference_rate(wh: Any) -> None:
     fees = sum(r["fees_minor"] for r in usdjpy)
     sent = sum(r["sent_minor"] for r in usdjpy)
     assert got[("USD→JPY",)]["fx_margin_minor"] == margin
-    assert close(got[("USD→JPY",)]["fx_margin_rate"], spread / at_mid)
+    assert close(got[("USD→JPY",)]["fx_margin_rate"], margin / at_mid)  # the rounded margin
+    assert spread != margin
     assert close(got[("USD→JPY",)]["all_in_rate"], (fees + margin) / sent)
     assert got[("USD→JPY",)]["fx_margin_status"] == "complete"
     # no reference for KWD→BTC: unknown, not 0
@@ -790,9 +791,18 @@ PAYOUT = {
     "COMPLIANCE_REJECTED",
     "COUNTERPARTY_POST_TX_FAILED",
 }
-RESOLVED = {"completed", "failed", "failed_after_debit", "expired", "rejected", "cancelled"}
+RESOLVED = {
+    "completed",
+    "failed",
+    "refunded",
+    "refund_pending",
+    "refund_failed",
+    "expired",
+    "rejected",
+    "cancelled",
+}
 UNSUCCESSFUL = RESOLVED - {"completed"}
-FAILURES = {"failed", "failed_after_debit"}
+FAILURES = {"failed", "refunded", "refund_pending", "refund_failed"}
 
 
 def lifecycle(r: dict) -> str:
@@ -803,8 +813,12 @@ def lifecycle(r: dict) -> str:
         return "completed"
     if status in ("EXPIRED", "REJECTED"):
         return status.lower()
-    if status == "REFUNDED" or (status == "FAILED" and ref):
-        return "failed_after_debit"
+    if status == "REFUNDED" or (status == "FAILED" and ref and ref.get("status") == "COMPLETED"):
+        return "refunded"
+    if status == "FAILED" and ref and ref.get("status") == "FAILED":
+        return "refund_failed"
+    if status == "FAILED" and ref and ref.get("status") is not None:
+        return "refund_pending"
     return "failed" if status == "FAILED" else "open"
 
 
@@ -988,7 +1002,15 @@ def test_settlement_times_groups(wh: Any, by: str) -> None:
             "transaction_count": len(rows),
             **{
                 f"{lc}_count": sum(r["lifecycle"] == lc for r in rows)
-                for lc in ("open", "completed", "failed", "failed_after_debit", "cancelled")
+                for lc in (
+                    "open",
+                    "completed",
+                    "failed",
+                    "refunded",
+                    "refund_pending",
+                    "refund_failed",
+                    "cancelled",
+                )
             },
             "resolved_count": len(resolved),
             "failure_rate": ratio(sum(r["lifecycle"] in FAILURES for r in rows), len(resolved)),

@@ -57,7 +57,7 @@ from paylens.errors import (
 )
 
 if TYPE_CHECKING:
-    from paylens import analysis, ops
+    from paylens import analysis, close, ops
     from paylens.client import (
         AsyncClient,
         AsyncPaginator,
@@ -95,6 +95,7 @@ _LAZY: _lazy.Table = {
     "connect": ("paylens.connection", "connect"),
     "ops": ("paylens.ops", None),
     "analysis": ("paylens.analysis", None),
+    "close": ("paylens.close", None),
 }
 
 
@@ -150,6 +151,7 @@ __all__ = [
     "WarehouseStorageError",
     "__version__",
     "analysis",
+    "close",
     "connect",
     "errors",
     "models",

@@ -10,7 +10,7 @@
     plot_fee_breakdown(wh, by="corridor")              # each helper's plot_ twin: a Figure
 
 Every helper speaks one lifecycle vocabulary (`LIFECYCLES`: open, completed, failed,
-failed_after_debit, expired, rejected, cancelled; see `paylens.analysis._lifecycle`).
+refunded, refund_pending, refund_failed, expired, rejected, cancelled; see `paylens.analysis._lifecycle`).
 
 Each helper takes a `Warehouse`, a DataFrame of the warehouse table it reads, or a DuckDB
 relation over it, and `by=` (one column name or a list; None gives one row per transaction):
@@ -36,6 +36,7 @@ from ._fees import ReferenceRates, fee_breakdown
 from ._lifecycle import FAILURES as FAILURE_LIFECYCLES
 from ._lifecycle import LIFECYCLES
 from ._lifecycle import RESOLVED as RESOLVED_LIFECYCLES
+from ._owed import refunds_owed
 from ._plots import (
     month_label,
     plot_card_summary,
@@ -46,6 +47,7 @@ from ._plots import (
     plot_settlement_times,
     words,
 )
+from ._pnl import platform_pnl, settlement_period
 from ._refunds import refund_summary
 from ._revenue import revenue
 from ._settlement import settlement_times
@@ -63,6 +65,7 @@ __all__ = [
     "fee_breakdown",
     "is_fraction",
     "month_label",
+    "platform_pnl",
     "plot_card_summary",
     "plot_failure_breakdown",
     "plot_fee_breakdown",
@@ -70,7 +73,9 @@ __all__ = [
     "plot_revenue",
     "plot_settlement_times",
     "refund_summary",
+    "refunds_owed",
     "revenue",
+    "settlement_period",
     "settlement_times",
     "words",
 ]

@@ -67,11 +67,12 @@ _USES = (
 
 _DEC = "decimals"
 _FUND_DEC = "funding_decimals"
-#: Hold ages: (column suffix, label, lower bound in days exclusive, upper bound inclusive).
+#: Hold ages in whole days (7 days and 12 hours is 7 days old): (column suffix, label, first
+#: day, last day), both inclusive.
 AGEING = (
     ("0_7", "0–7 days", None, 7),
-    ("8_30", "8–30 days", 7, 30),
-    ("over_30", "> 30 days", 30, None),
+    ("8_30", "8–30 days", 8, 30),
+    ("over_30", "> 30 days", 31, None),
 )
 
 
@@ -100,8 +101,9 @@ _DAY = 86_400
 
 
 def _bucket(low: int | None, high: int | None) -> str:
-    bounds = [f"{_HOLD_AGE} > {low * _DAY}" if low is not None else "TRUE"]
-    bounds.append(f"{_HOLD_AGE} <= {high * _DAY}" if high is not None else "TRUE")
+    days = f"floor(({_HOLD_AGE}) / {_DAY})"
+    bounds = [f"{days} >= {low}" if low is not None else "TRUE"]
+    bounds.append(f"{days} <= {high}" if high is not None else "TRUE")
     return " AND ".join(bounds)
 
 

@@ -77,14 +77,14 @@ def failure_breakdown(
     transaction's headline currency (sent for outgoing, received for incoming).
 
         share_of_resolved     = transaction_count / resolved_count       (a fraction, 0 to 1)
-        failure_rate          = (failed + failed_after_debit) / resolved_count  (the group's)
+        failure_rate          = (failed + refunded + refund_pending + refund_failed) / resolved_count  (the group's)
         coarse_payout_share   = COUNTERPARTY_POST_TX_FAILED / payout failures   (the group's)
         amount_rate           = amount_minor / resolved_amount_minor
 
     Lifecycles are those of `paylens.analysis.LIFECYCLES`: open transactions are counted apart
     (`open_count`) and in no rate. A group is the transaction type (incoming and outgoing are
     never mixed), the `by` keys and the currency; each row is one unsuccessful lifecycle
-    (failed, failed_after_debit, expired, rejected, cancelled) and normalised failure reason of
+    (failed, refunded, refund_pending, refund_failed, expired, rejected, cancelled) and normalised failure reason of
     a group, with the group's attempted, open, resolved and completed counts beside it; a group
     where nothing went wrong has one row with no lifecycle and a count of 0, so every attempt
     is in the result. `failure_reason` is normalised (removed reasons read

@@ -156,8 +156,10 @@ _SENDING_METRICS = [
     ),
     Out(
         "fx_spread_rate",
-        f"sum({_CONVERTED} * (exchange_rate - reference_rate)) {_CROSS}"
-        f" / sum({_CONVERTED} * reference_rate) {_CROSS}",
+        # the rounded per-row margins over the amount at mid: agrees with fx_spread_cost_minor
+        f"CAST(sum(fx_spread_cost_minor) {_CROSS} AS DOUBLE)"
+        f" / sum(CASE WHEN fx_spread_cost_minor IS NOT NULL THEN {_CONVERTED} * reference_rate END)"
+        f" {_CROSS}",
     ),
     # over the transfers whose fees are known, as `all_in_cost_rate` (`fees` is optional)
     Out(

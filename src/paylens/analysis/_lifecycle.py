@@ -5,7 +5,9 @@ helper, plot and the report share.
                          version does not know)
     completed            COMPLETED: the money arrived
     failed               FAILED with no refund shown: no money moved (or a refund not yet reported)
-    failed_after_debit   FAILED (or REFUNDED) with a refund: the sender was debited, then refunded
+    refunded             FAILED with a COMPLETED refund (or REFUNDED): debited, then refunded
+    refund_pending       FAILED with a refund not yet COMPLETED: debited, money owed to the sender
+    refund_failed        FAILED with a FAILED refund: debited, the refund failed, money still owed
     expired              EXPIRED: the quote was never executed
     rejected             REJECTED (e.g. the platform declined an agent's payment)
     cancelled            a refund whose reason is USER_CANCELLATION: a cancelled transfer ends
@@ -34,15 +36,21 @@ from paylens.models import (
 
 from ._common import Out, sql_string, sql_strings
 
-OPEN, COMPLETED, FAILED, FAILED_AFTER_DEBIT = "open", "completed", "failed", "failed_after_debit"
+OPEN, COMPLETED, FAILED = "open", "completed", "failed"
+REFUNDED, REFUND_PENDING, REFUND_FAILED = "refunded", "refund_pending", "refund_failed"
 EXPIRED, REJECTED, CANCELLED = "expired", "rejected", "cancelled"
 #: Every lifecycle, in the order tables and legends show them.
-LIFECYCLES = (OPEN, COMPLETED, FAILED, FAILED_AFTER_DEBIT, EXPIRED, REJECTED, CANCELLED)
+LIFECYCLES = (
+    OPEN, COMPLETED, FAILED, REFUNDED, REFUND_PENDING, REFUND_FAILED, EXPIRED, REJECTED, CANCELLED
+)  # fmt: skip
 #: Lifecycles of a transaction that ended.
 RESOLVED = LIFECYCLES[1:]
 #: Lifecycles counted as failures in `failure_rate` (expired, rejected and cancelled are
 #: outcomes of their own: the transfer was never attempted on a rail, or was withdrawn).
-FAILURES = (FAILED, FAILED_AFTER_DEBIT)
+FAILURES = (FAILED, REFUNDED, REFUND_PENDING, REFUND_FAILED)
+#: Lifecycles of a failure after the sender was debited (the refund's three states); the
+#: last two are money owed to the sender.
+AFTER_DEBIT = (REFUNDED, REFUND_PENDING, REFUND_FAILED)
 #: Lifecycles that did not complete.
 UNSUCCESSFUL = RESOLVED[1:]
 
@@ -66,8 +74,10 @@ LIFECYCLE = (
     f" WHEN status = 'COMPLETED' THEN '{COMPLETED}'"
     f" WHEN status = 'EXPIRED' THEN '{EXPIRED}'"
     f" WHEN status = 'REJECTED' THEN '{REJECTED}'"
-    " WHEN status = 'REFUNDED' OR (status = 'FAILED' AND refund_status IS NOT NULL)"
-    f" THEN '{FAILED_AFTER_DEBIT}'"
+    " WHEN status = 'REFUNDED' OR (status = 'FAILED' AND refund_status = 'COMPLETED')"
+    f" THEN '{REFUNDED}'"
+    f" WHEN status = 'FAILED' AND refund_status = 'FAILED' THEN '{REFUND_FAILED}'"
+    f" WHEN status = 'FAILED' AND refund_status IS NOT NULL THEN '{REFUND_PENDING}'"
     f" WHEN status = 'FAILED' THEN '{FAILED}'"
     f" ELSE '{OPEN}' END"
 )

@@ -105,7 +105,7 @@ def refund_summary(
 
     A refund's times are read from the record's JSON (`raw`), as the warehouse keeps it;
     without it (a frame of selected columns) they are unknown and the quantiles NULL. Rows keep
-    the transaction's `lifecycle` (a refunded failure is `failed_after_debit`, a cancel
+    the transaction's `lifecycle` (a refunded failure is `refunded`, `refund_pending` or `refund_failed` by its refund's status, a cancel
     `cancelled`) and `refund_reason` (TRANSACTION_FAILED, USER_CANCELLATION, TIMEOUT).
     `refunded_amount_minor` is the transaction's headline amount (sent for outgoing, received
     for incoming) of refunded ones, per currency: the refund object carries no amount.

@@ -141,7 +141,7 @@ def settlement_times(
         open_seconds       = as_of - createdAt              (open at as_of: censored)
         p50/p90/p99_seconds: Kaplan–Meier quantiles over settled and open transfers
         expected_breach    = settled after expectedSettlementAt, or open past it at as_of
-        failure_rate       = (failed + failed_after_debit) / resolved
+        failure_rate       = (failed + refunded + refund_pending + refund_failed) / resolved
 
     Every transaction has a `lifecycle` (see `paylens.analysis.LIFECYCLES`). Settlement time is
     the time to COMPLETED: completed transfers are events, open ones are censored at their age

@@ -153,6 +153,34 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _close(args: argparse.Namespace) -> int:
+    """`paylens close`: close a month and print its stored snapshot (JSON). Exit 0 done, 2 when
+    there is no warehouse or the arguments are wrong. Closing a closed month prints the stored
+    snapshot unchanged."""
+    from paylens import PaylensError
+    from paylens.close import close_month
+    from paylens.warehouse import Warehouse
+
+    try:
+        rates = None
+        if args.reference_rates is not None:
+            import pandas as pd
+
+            rates = pd.read_csv(args.reference_rates)
+        db = args.db
+        if args.sandbox:
+            from paylens.connection import sandbox_warehouse
+
+            db = sandbox_warehouse(seed=args.seed, transactions=args.transactions, progress=False)
+        with Warehouse(db, create=False) as wh:
+            snapshot = close_month(wh, args.month, reference_rates=rates)
+    except (OSError, PaylensError) as exc:
+        print(f"paylens close: {exc}", file=sys.stderr)
+        return 2
+    print(snapshot)
+    return 0
+
+
 def _sync(args: argparse.Namespace) -> int:
     """`paylens sync`: the scheduled job. Exit 0 on success, 1 when the sync failed, 2 when it
     cannot run as typed or configured (an option out of range, no PAYLENS_* service, a file

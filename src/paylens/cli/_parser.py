@@ -14,6 +14,7 @@ from paylens.connection import DEFAULT_DB, SANDBOX_DB, SANDBOX_TRANSACTIONS
 from ._commands import (
     _BULK,
     _bulk,
+    _close,
     _demo,
     _publish,
     _report,
@@ -133,6 +134,8 @@ _HELPS = {
     "variables), which revoke-sessions selects from",
     "revoke-sessions": "revoke wallet sessions selected from the warehouse's inventory "
     "(sync-wallets)",
+    "close": "close a month: store its P&L snapshot in the warehouse (a closed month never "
+    "moves) and print it as JSON",
     "publish": "publish a warehouse's tables as Iceberg tables in a SQL catalog (team tables)",
     "report": "run the report notebook over a warehouse and write it as HTML",
     "demo": "the main job on the embedded sandbox: sync, report, headline figures",
@@ -278,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_sync_wallets,
         _add_revoke_sessions,
         _add_report,
+        _add_close,
         _add_demo,
     ):
         add(commands)
@@ -470,6 +474,20 @@ def _add_report(commands: Any) -> None:
         metavar="CSV",
         help="mid-market rates (date, sent_currency, received_currency, mid_rate) for the FX"
         " margin (default: the sandbox's own for sandbox data, else the margin is unknown)",
+    )
+
+
+def _add_close(commands: Any) -> None:
+    """`paylens close`."""
+    close = _command(commands, "close", _close)
+    _db_option(close, "warehouse file (the snapshot is written into it)")
+    _sandbox_options(close, "instead of --db: a warehouse synced from the embedded sandbox")
+    close.add_argument("--month", required=True, help="the month to close, YYYY-MM (UTC)")
+    close.add_argument(
+        "--reference-rates",
+        metavar="CSV",
+        help="mid-market rates (date, sent_currency, received_currency, mid_rate) for the FX"
+        " margin (default: the margin is unknown and counted in fx_margin_unknown_count)",
     )
 
 

@@ -467,6 +467,38 @@ class Warehouse:
         with self._lock, storage_errors(self.path):
             yield self._con
 
+    # -- closed periods (paylens.close writes them through these) ----------------------------
+
+    def store_closed_period(self, period: str, snapshot: str) -> str:
+        """Keep `snapshot` (text) as period `period`'s closed figures, under the writer lock,
+        unless the period is closed already: then the stored snapshot is returned unchanged
+        (a closed period never moves)."""
+        with self._writing() as con:
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS closed_periods (period VARCHAR PRIMARY KEY,"
+                " snapshot VARCHAR NOT NULL, closed_at TIMESTAMPTZ NOT NULL)"
+            )
+            row = con.execute(
+                "SELECT snapshot FROM closed_periods WHERE period = ?", [period]
+            ).fetchone()
+            if row is not None:
+                return str(row[0])
+            con.execute("INSERT INTO closed_periods VALUES (?, ?, now())", [period, snapshot])
+            return snapshot
+
+    def closed_periods(self) -> dict[str, str]:
+        """Every closed period's stored snapshot, by period."""
+        with self._lock:
+            have = self._con.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'closed_periods'"
+            ).fetchone()
+            if not have or not have[0]:
+                return {}
+            rows = self._con.execute(
+                "SELECT period, snapshot FROM closed_periods ORDER BY period"
+            ).fetchall()
+        return {str(p): str(s) for p, s in rows}
+
     # -- the bulk-operations journal (paylens.ops writes it through these) -------------------
 
     def journal_claim(
