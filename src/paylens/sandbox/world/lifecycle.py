@@ -48,6 +48,8 @@ class Lifecycle:
     _advances: int = 0
     _seen: int = 0  # rows that existed at the last advance
     _hidden: dict[int, int] = field(default_factory=dict)  # row -> when it arrives (us)
+    #: rows deleted by a test (`World.delete_transaction`): never listed, 404 by id
+    deleted: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._seen = self.world.store.n
@@ -114,6 +116,11 @@ class Lifecycle:
             wire_id = self.world.tx.transactions(np.array([row]), self.world.now_us)[0]["id"]
             self.world.confirm_receipt(wire_id, None)
         return len(chosen)
+
+    def delete(self, row: int) -> None:
+        """The record of `row` is gone: no listing, count or read by id shows it again."""
+        self.deleted.add(row)
+        self._hidden[row] = 2**62
 
     # -- what the list endpoint shows ----------------------------------------------------------
 
