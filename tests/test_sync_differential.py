@@ -19,6 +19,7 @@ declared column of every record table, the raw JSON included:
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -169,8 +170,28 @@ SEEDS = 3
 MORE_SEEDS = 57
 
 
+#: Records deleted at the service before each sync (with `World.delete_transaction`, the
+#: sandbox's test control: the interface's lifecycles never delete one).
+VANISHING = 2
+
+
+def vanish_a_few(sandbox: Sandbox, rng: random.Random) -> list[str]:
+    """Delete `VANISHING` records picked by `rng`, old and young alike; their ids."""
+    ids = [t["id"] for t in sandbox.world.all_transactions()]
+    gone = rng.sample(ids, VANISHING)
+    for record_id in gone:
+        sandbox.world.delete_transaction(record_id)
+    return gone
+
+
 def _differential(seed: int) -> None:
-    comparison = run_case(seed, in_process, before_sync=break_a_few_records, after_sync=fix_them)
+    rng = random.Random(seed)
+
+    def before_sync(sandbox: Sandbox, step: int) -> None:
+        vanish_a_few(sandbox, rng)
+        break_a_few_records(sandbox, step)
+
+    comparison = run_case(seed, in_process, before_sync=before_sync, after_sync=fix_them)
     # receipts on old transfers are seen only by the re-verification: the bound was used
     assert comparison.seen > 0
 
