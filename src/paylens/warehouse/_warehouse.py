@@ -577,6 +577,12 @@ class Warehouse:
 
     # -- lifecycle -------------------------------------------------------------------------
 
+    def _checkpoint(self) -> None:
+        """Write the log into the file now: closing the file does it too, but fails silently
+        (a full disk), leaving the log beside it."""
+        with self._lock, storage_errors(self.path):
+            self._con.execute("CHECKPOINT")
+
     @property
     def closed(self) -> bool:
         """Whether this Warehouse was closed (its queries and writes then refused)."""
