@@ -283,8 +283,9 @@ def test_a_field_changing_without_its_status_is_seen_within_verify_syncs(
 
 def removed(con: duckdb.DuckDBPyConnection) -> dict[str, datetime]:
     return dict(
-        con.execute("SELECT id, removed_at FROM transactions WHERE removed_at IS NOT NULL")
-        .fetchall()
+        con.execute(
+            "SELECT id, removed_at FROM transactions WHERE removed_at IS NOT NULL"
+        ).fetchall()
     )
 
 

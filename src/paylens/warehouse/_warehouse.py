@@ -346,9 +346,7 @@ class Warehouse:
         rows = self.current_rows("status_history", include_removed=include_removed)
         if transaction_id is None:
             return self.sql(f"SELECT * FROM {rows} ORDER BY observed_at, id")
-        return self.sql(
-            f"SELECT * FROM {rows} WHERE id = ? ORDER BY observed_at", [transaction_id]
-        )
+        return self.sql(f"SELECT * FROM {rows} WHERE id = ? ORDER BY observed_at", [transaction_id])
 
     def rejected_records(self) -> pd.DataFrame:
         return self.sql("SELECT * FROM rejected_records ORDER BY rejected_at")
