@@ -373,23 +373,49 @@ def unlisted(con: duckdb.DuckDBPyConnection, run_id: int) -> list[str]:
     """Ids of the current records of ranges this run listed whole (its windows without a
     status filter, every one read to its end: a split's later part is a window of its own)
     that no listing of this run brought back, nor set aside as unreadable: the service may no
-    longer have them."""
+    longer have them. The ranges are merged first, so each record is matched with the one
+    range that may hold it (an ASOF join: a sync lists hundreds of small windows, and a range
+    join of millions of records with them would be a nested loop)."""
+    ranges = _disjoint(
+        con.execute(
+            """SELECT coalesce(epoch_us(slice_start), $lo), coalesce(epoch_us(slice_end), $hi)
+               FROM sync_slices WHERE run_id = $run AND resource = 'transactions' AND done
+                 AND status_filter = ''""",
+            {"run": run_id, "lo": -_NO_BOUND, "hi": _NO_BOUND},
+        ).fetchall()
+    )
+    if not ranges:
+        return []
     return [
         row[0]
         for row in con.execute(
-            """SELECT t.id FROM transactions t
-               WHERE t.removed_at IS NULL AND t.sync_run_id <> $run
-                 AND EXISTS (SELECT 1 FROM sync_slices s
-                             WHERE s.run_id = $run AND s.resource = 'transactions' AND s.done
-                               AND s.status_filter = ''
-                               AND (s.slice_start IS NULL OR t.created_at >= s.slice_start)
-                               AND (s.slice_end IS NULL OR t.created_at < s.slice_end))
+            """SELECT t.id FROM (SELECT id, created_at, epoch_us(created_at) AS us
+                                 FROM transactions
+                                 WHERE removed_at IS NULL AND sync_run_id <> $run) t
+               ASOF JOIN (SELECT unnest($starts::BIGINT[]) AS lo,
+                                 unnest($ends::BIGINT[]) AS hi) r ON t.us >= r.lo
+               WHERE t.us < r.hi
                  AND t.id NOT IN (SELECT record_id FROM rejected_records
                                   WHERE run_id = $run AND record_id IS NOT NULL)
                ORDER BY t.created_at, t.id""",
-            {"run": run_id},
+            {"run": run_id, "starts": [a for a, _ in ranges], "ends": [b for _, b in ranges]},
         ).fetchall()
     ]
+
+
+#: Beyond any instant, in epoch microseconds: an open end of a window.
+_NO_BOUND = 2**62
+
+
+def _disjoint(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """[start, end) ranges merged where they overlap or touch, in order."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(ranges):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        elif start < end:
+            merged.append((start, end))
+    return merged
 
 
 def mark_removed(
