@@ -207,7 +207,7 @@ def _fill(disk: Path, leave_kb: int) -> None:
 
 @pytest.mark.parametrize(
     ("killed", "leave_kb"),
-    [pytest.param("mid-run", 4096, marks=pytest.mark.slow), ("before-close", 8192)],
+    [("mid-run", 2048), ("before-close", 3072)],
 )
 def test_a_killed_sync_then_a_full_disk_gives_storage_errors_and_drops_the_copy(
     tmp_path: Path, killed: str, leave_kb: int
@@ -217,7 +217,7 @@ def test_a_killed_sync_then_a_full_disk_gives_storage_errors_and_drops_the_copy(
     killed (mid-run, or after its last commit), the disk fills, and each next `paylens sync`
     (real processes) fails in one line with the full disk (exit 1), drops the copy it cannot
     complete and leaves the file as it was; once there is room, the next one succeeds."""
-    seed, size = 1, 20_000
+    seed, size = 1, 8_000
     recent = (Sandbox(seed=seed, transactions=size).now - timedelta(days=1)).isoformat()
     with _small_disk(tmp_path, 64) as disk:
         if disk is None:
