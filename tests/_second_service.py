@@ -131,6 +131,7 @@ class SecondService:
         self.rng = random.Random(self.seed)
         self.now = to_ns(self.start)
         self.txs: dict[str, Item] = {}
+        self.deleted: set[str] = set()  # ids `delete`d
         self.customers: dict[str, dict[str, Any]] = {}
         self.cards: dict[str, dict[str, Any]] = {}
         self.internal: dict[str, dict[str, Any]] = {}
@@ -527,6 +528,12 @@ class SecondService:
     def change(self, rid: str, **fields: Any) -> None:
         self.txs[rid].record.update(fields)
         self._stamp(self.txs[rid])
+
+    def delete(self, rid: str) -> None:
+        """The record is gone (deleted, or merged away): no listing or count shows it, and
+        reading it by id answers 404."""
+        del self.txs[rid]
+        self.deleted.add(rid)
 
     def tick(self, delta: timedelta) -> None:
         """The clock moves on; nothing else happens."""

@@ -35,6 +35,9 @@ class FakeService:
         self.records = {r["id"]: r for r in records}
         self.broken: set[str] = set()
         self.asked: list[Window] = []
+        self.asked_by_id: list[str] = []
+        #: records the listings leave out (a gap) while a read by id still serves them
+        self.unlisted: set[str] = set()
 
     def _select(self, window: Window) -> list[dict[str, Any]]:
         # the interface's filter takes a TransactionStatus (a real service answers 400 to a
@@ -50,7 +53,7 @@ class FakeService:
                 and (window.status is None or r["status"] == window.status)
             )
 
-        rows = [r for r in self.records.values() if inside(r)]
+        rows = [r for r in self.records.values() if inside(r) and r["id"] not in self.unlisted]
         return sorted(rows, key=lambda r: (r["createdAt"], r["id"]))
 
     def _text(self, record: dict[str, Any]) -> bytes:
@@ -75,6 +78,10 @@ class FakeService:
 
     def count(self, window: Window) -> int:
         return len(self._select(window))
+
+    def gone(self, record_id: str) -> bool:
+        self.asked_by_id.append(record_id)
+        return record_id not in self.records and record_id not in self.unlisted
 
 
 class CountingService(FakeService):
@@ -261,17 +268,87 @@ def test_a_quarantined_record_is_read_again_until_the_service_fixes_it(
 
 
 @pytest.mark.parametrize("verify_syncs", [1, 3])
-def test_a_field_changing_without_its_status_is_seen_within_verify_syncs(
+def test_what_no_count_shows_is_seen_within_verify_syncs(
     con: duckdb.DuckDBPyConnection, service: FakeService, verify_syncs: int
 ) -> None:
+    # a field changing without its status, and a record vanishing behind an arrival in its
+    # status and instant: only the re-verification's whole reads can see either
     completed = older(service, status="COMPLETED")
+    confirmed, gone = completed[::2], completed[1::2]
     run(con, service)
-    for record in completed:
+    for record in confirmed:
         record["receiptDeliveryConfirmedAt"] = record["createdAt"]
+    vanish_behind_a_twin(service, gone)
     for _ in range(verify_syncs):
         run(con, service, verify_syncs=verify_syncs)
     raw = stored(con, "raw")
-    assert [r["id"] for r in completed if raw[r["id"]] != orjson.dumps(r).decode()] == []
+    assert [r["id"] for r in confirmed if raw[r["id"]] != orjson.dumps(r).decode()] == []
+    assert set(removed(con)) == {r["id"] for r in gone}
+
+
+def removed(con: duckdb.DuckDBPyConnection) -> dict[str, datetime]:
+    return dict(
+        con.execute(
+            "SELECT id, removed_at FROM transactions WHERE removed_at IS NOT NULL"
+        ).fetchall()
+    )
+
+
+def vanish_behind_a_twin(service: FakeService, records: list[dict[str, Any]]) -> None:
+    """Each record gone from the service, an arrival in its status and instant in its place:
+    no count moves."""
+    for record in records:
+        del service.records[record["id"]]
+        twin = {**record, "id": record["id"][:-4] + "beef"}
+        service.records[twin["id"]] = twin
+
+
+def test_a_record_the_service_no_longer_has_is_removed_by_the_next_sync(
+    con: duckdb.DuckDBPyConnection, service: FakeService
+) -> None:
+    # an old one (no listing of an incremental sync reads its range whole: the counts find
+    # it) and the newest one (the recent window lists it no more)
+    old = older(service, status="COMPLETED")[5]
+    newest = max(service.records.values(), key=lambda r: (r["createdAt"], r["id"]))
+    run(con, service)
+    del service.records[old["id"]], service.records[newest["id"]]
+    again = run(con, service, verify_syncs=10**6)
+    assert again.mode == "incremental"  # type: ignore[attr-defined]
+    assert removed(con) == {old["id"]: AT, newest["id"]: AT}
+    assert sorted(service.asked_by_id) == sorted([old["id"], newest["id"]])
+    # kept, not deleted; a later sync neither asks again nor brings them back
+    assert len(stored(con, "id")) == len(service.records) + 2
+    service.asked_by_id = []
+    run(con, service, verify_syncs=10**6)
+    assert (set(removed(con)), service.asked_by_id) == ({old["id"], newest["id"]}, [])
+
+
+def test_a_gap_in_the_listings_alone_never_removes_a_record(
+    con: duckdb.DuckDBPyConnection, service: FakeService
+) -> None:
+    record = older(service, status="COMPLETED")[3]
+    run(con, service)
+    service.unlisted = {record["id"]}
+    run(con, service, full=True)
+    assert (removed(con), service.asked_by_id) == ({}, [record["id"]])
+
+
+def test_a_full_sync_removes_at_once_and_a_record_that_comes_back_is_current_again(
+    con: duckdb.DuckDBPyConnection, service: FakeService
+) -> None:
+    # the vanished record's place taken by an arrival in its status and instant: no count
+    # moves, so only a whole read (a full sync, or the re-verification's) can see it
+    candidates = older(service, status="COMPLETED")
+    gone = candidates[len(candidates) // 2]  # out of the first share of the re-verification
+    run(con, service)
+    vanish_behind_a_twin(service, [gone])
+    run(con, service, verify_syncs=10**6)
+    assert removed(con) == {}
+    run(con, service, full=True)
+    assert removed(con) == {gone["id"]: AT}
+    service.records[gone["id"]] = gone
+    run(con, service, full=True)
+    assert removed(con) == {}
 
 
 def test_landings_and_batches_are_bounded_in_bytes_as_well_as_records() -> None:

@@ -178,6 +178,86 @@ def test_a_full_disk_is_a_typed_error_that_loses_nothing(tmp_path: Path) -> None
         assert not path.with_name(path.name + ".syncing").exists()
 
 
+_KILLED_SYNC = """
+import os, signal, sys
+from paylens.cli import main
+from paylens.warehouse import Warehouse
+from paylens.warehouse.sync import save
+
+if sys.argv[1] == "mid-run":  # killed right after its second commit
+    commit, done = save.commit, []
+
+    def commit_then_die(*args, **kwargs):
+        commit(*args, **kwargs)
+        done.append(1)
+        if len(done) == 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    save.commit = commit_then_die
+else:  # after its last commit, before its copy is closed and swapped in
+    Warehouse.close = lambda self: os.kill(os.getpid(), signal.SIGKILL)
+main(sys.argv[2:])
+"""
+
+
+def _fill(disk: Path, leave_kb: int) -> None:
+    """Fill the file system of `disk` but `leave_kb` KiB, with one file (`filler`)."""
+    free = shutil.disk_usage(disk).free
+    with open(disk / "filler", "wb") as f:
+        os.posix_fallocate(f.fileno(), 0, max(0, free - leave_kb * 1024))
+
+
+@pytest.mark.parametrize(
+    ("killed", "leave_kb"),
+    [("mid-run", 2048), ("before-close", 3072)],
+)
+def test_a_killed_sync_then_a_full_disk_gives_storage_errors_and_drops_the_copy(
+    tmp_path: Path, killed: str, leave_kb: int
+) -> None:
+    """Seen under SIGKILL plus a full disk: `paylens sync` exited 2 ("... was not closed
+    cleanly; it is kept") twice, keeping a staged copy that held the disk full. A sync is
+    killed (mid-run, or after its last commit), the disk fills, and each next `paylens sync`
+    (real processes) fails in one line with the full disk (exit 1), drops the copy it cannot
+    complete and leaves the file as it was; once there is room, the next one succeeds."""
+    seed, size = 1, 8_000
+    recent = (Sandbox(seed=seed, transactions=size).now - timedelta(days=1)).isoformat()
+    with _small_disk(tmp_path, 64) as disk:
+        if disk is None:
+            pytest.skip("cannot mount a tmpfs here")
+        path = disk / "w.duckdb"
+        sandbox = ["--sandbox", "--seed", str(seed), "--transactions", str(size), "--quiet"]
+        sync = [sys.executable, "-m", "paylens.cli", "sync", "--db", str(path), *sandbox]
+        args = ["--resources", "transactions"]
+        first = subprocess.run([*sync, *args, "--since", recent], capture_output=True, text=True)
+        assert first.returncode == 0, first.stderr
+        with Warehouse(path, read_only=True) as wh:
+            before = set(wh.transactions()["id"])
+        argv = ["sync", "--db", str(path), *sandbox, *args, "--full"]
+        died = subprocess.run(
+            [sys.executable, "-c", _KILLED_SYNC, killed, *argv], capture_output=True, text=True
+        )
+        assert died.returncode == -signal.SIGKILL, died.stderr
+        staged = path.with_name(path.name + ".syncing")
+        assert staged.exists()
+        _fill(disk, leave_kb)
+        for _ in range(2):
+            again = subprocess.run([*sync, *args], capture_output=True, text=True, timeout=300)
+            assert again.returncode == 1, again.stderr
+            assert "no space left" in _one_line(again)
+            left = sorted(p.name for p in disk.iterdir() if ".syncing" in p.name)
+            assert left == ["w.duckdb.syncing.lock"]  # the copy, its log and its base dropped
+            with Warehouse(path, read_only=True) as wh:
+                kept = wh.sql("SELECT count(*) AS n, count(DISTINCT id) AS d FROM transactions")
+                assert set(wh.transactions()["id"]) == before
+                assert kept["n"][0] == kept["d"][0] == len(before)
+        (disk / "filler").unlink()
+        done = subprocess.run([*sync, *args], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert not staged.exists()
+        with Warehouse(path, read_only=True) as wh:
+            assert len(wh.transactions()) == size
+
+
 def test_a_copy_cut_short_by_enospc_leaves_no_staged_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

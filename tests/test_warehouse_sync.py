@@ -708,3 +708,66 @@ def test_stored_answers_land_as_a_sync_lands_them(tmp_path: Path) -> None:
     assert list(stored["description"]) == ["read again"]  # once, the last given
     assert count == 300
     assert set(rejected["record_id"]) == {second["id"], third["id"]}
+
+
+def test_a_transaction_the_service_deleted_is_kept_removed_and_no_reader_counts_it() -> None:
+    """A transaction the service no longer has (deleted, merged away: the sandbox's own test
+    control, not the interface's) keeps its rows with `removed_at`; every reader leaves it and
+    the rows hanging off it out unless asked, and a plan no longer finds it."""
+    from paylens import ops
+    from paylens.analysis import fee_breakdown
+
+    sandbox = Sandbox(seed=5, transactions=400)
+    with Warehouse(":memory:") as wh:
+        client = sandbox.client()
+        wh.sync(client, progress=False, resources=TX_ONLY)
+        fees = wh.fees(status="COMPLETED")
+        instructed = set(wh.payment_instructions()["transaction_id"])
+        payout = next(i for i in fees["id"] if i in instructed)
+        card = str(wh.card_transactions()["id"].iloc[0])
+        counts = {"transactions": len(wh.transactions()), "breakdown": len(fee_breakdown(wh))}
+        for record_id in (payout, card):
+            sandbox.world.delete_transaction(record_id)
+        report = wh.sync(client, progress=False, resources=TX_ONLY)
+        assert report.mode == "incremental"
+        gone = {payout, card}
+        assert len(wh.transactions()) == counts["transactions"] - 2
+        assert gone.isdisjoint(wh.transactions()["id"])
+        assert payout not in set(wh.fees()["id"]) and payout not in set(fee_breakdown(wh)["id"])
+        assert len(fee_breakdown(wh)) == counts["breakdown"] - 1
+        assert card not in set(wh.card_transactions()["id"])
+        assert payout not in set(wh.payment_instructions()["transaction_id"])
+        assert gone.isdisjoint(wh.status_history()["id"])
+        assert wh.relation("transactions").count("*").fetchall()[0][0] == counts["transactions"] - 2
+        assert gone.isdisjoint(wh.snapshot("transactions").column("id").to_pylist())
+        plan = ops.plan_cancel(wh, [payout])
+        assert list(plan.items["eligibility"]) == ["skipped: not found in the warehouse"]
+        # kept, with the time of the sync that found it gone; shown when asked
+        every = wh.transactions(include_removed=True).set_index("id")
+        assert every["removed_at"].notna().sum() == 2
+        assert set(every.index[every["removed_at"].notna()]) == gone
+        assert payout in set(wh.fees(include_removed=True)["id"])
+        assert card in set(wh.card_transactions(include_removed=True)["id"])
+        assert payout in set(wh.payment_instructions(include_removed=True)["transaction_id"])
+        assert gone <= set(wh.status_history(include_removed=True)["id"])
+        assert (
+            wh.relation("transactions", include_removed=True).count("*").fetchall()[0][0]
+            == (counts["transactions"])
+        )
+
+
+def test_an_older_file_gains_removed_at_on_transactions_when_opened(tmp_path: Path) -> None:
+    """Layout 4 adds `removed_at` to transactions: a file of layout 3 gets it on opening for
+    writing, its rows kept (all current); opened read-only first, every row is current."""
+    path = tmp_path / "w.duckdb"
+    sandbox = Sandbox(seed=6, transactions=200)
+    with Warehouse(path) as wh:
+        wh.sync(sandbox.client(), progress=False, resources=TX_ONLY)
+        wh._con.execute("ALTER TABLE transactions DROP COLUMN removed_at")
+        wh._con.execute("UPDATE paylens_meta SET value = '3' WHERE key = 'schema_version'")
+    with Warehouse(path, read_only=True) as wh:
+        assert len(wh.transactions()) == 200 and len(wh.fees()) > 0
+    with Warehouse(path) as wh:
+        assert wh._meta()["schema_version"] == "4"
+        assert wh.sql("SELECT count(removed_at) AS n FROM transactions")["n"][0] == 0
+        assert len(wh.transactions()) == 200

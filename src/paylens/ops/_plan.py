@@ -276,7 +276,8 @@ def make_plan(
     action = ACTIONS[action_name] if isinstance(action_name, str) else action_name
     ids = list(dict.fromkeys(_selected_ids(wh, select, action.table)))
     known = wh.sql(
-        f"SELECT {action.columns} FROM {action.table} WHERE id IN (SELECT unnest(?::VARCHAR[]))",
+        f"SELECT {action.columns} FROM {wh.current_rows(action.table)}"
+        " WHERE id IN (SELECT unnest(?::VARCHAR[]))",
         [ids],
     )
     done = wh.journal_outcomes(action.name, (action.verb, *FINAL_REFUSALS), ids)

@@ -135,7 +135,8 @@ class Period:
         return period
 
     def _where(self, table: str) -> tuple[str, list[Any]]:
-        clauses: list[str] = ["TRUE"]
+        # a transaction the service no longer has is not counted, nor the rows hanging off it
+        clauses = [f"id IN (SELECT id FROM {self.wh.current_rows('transactions')})"]
         params: list[Any] = []
         if self.start is not None:
             clauses.append("created_at >= ?")

@@ -17,8 +17,8 @@ from paylens.frames import TABLES, arrow_schema
 
 #: Version of the file layout; `ensure_schema` brings older files up to it (2: resource_reads,
 #: removed_at of the smaller resources; 3: currency decimals SMALLINT, not TINYINT, and a
-#: card's expiry year BIGINT, not SMALLINT).
-SCHEMA_VERSION = 3
+#: card's expiry year BIGINT, not SMALLINT; 4: removed_at of transactions).
+SCHEMA_VERSION = 4
 
 #: Keys of the record tables (payment instructions hang off their transaction); unique by
 #: construction (see `upsert`), not by an index.
@@ -90,6 +90,32 @@ _TRACKING = {
 #: Tables read whole now and then: a record a whole read no longer lists keeps its row, with
 #: `removed_at` (the service's time of that read) set.
 _LISTED_WHOLE = ("customers", "cards", "internal_accounts", "external_accounts")
+#: Tables with `removed_at`: those read whole, and transactions (a record a re-read range no
+#: longer lists and the service answers 404 for by id; see `paylens.warehouse.sync`).
+_REMOVABLE = (*_LISTED_WHOLE, "transactions")
+
+
+#: Tables whose rows hang off a transaction, with the column naming it.
+_CHILDREN = {
+    "outgoing_fees": "id",
+    "card_transactions": "id",
+    "status_history": "id",
+    "payment_instructions": "transaction_id",
+}
+
+
+def current(table: str, *, include_removed: bool = False) -> str:
+    """A FROM item (named `table`) of a table's current rows: a transaction the service no
+    longer has (`removed_at` set) is left out, and the rows of the tables hanging off it with
+    it; `include_removed=True` gives every row kept."""
+    if include_removed or table not in (*_CHILDREN, "transactions"):
+        return table
+    if table == "transactions":
+        return "(SELECT * FROM transactions WHERE removed_at IS NULL) AS transactions"
+    return (
+        f"(SELECT * FROM {table} WHERE {_CHILDREN[table]} NOT IN"
+        f" (SELECT id FROM transactions WHERE removed_at IS NOT NULL)) AS {table}"
+    )
 
 
 def _columns(table: str) -> dict[str, str]:
@@ -97,7 +123,7 @@ def _columns(table: str) -> dict[str, str]:
     columns = {f.name: _DUCK_TYPES[f.type] for f in arrow_schema(table)}
     if "raw" in columns:
         columns["raw_hash"] = "UBIGINT"
-    removed = {"removed_at": "TIMESTAMPTZ"} if table in _LISTED_WHOLE else {}
+    removed = {"removed_at": "TIMESTAMPTZ"} if table in _REMOVABLE else {}
     return columns | _TRACKING | removed
 
 

@@ -72,6 +72,9 @@ def sync_file(
                     verify_syncs=verify_syncs,
                     freshness=freshness,
                 )
+                # checkpointed here, where a full disk is an error: the close would fail
+                # silently and leave a copy that no later run can finish on that disk
+                wh._checkpoint()
         except WarehouseStorageError:
             # the copy holds the space that ran out: free it (the target is intact)
             _staged.discard(target)

@@ -323,7 +323,12 @@ class Warehouse:
         return checked
 
     def _select(
-        self, table: str, filters: dict[str, Any], order: str = "created_at", raw: bool = False
+        self,
+        table: str,
+        filters: dict[str, Any],
+        order: str = "created_at",
+        raw: bool = False,
+        include_removed: bool = False,
     ) -> pd.DataFrame:
         self.require_data()
         clauses, params = [], []
@@ -344,7 +349,8 @@ class Warehouse:
         # the raw JSON is most of a frame's memory: only when asked for
         hidden = [] if raw else [c for c in ("raw", "raw_hash") if c in self._column_names(table)]
         columns = f"* EXCLUDE ({', '.join(hidden)})" if hidden else "*"
-        return self.sql(f"SELECT {columns} FROM {table} WHERE {where} ORDER BY {order}", params)
+        rows = self.current_rows(table, include_removed=include_removed)
+        return self.sql(f"SELECT {columns} FROM {rows} WHERE {where} ORDER BY {order}", params)
 
     def transactions(
         self,
@@ -357,10 +363,12 @@ class Warehouse:
         start: date | datetime | str | None = None,
         end: date | datetime | str | None = None,
         raw: bool = False,
+        include_removed: bool = False,
     ) -> pd.DataFrame:
         """Transactions of every kind (common fields), oldest first; `start`/`end` bound
         `created_at` inclusively (a date is a whole UTC day); `raw=True` adds each record's
-        JSON as the service sent it."""
+        JSON as the service sent it. A transaction the service no longer has (`removed_at`
+        set) is left out, as from every reader, unless `include_removed=True`."""
         return self._select(
             "transactions",
             {
@@ -373,6 +381,7 @@ class Warehouse:
                 "end": end,
             },
             raw=raw,
+            include_removed=include_removed,
         )
 
     def fees(
@@ -383,12 +392,14 @@ class Warehouse:
         start: date | datetime | str | None = None,
         end: date | datetime | str | None = None,
         raw: bool = False,
+        include_removed: bool = False,
     ) -> pd.DataFrame:
         """One row per outgoing transaction with its fees and every rate detail."""
         return self._select(
             "outgoing_fees",
             {"status": status, "payment_rail": payment_rail, "start": start, "end": end},
             raw=raw,
+            include_removed=include_removed,
         )
 
     def card_transactions(
@@ -399,17 +410,20 @@ class Warehouse:
         start: date | datetime | str | None = None,
         end: date | datetime | str | None = None,
         raw: bool = False,
+        include_removed: bool = False,
     ) -> pd.DataFrame:
         """Card transactions with their pull, settlement and refund summaries and merchant."""
         return self._select(
             "card_transactions",
             {"status": status, "card_id": card_id, "start": start, "end": end},
             raw=raw,
+            include_removed=include_removed,
         )
 
-    def payment_instructions(self) -> pd.DataFrame:
+    def payment_instructions(self, *, include_removed: bool = False) -> pd.DataFrame:
         self.require_data()
-        return self.sql("SELECT * FROM payment_instructions ORDER BY transaction_id, position")
+        rows = self.current_rows("payment_instructions", include_removed=include_removed)
+        return self.sql(f"SELECT * FROM {rows} ORDER BY transaction_id, position")
 
     def cards(self) -> pd.DataFrame:
         self.require_data()
@@ -427,13 +441,14 @@ class Warehouse:
         self.require_data()
         return self.sql("SELECT * FROM external_accounts ORDER BY id")
 
-    def status_history(self, transaction_id: str | None = None) -> pd.DataFrame:
+    def status_history(
+        self, transaction_id: str | None = None, *, include_removed: bool = False
+    ) -> pd.DataFrame:
         """Every status change observed: previous and new status, and when it was seen."""
+        rows = self.current_rows("status_history", include_removed=include_removed)
         if transaction_id is None:
-            return self.sql("SELECT * FROM status_history ORDER BY observed_at, id")
-        return self.sql(
-            "SELECT * FROM status_history WHERE id = ? ORDER BY observed_at", [transaction_id]
-        )
+            return self.sql(f"SELECT * FROM {rows} ORDER BY observed_at, id")
+        return self.sql(f"SELECT * FROM {rows} WHERE id = ? ORDER BY observed_at", [transaction_id])
 
     def rejected_records(self) -> pd.DataFrame:
         return self.sql("SELECT * FROM rejected_records ORDER BY rejected_at")
@@ -671,11 +686,11 @@ class Warehouse:
             return [r[0] for r in self._con.execute(f"DESCRIBE {table}").fetchall()]
 
     def snapshot(self, table: str) -> pa.Table:
-        """An Arrow copy of a table without its raw JSON, to evaluate a user's expression on
-        away from the file (see `paylens.ops`)."""
+        """An Arrow copy of a table's current rows (`current_rows`) without its raw JSON, to
+        evaluate a user's expression on away from the file (see `paylens.ops`)."""
         kept = ", ".join(c for c in self._column_names(table) if c != "raw")
         with self._lock:
-            return self._con.sql(f"SELECT {kept} FROM {table}").to_arrow_table()
+            return self._con.sql(f"SELECT {kept} FROM {self.current_rows(table)}").to_arrow_table()
 
     def publish(
         self, catalog: str, namespace: str, *, location: str | os.PathLike[str] | None = None
@@ -688,11 +703,28 @@ class Warehouse:
 
         return publish(self, catalog, namespace, location=location)
 
-    def relation(self, table: str) -> duckdb.DuckDBPyRelation:
-        """A lazy DuckDB relation over a table, for analysis on millions of rows."""
-        return self._con.table(table)
+    def current_rows(self, table: str, *, include_removed: bool = False) -> str:
+        """SQL naming a table's current rows (a FROM item called `table`): a transaction the
+        service no longer has (`removed_at` set) and the rows hanging off it (fees, card
+        summaries, payment instructions, status history) are left out unless
+        `include_removed=True`. `sql()` reads the tables as they are."""
+        # a file of an older layout opened read-only has no `removed_at`: nothing is removed
+        removable = "removed_at" in self._column_names("transactions")
+        return _store.current(table, include_removed=include_removed or not removable)
+
+    def relation(self, table: str, *, include_removed: bool = False) -> duckdb.DuckDBPyRelation:
+        """A lazy DuckDB relation over a table's current rows (`current_rows`), for analysis on
+        millions of rows."""
+        rows = self.current_rows(table, include_removed=include_removed)
+        return self._con.table(table) if rows == table else self._con.sql(f"SELECT * FROM {rows}")
 
     # -- lifecycle -------------------------------------------------------------------------
+
+    def _checkpoint(self) -> None:
+        """Write the log into the file now: closing the file does it too, but fails silently
+        (a full disk), leaving the log beside it."""
+        with self._lock, storage_errors(self.path):
+            self._con.execute("CHECKPOINT")
 
     @property
     def closed(self) -> bool:

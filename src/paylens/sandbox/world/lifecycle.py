@@ -48,6 +48,8 @@ class Lifecycle:
     _advances: int = 0
     _seen: int = 0  # rows that existed at the last advance
     _hidden: dict[int, int] = field(default_factory=dict)  # row -> when it arrives (us)
+    #: rows deleted by a test (`World.delete_transaction`): never listed, 404 by id
+    deleted: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._seen = self.world.store.n
@@ -91,6 +93,7 @@ class Lifecycle:
         waiting = np.flatnonzero(
             (s.col("flags") & AWAITING_APPROVAL != 0) & (s.col("status") == STATUS_CODE["PENDING"])
         )
+        waiting = self._kept(waiting)
         chosen = waiting[rng.random(len(waiting)) < self.approvals]
         approve = rng.random(len(chosen)) < 0.5
         for row, yes in zip(chosen.tolist(), approve.tolist(), strict=True):
@@ -109,11 +112,23 @@ class Lifecycle:
             & (s.col("receipt") == 0)
             & (s.col("created") < old_enough)
         )
+        candidates = self._kept(candidates)
         chosen = rng.choice(candidates, min(self.receipts, len(candidates)), replace=False)
         for row in np.sort(chosen).tolist():
             wire_id = self.world.tx.transactions(np.array([row]), self.world.now_us)[0]["id"]
             self.world.confirm_receipt(wire_id, None)
         return len(chosen)
+
+    def _kept(self, rows: np.ndarray) -> np.ndarray:
+        """`rows` without the deleted ones: nobody acts on a record that is gone."""
+        if not self.deleted:
+            return rows
+        return rows[~np.isin(rows, np.fromiter(self.deleted, np.int64))]
+
+    def delete(self, row: int) -> None:
+        """The record of `row` is gone: no listing, count or read by id shows it again."""
+        self.deleted.add(row)
+        self._hidden[row] = 2**62
 
     # -- what the list endpoint shows ----------------------------------------------------------
 

@@ -67,6 +67,13 @@ class TransactionOps(WorldBase):
     def get_transaction_wire(self, transaction_id: str) -> dict[str, Any]:
         return self.tx.transactions(np.array([self.transaction_row(transaction_id)]), self._now)[0]
 
+    def delete_transaction(self, transaction_id: str) -> None:
+        """Delete a transaction from the world (the sandbox's own test control, not the
+        interface's: its lifecycles never delete one). A service may still do it, or merge a
+        record away; from now on no listing or count shows it and reading it by id answers
+        404, so a test can check that a sync takes it out of the current tables."""
+        self.lifecycle.delete(self.transaction_row(transaction_id))
+
     def cancel_cutoff(self, transaction_id: str) -> datetime | None:
         """Until when a cancellable transfer can be cancelled (None: not a cancellable type)."""
         row = self.transaction_row(transaction_id)
@@ -91,8 +98,10 @@ class TransactionOps(WorldBase):
             hi, lo = parsed
             for row in self.store.rows_by_hi(hi).tolist():
                 kind = int(self.store.col("kind")[row])
-                if int(self.store.col("lo")[row]) == lo and (kind == CARD) == (
-                    prefix == "CardTransaction"
+                if (
+                    int(self.store.col("lo")[row]) == lo
+                    and (kind == CARD) == (prefix == "CardTransaction")
+                    and row not in self.lifecycle.deleted
                 ):
                     return row
         raise ServiceError(404, "TRANSACTION_NOT_FOUND", f"no transaction {transaction_id}")

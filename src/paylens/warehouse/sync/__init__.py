@@ -27,6 +27,13 @@ records change after they are created. So a sync, on top of what it stored befor
    status, such as a receipt confirmation; a card hold settling after `hold_window`) is read
    again within `verify_syncs` syncs. A share ends after the whole instant of its last
    record: records created in one instant are read together, more than a share if need be.
+7. reads by id the stored records that a range this run listed whole (no status filter: the
+   recent window, a share of the re-verification, a window the reconciliation read whole,
+   every slice of a full sync) did not bring back; those the service answers 404 for keep
+   their rows with `removed_at` set (`save.unlisted`, `save.mark_removed`). A gap in a
+   listing alone never removes a record, and one read again is current again. The counts
+   take current records only, so a record that vanishes from the older range makes them
+   differ, and the reads of the reconciliation bring its range whole, the same sync.
 
 Windows are [start, end) in whole microseconds, the unit instants are stored in (a finer
 `createdAt` is cut to its microsecond, so a window holds the same records by stored instants
@@ -43,8 +50,8 @@ status, as a payout returned from COMPLETED to FAILED, can hide an arrival in th
 left: the counts of that status do not move. Its new status gains, and once that is read the
 status it left is counted again and shows the arrival. Counts still hide a change where the
 moves cancel out and no status gains: records swapping statuses both ways, or a record that
-vanishes as another arrives in its status, which the interface's lifecycles do not show;
-should a service do it, the re-verification bounds how long such a difference lasts.)
+vanishes as another arrives in its status and window, which the interface's lifecycles do not
+show; should a service do it, the re-verification bounds how long such a difference lasts.)
 
 The parts: `plan` (pure: which windows to read), `fetch` (generators of pages and landings),
 `save` (typed batches, each committed with its checkpoint; the questions about what is stored),

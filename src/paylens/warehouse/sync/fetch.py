@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from paylens.client import Client, Paginator, RawPage, TextPage
-from paylens.errors import ResponseValidationError
+from paylens.errors import NotFoundError, ResponseValidationError
 
 from .plan import MICRO_DIGITS, Window
 
@@ -106,6 +106,18 @@ class Service:
 
     def count(self, window: Window) -> int | None:
         return checked_count(self.probe(window, sort_order="asc").total_count, window)
+
+    def gone(self, record_id: str) -> bool:
+        """Whether the service no longer has a record: read by id, it answers 404. Any other
+        answer (the record, one it cannot type, another record) says nothing is gone; an
+        error reaching the service is raised, as a listing's is."""
+        try:
+            self.client.transactions.get(record_id)
+        except NotFoundError:
+            return True
+        except ResponseValidationError:
+            return False
+        return False
 
 
 @dataclass

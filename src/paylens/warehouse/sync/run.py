@@ -363,6 +363,7 @@ class TransactionSync:
         else:
             self.pool, self.writer = InlineExecutor(), InlineWriter(prepare, self._land)
         self.stored = StoredTransactions(con, db_lock, self.writer.flush)
+        self._present: set[str] = set()  # unlisted records the service still served by id
 
     @property
     def reverified(self) -> int:
@@ -414,11 +415,14 @@ class TransactionSync:
             self.on_expect(first.total_count)  # for the progress bar only: never trusted
         if not first.data:  # the data decides, not totalCount
             self._reconcile_range(everything)
+            self._confirm_gone()
             return
         oldest = _created(first) or self.options.since
         newest = _created(newest_page)
         self._read_all(self._balanced_slices(oldest, newest, first.total_count))
+        self._confirm_gone()
         self._reconcile_range(everything)
+        self._confirm_gone()
         # everything was just read: a round of the re-verification starts at the next sync
         since, recent_start = self._older_start_end()
         older = self.stored.stored(Window(since, recent_start))
@@ -455,8 +459,24 @@ class TransactionSync:
             start = older.start or self.stored.oldest(older)
             span = plan.page_span(start, older.end, self.stored.stored(older))
             self._read_all(plan.point_windows(instants, span, "watch"))
+        self._confirm_gone()
         self._reconcile_range(older)
+        self._confirm_gone()
         self.stored.save_verification(Verification(cursor, self.stored.stored(older)))
+
+    def _confirm_gone(self) -> None:
+        """Read by id the stored records that the ranges this run listed whole did not bring
+        back (`save.unlisted`); those the service answers 404 for are marked removed. A gap in
+        a listing alone never removes a record."""
+        ids = [i for i in self.stored.unlisted(self.run_id) if i not in self._present]
+        if not ids:
+            return
+        answers = list(self.pool.map(self.service.gone, ids))
+        self._present.update(i for i, gone in zip(ids, answers, strict=True) if not gone)
+        removed = [i for i, gone in zip(ids, answers, strict=True) if gone]
+        if removed:
+            logger.info("%d stored transaction(s) no longer at the service", len(removed))
+            self.stored.mark_removed(removed, run_id=self.run_id, at=self.started)
 
     def _verify_windows(self, older: Window) -> tuple[list[Window], datetime | None]:
         """The next share of the older range to re-read (see `plan.verify_share`), and where

@@ -369,12 +369,76 @@ def unfinished(con: duckdb.DuckDBPyConnection, run_id: int) -> list[Window]:
     ]
 
 
+def unlisted(con: duckdb.DuckDBPyConnection, run_id: int) -> list[str]:
+    """Ids of the current records of ranges this run listed whole (its windows without a
+    status filter, every one read to its end: a split's later part is a window of its own)
+    that no listing of this run brought back, nor set aside as unreadable: the service may no
+    longer have them. The ranges are merged first, so each record is matched with the one
+    range that may hold it (an ASOF join: a sync lists hundreds of small windows, and a range
+    join of millions of records with them would be a nested loop)."""
+    ranges = _disjoint(
+        con.execute(
+            """SELECT coalesce(epoch_us(slice_start), $lo), coalesce(epoch_us(slice_end), $hi)
+               FROM sync_slices WHERE run_id = $run AND resource = 'transactions' AND done
+                 AND status_filter = ''""",
+            {"run": run_id, "lo": -_NO_BOUND, "hi": _NO_BOUND},
+        ).fetchall()
+    )
+    if not ranges:
+        return []
+    return [
+        row[0]
+        for row in con.execute(
+            """SELECT t.id FROM (SELECT id, created_at, epoch_us(created_at) AS us
+                                 FROM transactions
+                                 WHERE removed_at IS NULL AND sync_run_id <> $run) t
+               ASOF JOIN (SELECT unnest($starts::BIGINT[]) AS lo,
+                                 unnest($ends::BIGINT[]) AS hi) r ON t.us >= r.lo
+               WHERE t.us < r.hi
+                 AND t.id NOT IN (SELECT record_id FROM rejected_records
+                                  WHERE run_id = $run AND record_id IS NOT NULL)
+               ORDER BY t.created_at, t.id""",
+            {"run": run_id, "starts": [a for a, _ in ranges], "ends": [b for _, b in ranges]},
+        ).fetchall()
+    ]
+
+
+#: Beyond any instant, in epoch microseconds: an open end of a window.
+_NO_BOUND = 2**62
+
+
+def _disjoint(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """[start, end) ranges merged where they overlap or touch, in order."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(ranges):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        elif start < end:
+            merged.append((start, end))
+    return merged
+
+
+def mark_removed(
+    con: duckdb.DuckDBPyConnection, ids: list[str], *, run_id: int, at: datetime
+) -> None:
+    """Records the service answered 404 for keep their rows, with `removed_at` set: readers
+    leave them (and the rows hanging off them) out; read again later, they are current."""
+    if ids:
+        con.execute(
+            """UPDATE transactions SET removed_at = $at, last_changed_run_id = $run
+               WHERE removed_at IS NULL AND id IN (SELECT unnest($ids::VARCHAR[]))""",
+            {"at": at, "run": run_id, "ids": ids},
+        )
+
+
 # -- what is stored -------------------------------------------------------------------------
 
-#: Stored records plus the latest rejection of records never stored: a quarantined record is
+#: Stored current records (a removed one is not counted: a record the service stops listing
+#: makes the counts differ, and the reads they lead to find it) plus the latest rejection of
+#: records never stored: a quarantined record is
 #: re-read by itself every sync (`watched`) until the service serves it fixed, so the counts
 #: of the reconciliation take it as known rather than bisect towards it every sync.
-_KNOWN = """(SELECT created_at, status FROM transactions
+_KNOWN = """(SELECT created_at, status FROM transactions WHERE removed_at IS NULL
              UNION ALL
              SELECT created_at, status FROM (
                SELECT DISTINCT ON (record_id) record_id, created_at, status FROM rejected_records
@@ -382,11 +446,15 @@ _KNOWN = """(SELECT created_at, status FROM transactions
                  AND record_id NOT IN (SELECT id FROM transactions)
                ORDER BY record_id, rejected_at DESC))"""
 
+#: The stored transactions the service still has.
+_CURRENT = "(SELECT * FROM transactions WHERE removed_at IS NULL)"
+
 _VERIFY_META = ("verify_cursor", "verify_stored")
 _DIGITS_META = "created_at_digits"  # `save_time_digits` writes it
 
 
 def _where(window: Window) -> tuple[str, list[Any]]:
+    """The records of a window (current ones where the table is `transactions`)."""
     clauses, params = ["TRUE"], []
     if window.start is not None:
         clauses.append("created_at >= ?")
@@ -429,7 +497,7 @@ class StoredTransactions:
     def stored(self, window: Window) -> int:
         """Records stored (quarantined ones are not)."""
         where, params = _where(window)
-        return int(self._rows(f"SELECT count(*) FROM transactions WHERE {where}", params)[0][0])
+        return int(self._rows(f"SELECT count(*) FROM {_CURRENT} WHERE {where}", params)[0][0])
 
     def _stat(self, function: str, window: Window) -> datetime | None:
         where, params = _where(window)
@@ -439,7 +507,7 @@ class StoredTransactions:
         return instant(rows[0][0]) if rows else None
 
     def newest(self) -> datetime | None:
-        return instant(self._rows("SELECT epoch_us(max(created_at)) FROM transactions", [])[0][0])
+        return instant(self._rows(f"SELECT epoch_us(max(created_at)) FROM {_CURRENT}", [])[0][0])
 
     def oldest(self, window: Window) -> datetime | None:
         return self._stat("min", window)
@@ -454,7 +522,7 @@ class StoredTransactions:
     def nth(self, window: Window, n: int) -> datetime | None:
         where, params = _where(window)
         rows = self._rows(
-            f"""SELECT epoch_us(created_at) FROM transactions WHERE {where}
+            f"""SELECT epoch_us(created_at) FROM {_CURRENT} WHERE {where}
                 ORDER BY created_at LIMIT 1 OFFSET ?""",
             [*params, n],
         )
@@ -478,7 +546,7 @@ class StoredTransactions:
         holds = ", ".join(f"'{s}'" for s in OPEN_CARD_STATUSES)
         refunds = ", ".join(f"'{s}'" for s in TERMINAL_REFUND_STATUSES)
         rows = self._rows(
-            f"""SELECT DISTINCT epoch_us(created_at) AS instant_us FROM transactions
+            f"""SELECT DISTINCT epoch_us(created_at) AS instant_us FROM {_CURRENT}
                 WHERE {where} AND sync_run_id <> ?
                   AND (status IN ({statuses})
                        OR (status IN ({holds}) AND created_at >= ?)
@@ -494,6 +562,14 @@ class StoredTransactions:
             [*params, run_id, holds_since],
         )
         return [t for (us,) in rows if (t := instant(us)) is not None]
+
+    def unlisted(self, run_id: int) -> list[str]:
+        with self._locked() as con:
+            return unlisted(con, run_id)
+
+    def mark_removed(self, ids: list[str], *, run_id: int, at: datetime) -> None:
+        with self._locked() as con, _store.transaction(con):
+            mark_removed(con, ids, run_id=run_id, at=at)
 
     def verification(self) -> Verification:
         with self._locked() as con:
