@@ -33,6 +33,10 @@ CHARTS: dict[str, Callable[[Warehouse, Sandbox], object]] = {
     ),
     "refund_summary": lambda wh, sb: analysis.plot_refund_summary(wh, by="refund_reason"),
     "card_summary": lambda wh, sb: analysis.plot_card_summary(wh, by="merchant", currencies=2),
+    "platform_pnl": lambda wh, sb: analysis.plot_platform_pnl(
+        wh, reference_rates=sb.reference_rates(), currencies=4
+    ),
+    "refunds_owed": lambda wh, sb: analysis.plot_refunds_owed(wh, as_of=sb.now, currencies=4),
 }
 
 

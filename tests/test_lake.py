@@ -78,7 +78,7 @@ def _sorted(rows: list[dict[str, Any]], table: str) -> list[dict[str, Any]]:
 
 
 def _warehouse_rows(wh: Warehouse, table: str) -> list[dict[str, Any]]:
-    return _sorted(wh.relation(table).to_arrow_table().to_pylist(), table)
+    return _sorted(wh.relation(table, include_removed=True).to_arrow_table().to_pylist(), table)
 
 
 def assert_published_equals(wh: Warehouse, catalog: str) -> None:
@@ -177,6 +177,27 @@ def test_lake_gives_the_same_frames_and_helpers_and_any_sync_run(tmp_path: Path)
             assert old.sync_run == 1
             pd.testing.assert_frame_equal(old.transactions(raw=True), run1["transactions"])
             pd.testing.assert_frame_equal(analysis.revenue(old), run1["revenue"])
+
+
+def test_a_transaction_the_service_deleted_is_left_out_of_the_lake_too(tmp_path: Path) -> None:
+    """A removed transaction is published with its `removed_at` (kept, as in the file), and
+    the lake's readers and helpers leave it and its fees out, as the file's do."""
+    catalog = f"sqlite:///{tmp_path / 'catalog.db'}"
+    sandbox = Sandbox(seed=8, transactions=300)
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        wh.sync(sandbox.client(), progress=False)
+        fees = wh.fees()
+        gone = str(fees.loc[fees["status"] == "COMPLETED", "id"].iloc[0])
+        sandbox.world.delete_transaction(gone)
+        wh.sync(sandbox.client(), progress=False, full=True)
+        assert gone not in set(wh.transactions()["id"])
+        publish(wh, catalog, "team", location=tmp_path / "lake")
+        with Lake(catalog=catalog, namespace="team") as lake:
+            assert gone not in set(lake.transactions()["id"])
+            assert gone not in set(lake.fees()["id"])
+            assert gone in set(lake.transactions(include_removed=True)["id"])
+            pd.testing.assert_frame_equal(lake.transactions(), wh.transactions())
+            pd.testing.assert_frame_equal(analysis.fee_breakdown(lake), analysis.fee_breakdown(wh))
 
 
 def test_a_window_is_pushed_down_to_the_scan(tmp_path: Path) -> None:

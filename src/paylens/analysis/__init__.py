@@ -47,6 +47,7 @@ from ._plots import (
     plot_settlement_times,
     words,
 )
+from ._plots_close import plot_platform_pnl, plot_refunds_owed
 from ._pnl import platform_pnl, settlement_period
 from ._refunds import refund_summary
 from ._revenue import revenue
@@ -69,7 +70,9 @@ __all__ = [
     "plot_card_summary",
     "plot_failure_breakdown",
     "plot_fee_breakdown",
+    "plot_platform_pnl",
     "plot_refund_summary",
+    "plot_refunds_owed",
     "plot_revenue",
     "plot_settlement_times",
     "refund_summary",

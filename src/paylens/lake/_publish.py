@@ -265,7 +265,7 @@ def publish(
         properties[RUN_ID] = str(run_id)
     snapshots: dict[str, int | None] = {}
     for table in TABLES:
-        rel = wh.relation(table)
+        rel = wh.relation(table, include_removed=True)  # as the file keeps it: removed_at too
         snapshot_id, wrote = _publish_table(
             cat, (namespace, table), rel, table, properties, before_commit
         )
