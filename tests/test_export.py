@@ -59,7 +59,9 @@ def _check_excel(path: Path, frames: dict[str, pd.DataFrame]) -> None:
         header = [c.value for c in sheet[1]]
         if "decimals" in header and "platform_revenue_major" in header:
             col = header.index("platform_revenue_major")
-            for cells, want in zip(sheet.iter_rows(min_row=2), frame.to_dict("records")):
+            for cells, want in zip(
+                sheet.iter_rows(min_row=2), frame.to_dict("records"), strict=True
+            ):
                 d = int(want["decimals"])
                 assert cells[col].number_format == ("#,##0." + "0" * d if d else "#,##0")
     # read by pandas: the same integers, the _minor columns unchanged

@@ -31,8 +31,8 @@ writes a month as "Sep 2025", `is_fraction` tells a fraction column by its name,
 """
 
 from ._cards import card_summary
-from ._export import export
 from ._common import MISSING_LABEL, By, Data, is_fraction
+from ._export import export
 from ._failures import failure_breakdown
 from ._fees import ReferenceRates, fee_breakdown
 from ._lifecycle import FAILURES as FAILURE_LIFECYCLES

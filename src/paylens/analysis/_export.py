@@ -45,7 +45,9 @@ def export(frames: pd.DataFrame | Mapping[str, pd.DataFrame], path: str | Path) 
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in _SUFFIXES:
-        raise InvalidArgumentError("path", f"must end in .csv, .parquet or .xlsx, got {path.name!r}")
+        raise InvalidArgumentError(
+            "path", f"must end in .csv, .parquet or .xlsx, got {path.name!r}"
+        )
     one = isinstance(frames, pd.DataFrame)
     tables = {path.stem[:31]: frames} if isinstance(frames, pd.DataFrame) else dict(frames)
     if not tables:
@@ -129,12 +131,12 @@ def _excel(tables: dict[str, pd.DataFrame], path: Path) -> None:
         for record in frame.to_dict("records"):
             row: list[Any] = []
             formats: dict[int, str] = {}
-            for column, value in record.items():
+            for key, value in record.items():
                 row.append(_cell(value))
                 if isinstance(row[-1], int) and not isinstance(row[-1], bool):
                     row[-1] = _excel_number(row[-1])
-                if column in money:
-                    minor, decimals = _cell(value), _cell(record[money[column]])
+                if key in money:
+                    minor, decimals = _cell(value), _cell(record[money[key]])
                     if minor is None or decimals is None:
                         row.append(None)
                         continue
@@ -149,6 +151,13 @@ def _excel(tables: dict[str, pd.DataFrame], path: Path) -> None:
     for name, frame in tables.items():
         source = frame.attrs.get("source")
         provenance.append(
-            [name, len(frame), None if source is None else str(source), generated, __version__, "UTC"]
+            [
+                name,
+                len(frame),
+                None if source is None else str(source),
+                generated,
+                __version__,
+                "UTC",
+            ]
         )
     book.save(path)

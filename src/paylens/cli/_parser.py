@@ -529,8 +529,7 @@ def _add_export(commands: Any) -> None:
     export.add_argument(
         "--as-of",
         type=_instant,
-        help="refunds_owed: the instant refunds are aged to (UTC date or instant)"
-        " (default: now)",
+        help="refunds_owed: the instant refunds are aged to (UTC date or instant) (default: now)",
     )
 
 
