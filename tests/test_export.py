@@ -201,3 +201,33 @@ def test_major_units_are_written_exactly_with_each_currency_decimals(tmp_path: P
         "1234567890.12345678", 1234567, -1.005, 0, "68898934.90000001",
     ]  # fmt: skip
     assert [sheet.cell(r, 6).value for r in range(2, 7)] == [0.01, 0.02, 0.03, 0.04, 0.05]
+
+
+def test_the_cli_exports_from_the_embedded_sandbox_times_in_utc(tmp_path: Path) -> None:
+    out = tmp_path / "fees.xlsx"
+    args = ["--sandbox", "--transactions", "300", "--seed", "4"]
+    done = run_cli("export", *args, "--what", "fee_breakdown", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    book = openpyxl.load_workbook(out)
+    rows = _sheet(book, "fees")
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        wh.sync(Sandbox(seed=4, transactions=300).client(), progress=False)
+        fees = analysis.fee_breakdown(wh)
+    assert [r["id"] for r in rows] == fees["id"].tolist()
+    first = fees.iloc[0]
+    assert rows[0]["created_at"] == first["created_at"].tz_convert("UTC").tz_localize(None)
+    assert rows[0]["sent_major"] == float(
+        Decimal(int(first["sent_minor"])).scaleb(-int(first["sent_decimals"]))
+    )
+    provenance = _sheet(book, "provenance")[0]
+    assert str(provenance["source"]).startswith("SANDBOX DATA") and provenance["times"] == "UTC"
+
+
+def test_no_warehouse_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    missing, out = tmp_path / "typo.duckdb", tmp_path / "x.csv"
+    done = run_cli("export", "--db", str(missing), "--what", "revenue", "--out", str(out))
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"paylens export: no warehouse at {missing}: run `paylens sync --db {missing}` first\n"
+    )
+    assert list(tmp_path.iterdir()) == []
