@@ -8,6 +8,7 @@
     refund_summary(wh, by="month")                     # refund rate, latency, status
     card_summary(wh, by="mcc")                         # holds, clearings, refunds, exceptions
     plot_fee_breakdown(wh, by="corridor")              # each helper's plot_ twin: a Figure
+    export(platform_pnl(wh), "pnl.xlsx")               # to .csv, .parquet or .xlsx, exactly
 
 Every helper speaks one lifecycle vocabulary (`LIFECYCLES`: open, completed, failed,
 refunded, refund_pending, refund_failed, expired, rejected, cancelled; see `paylens.analysis._lifecycle`).
@@ -31,6 +32,7 @@ writes a month as "Sep 2025", `is_fraction` tells a fraction column by its name,
 
 from ._cards import card_summary
 from ._common import MISSING_LABEL, By, Data, is_fraction
+from ._export import export
 from ._failures import failure_breakdown
 from ._fees import ReferenceRates, fee_breakdown
 from ._lifecycle import FAILURES as FAILURE_LIFECYCLES
@@ -62,6 +64,7 @@ __all__ = [
     "Data",
     "ReferenceRates",
     "card_summary",
+    "export",
     "failure_breakdown",
     "fee_breakdown",
     "is_fraction",

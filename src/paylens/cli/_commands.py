@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from paylens import errors
@@ -178,6 +179,36 @@ def _close(args: argparse.Namespace) -> int:
         print(f"paylens close: {exc}", file=sys.stderr)
         return 2
     print(snapshot)
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    """`paylens export`: one analysis helper's table, or a closed month's tables, written by
+    `analysis.export`; prints the path. Exit 0 done, 2 when there is no warehouse, the month
+    is not closed or the arguments are wrong."""
+    from paylens import PaylensError, analysis
+    from paylens.close import closed_tables
+    from paylens.warehouse import Warehouse
+
+    try:
+        db = args.db
+        if args.sandbox:
+            from paylens.connection import sandbox_warehouse
+
+            db = sandbox_warehouse(seed=args.seed, transactions=args.transactions, progress=False)
+        with Warehouse(db, create=False) as wh:
+            if args.what.startswith("closed:"):
+                frames: Any = closed_tables(wh, args.what.removeprefix("closed:"))
+            elif args.what == "refunds_owed":
+                now = datetime.now(UTC) if args.as_of is None else args.as_of
+                frames = analysis.refunds_owed(wh, as_of=now)
+            else:
+                frames = getattr(analysis, args.what)(wh)
+            out = analysis.export(frames, args.out)
+    except (OSError, PaylensError) as exc:
+        print(f"paylens export: {exc}", file=sys.stderr)
+        return 2
+    print(out)
     return 0
 
 

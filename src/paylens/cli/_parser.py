@@ -16,6 +16,7 @@ from ._commands import (
     _bulk,
     _close,
     _demo,
+    _export,
     _publish,
     _report,
     _revoke_sessions,
@@ -138,6 +139,8 @@ _HELPS = {
     "moves) and print it as JSON",
     "publish": "publish a warehouse's tables as Iceberg tables in a SQL catalog (team tables)",
     "report": "run the report notebook over a warehouse and write it as HTML",
+    "export": "write an analysis helper's table or a closed month's tables to .csv, .parquet "
+    "or .xlsx",
     "demo": "the main job on the embedded sandbox: sync, report, headline figures",
 }
 
@@ -282,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_revoke_sessions,
         _add_report,
         _add_close,
+        _add_export,
         _add_demo,
     ):
         add(commands)
@@ -488,6 +492,44 @@ def _add_close(commands: Any) -> None:
         metavar="CSV",
         help="mid-market rates (date, sent_currency, received_currency, mid_rate) for the FX"
         " margin (default: the margin is unknown and counted in fx_margin_unknown_count)",
+    )
+
+
+#: What `paylens export --what` names: an analysis helper, or `closed:YYYY-MM`.
+EXPORTABLE = ("platform_pnl", "revenue", "fee_breakdown", "refunds_owed")
+
+
+def _exportable(text: str) -> str:
+    if text in EXPORTABLE or text.startswith("closed:"):
+        return text
+    choices = ", ".join([*EXPORTABLE, "closed:YYYY-MM"])
+    raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {choices})")
+
+
+def _add_export(commands: Any) -> None:
+    """`paylens export`."""
+    export = _command(commands, "export", _export)
+    _db_option(export, "warehouse file (read only)")
+    _sandbox_options(export, "instead of --db: a warehouse synced from the embedded sandbox")
+    export.add_argument(
+        "--what",
+        required=True,
+        type=_exportable,
+        metavar="{" + ",".join(EXPORTABLE) + ",closed:YYYY-MM}",
+        help="an analysis helper's table, or a closed month's (figures, transfers, accruals;"
+        " close it first with `paylens close`)",
+    )
+    export.add_argument(
+        "--out",
+        required=True,
+        type=_file_name,
+        help="the file: .csv or .parquet (several tables: a folder of that name), .xlsx (a sheet"
+        " per table, a provenance sheet, money in major units beside the minor)",
+    )
+    export.add_argument(
+        "--as-of",
+        type=_instant,
+        help="refunds_owed: the instant refunds are aged to (UTC date or instant) (default: now)",
     )
 
 

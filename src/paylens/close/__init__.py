@@ -20,10 +20,17 @@ from ..analysis._pnl import PNL_COLUMNS, pnl_by_period, pnl_rows
 from ..errors import InvalidArgumentError
 from ..warehouse import Warehouse
 
-__all__ = ["FINAL_STATUSES", "adjustments", "close_month", "closed_figures"]
+__all__ = [
+    "FINAL_STATUSES",
+    "adjustments",
+    "close_month",
+    "closed_figures",
+    "closed_tables",
+]
 
 #: Statuses after which a transfer is no longer open (an accrual).
 FINAL_STATUSES = ("COMPLETED", "FAILED", "EXPIRED", "REJECTED", "CANCELLED")
+_ACCRUALS = ["id", "type", "status", "currency", "amount_minor"]
 _FIGURES = [c for c in PNL_COLUMNS if c.endswith(("_minor", "_count"))]
 
 
@@ -40,7 +47,7 @@ def _snapshot(wh: Warehouse, month: str, rates: ReferenceRates | None) -> str:
     rows = rows[rows["period"] == month]
     figures = pnl_by_period(rows)
     open_rows = wh.sql(
-        "SELECT id, type, status, currency, amount_minor FROM transactions"
+        f"SELECT {', '.join(_ACCRUALS)} FROM transactions"
         " WHERE type IN ('INCOMING', 'OUTGOING') AND created_at < ? AND (status NOT IN ('COMPLETED', 'FAILED', 'EXPIRED',"
         " 'REJECTED', 'CANCELLED') OR COALESCE(settled_at, updated_at) >= ?)"
         " ORDER BY id",
@@ -77,6 +84,28 @@ def close_month(wh: Warehouse, month: str, *, reference_rates: ReferenceRates | 
 def closed_figures(snapshot: str) -> pd.DataFrame:
     """A stored snapshot's P&L as a frame (the columns of `platform_pnl`)."""
     return pd.DataFrame(json.loads(snapshot)["figures"], columns=PNL_COLUMNS)
+
+
+def closed_tables(wh: Warehouse, month: str) -> dict[str, pd.DataFrame]:
+    """A closed month's stored snapshot as its three tables, for `analysis.export`: `figures`
+    (as `closed_figures`), `transfers` and `accruals`, each labelled (`attrs["source"]`) with
+    the period and the warehouse's data. Raises `InvalidArgumentError` when `month` is not
+    closed (nothing is closed here: `close_month` does that)."""
+    _bounds(month)
+    snapshot = wh.closed_periods().get(month)
+    if snapshot is None:
+        raise InvalidArgumentError(
+            "month", f"{month} is not closed (close it first: close_month or `paylens close`)"
+        )
+    stored = json.loads(snapshot)
+    tables = {
+        "figures": closed_figures(snapshot),
+        "transfers": pd.DataFrame(stored["transfers"]),
+        "accruals": pd.DataFrame(stored["accruals"], columns=_ACCRUALS),
+    }
+    for frame in tables.values():
+        frame.attrs["source"] = f"closed period {month} of {wh.label}"
+    return tables
 
 
 def adjustments(wh: Warehouse, *, reference_rates: ReferenceRates | None = None) -> pd.DataFrame:
