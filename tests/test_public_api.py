@@ -341,3 +341,35 @@ def test_no_package_imports_another_packages_private_module() -> None:
     client, is exported by that package; a module shared by two packages lives at the top
     (`paylens._urls`), owned by neither."""
     assert _private_doors(Path(paylens.__file__).parent) == []
+
+
+#: Built-in exceptions paylens still raises, and why none reaches a user as such: each is
+#: caught where it is raised (the sandbox turns it into its error answer, a page reader into a
+#: `ResponseValidationError`), is what the language asks for (pydantic validators raise
+#: ValueError; an unknown keyword is a TypeError; pickling refused), or is a programming error.
+_BUILTIN_RAISES = {
+    "sandbox/crypto.py": "a stamp, CBOR or attestation the sandbox refuses: caught, 401/400",
+    "sandbox/wire/app.py": "a control request's body: caught, 400",
+    "sandbox/routes/pagination.py": "a cursor the sandbox did not issue: caught, 400",
+    "sandbox/routes/registry.py": "a route registered twice: a programming error at import",
+    "sandbox/world/lifecycle.py": "an unknown keyword setting: TypeError, as Python's own",
+    "sandbox/wire/faults.py": "an unknown keyword setting: TypeError, as Python's own",
+    "models/_auth.py": "a pydantic validator (pydantic turns it into its ValidationError)",
+    "client/_signing.py": "pickling a SessionKey refused (TypeError, as pickle expects)",
+    "client/_pagination.py": "a page that is no page: caught, ResponseValidationError",
+}
+
+
+def test_every_exception_raised_is_in_the_tree() -> None:
+    """What paylens raises is a `PaylensError` (arguments: `InvalidArgumentError`, also a
+    ValueError), but for the built-in exceptions named above, none of which reaches a user."""
+    root = Path(paylens.__file__).parent
+    raising = set()
+    builtins = {"ValueError", "TypeError", "RuntimeError", "KeyError", "AssertionError"}
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                name = getattr(node.exc.func, "id", None)
+                if name in builtins or name == "Exception":
+                    raising.add(str(path.relative_to(root)))
+    assert raising == set(_BUILTIN_RAISES)

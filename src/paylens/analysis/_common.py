@@ -82,7 +82,7 @@ def sql_string(value: str) -> str:
 def sql_double(value: float) -> str:
     """A DOUBLE literal that reads back as exactly `value` (repr round-trips)."""
     if not math.isfinite(value):
-        raise ValueError(f"not a finite number: {value!r}")
+        raise InvalidArgumentError("value", f"not a finite number: {value!r}")
     return f"CAST({sql_string(repr(float(value)))} AS DOUBLE)"
 
 

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from paylens.errors import InvalidArgumentError
+
 WallClock = Callable[[], datetime]
 CLOCK_MODES = ("fixed", "wall")
 
@@ -40,7 +42,9 @@ class Clock:
         elif mode == "fixed":
             self.wall = None
         else:
-            raise ValueError(f"clock must be one of {', '.join(CLOCK_MODES)} or a callable")
+            raise InvalidArgumentError(
+                "clock", f"must be one of {', '.join(CLOCK_MODES)} or a callable; got {mode!r}"
+            )
         self.offset = timedelta(0)
 
     @property
@@ -53,7 +57,7 @@ class Clock:
             return None
         moment = self.wall()
         if moment.tzinfo is None:
-            raise ValueError("the wall clock must give tz-aware times")
+            raise InvalidArgumentError("clock", "the wall clock must give tz-aware times")
         return moment + self.offset
 
     def jumped(self, delta: timedelta) -> None:
@@ -103,7 +107,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 def to_us(moment: datetime) -> int:
     """Microseconds since the epoch of a tz-aware moment (the world's time unit)."""
     if moment.tzinfo is None:
-        raise ValueError(f"{moment!r} has no time zone")
+        raise InvalidArgumentError("moment", f"{moment!r} has no time zone")
     return (moment - EPOCH) // timedelta(microseconds=1)
 
 

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from paylens.errors import InvalidArgumentError
+
 if TYPE_CHECKING:
     from .entities import Customers
 
@@ -60,7 +62,9 @@ def profile_named(name: str | Profile) -> Profile:
     try:
         return PROFILES[name]
     except KeyError:
-        raise ValueError(f"profile must be one of {', '.join(PROFILES)}; got {name!r}") from None
+        raise InvalidArgumentError(
+            "profile", f"must be one of {', '.join(PROFILES)}; got {name!r}"
+        ) from None
 
 
 def internal_holders(

@@ -128,7 +128,7 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
         start = start or end - DEFAULT_PERIOD
         start_us, end_us = whole_ms(to_us(start)), whole_ms(to_us(end))
         if start_us >= end_us:
-            raise ValueError("start must be before end")
+            raise InvalidArgumentError("start", "must be before end")
         self.seed = seed
         self._now = end_us
         self._start = start_us
@@ -207,7 +207,9 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
         `created` (new transactions) and, per status reached, how many existing transactions
         moved to it (e.g. `completed`, `failed`, `expired`, `settled`, `refunded`)."""
         if delta < timedelta(0):
-            raise ValueError("the sandbox clock only moves forward")
+            raise InvalidArgumentError(
+                "delta", "the sandbox clock only moves forward: give 0 or more"
+            )
         old, new = self._now, self._now + delta // timedelta(microseconds=1)
         due = self.store.due(new)
         before = self.store.col("status")[due].copy()

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from paylens import models
+from paylens.errors import InvalidArgumentError
 
 #: The statuses the list endpoint's `status` filter selects exactly: the interface's
 #: TransactionStatus values but REFUNDED, the one name card transactions share (whether the
@@ -314,7 +315,7 @@ def verify_share(stored: int, before: int, verify_syncs: int) -> int:
     on). Over any `verify_syncs` syncs the shares add up to at least the range at the first
     of them plus all that entered, so every record is re-read within `verify_syncs` syncs."""
     if verify_syncs < 1:
-        raise ValueError("verify_syncs must be at least 1")
+        raise InvalidArgumentError("verify_syncs", "must be at least 1")
     return min(stored, math.ceil(stored / verify_syncs) + max(0, stored - before))
 
 
