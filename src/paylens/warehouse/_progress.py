@@ -18,6 +18,7 @@ class Progress:
 
     def __init__(self, enabled: bool, is_sandbox: bool) -> None:
         self.pages = 0
+        self.records = 0
         self.expected: int | None = None
         self.phases: list[str] = []
         self._lock = threading.Lock()
@@ -33,6 +34,14 @@ class Progress:
                 self._bar.total = records
                 self._bar.refresh()
 
+    def expect_more(self, records: int) -> None:
+        """An incremental sync's window will read `records` more: the total grows with it."""
+        with self._lock:
+            self.expected = (self.expected or 0) + records
+            if self._bar is not None:
+                self._bar.total = self.expected
+                self._bar.refresh()
+
     def phase(self, name: str) -> None:
         with self._lock:
             self.phases.append(name)
@@ -43,6 +52,7 @@ class Progress:
         """One page of `records` records was read."""
         with self._lock:
             self.pages += 1
+            self.records += records
             if self._bar is not None:
                 self._bar.update(records)
                 self._bar.set_postfix(pages=self.pages, refresh=False)

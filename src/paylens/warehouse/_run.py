@@ -89,6 +89,7 @@ class SyncRun:
                     bar.update,
                     pool=pool,
                     on_expect=bar.expect,
+                    on_more=bar.expect_more,
                     on_phase=bar.phase,
                 )
                 report.mode = engine.run()

@@ -143,18 +143,23 @@ def landings(
     land_bytes: int,
     split: Callable[[datetime | None, datetime | None], datetime | None] = lambda r, e: e,
     on_page: Callable[[int], None] = lambda n: None,
+    on_total: Callable[[int], None] | None = None,
 ) -> Iterator[Landing]:
     """The landings of one window's pages: one every `land_records` records or `land_bytes`
     of JSON, and a last one when the window is done. `split(resume, end)` may hand the rest
     of the window from some point on to another reader; it answers where this one now stops,
-    and records from there on are left to that reader."""
+    and records from there on are left to that reader. `on_total` hears the service's count
+    of the window's records, from its first page (for a progress total only: never trusted)."""
     buffer: dict[str, bytes] = {}
     size = 0
     rejects: list[bytes] = []
     resume: datetime | None = None
     end = window.end  # moves earlier when the rest of the window is handed on
-    for page in pages:
+    for number, page in enumerate(pages):
         checked_count(page.total_count, window)
+        total = page.total_count
+        if number == 0 and on_total and isinstance(total, int) and not isinstance(total, bool):
+            on_total(total)
         records = list(zip(page.ids, page.records, strict=True))
         if end != window.end and records and not before(records[-1][1], end):
             records = [r for r in records if before(r[1], end)]
@@ -169,7 +174,7 @@ def landings(
                 rejects.append(text)
         if records:
             resume = created_at(records[-1][1]) or resume
-        on_page(len(page.records))
+        on_page(len(records))  # what this window keeps: the rest is the split-off reader's
         if len(buffer) >= land_records or size >= land_bytes:
             yield Landing(window, buffer, rejects, resume, False, size)
             buffer, rejects, size = {}, [], 0

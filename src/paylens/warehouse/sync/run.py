@@ -320,12 +320,15 @@ class TransactionSync:
         threads: bool = True,
         pool: Executor | None = None,
         on_expect: Callable[[int], None] = lambda records: None,
+        on_more: Callable[[int], None] = lambda records: None,
         on_phase: Callable[[str], None] = lambda phase: None,
     ) -> None:
         """`service` stands in for the client's list endpoint (tests); `threads=False` reads
         every window and commits every landing on the calling thread, in order; `pool` is
         the readers' pool when the caller shares one (it is not shut down here). `on_page`
-        hears of each page's records, `on_expect` of how many records a full sync will read
+        hears of each page's records, `on_expect` of how many records a full sync will read,
+        `on_more` of how many more an incremental sync's window will read as it starts (the
+        service's `totalCount` of its first page: the total grows as windows start)
         (the service's `totalCount`), `on_phase` of each step (reading, reconciling,
         committing)."""
         self.con = con
@@ -336,6 +339,9 @@ class TransactionSync:
         self.options = options
         self.on_page = on_page
         self.on_expect = on_expect
+        self.on_more = on_more
+        self._children: set[str] = set()  # windows split off another: counted in their parent
+        self._totals = False  # an incremental sync adds each window's count to the total
         self.on_phase = on_phase
         self.tally = Tally()
         self._sched = threading.Lock()  # the counts below, for splitting windows
@@ -438,6 +444,7 @@ class TransactionSync:
         return since, recent_start
 
     def _incremental(self) -> None:
+        self._totals = True
         # holds still young at the last sync (its newest record): a hold that changed while no
         # sync looked is read again even when the service moved on far since
         last = self.stored.newest()
@@ -603,6 +610,8 @@ class TransactionSync:
                 return end
             self._queued += 1  # claimed now, so that no other reader splits for that worker
         child = Window(middle, end, window.status, window.purpose)
+        with self._sched:
+            self._children.add(child.key)
         # registered by the writer, ahead of whatever this window and the child land next
         # (its queue keeps their order): this window is never marked done short of a child
         # that is not recorded, and no reader waits on a commit under way to split
@@ -625,6 +634,7 @@ class TransactionSync:
                 land_bytes=self.options.land_bytes,
                 split=lambda resume, end: self._split(window, resume, end),
                 on_page=self.on_page,
+                on_total=self.on_more if self._totals and not self._child(window) else None,
             ):
                 if self._stopping.is_set():  # the run is ending: what is read stays unsaved
                     return
@@ -632,6 +642,10 @@ class TransactionSync:
         finally:
             with self._sched:
                 self._active -= 1
+
+    def _child(self, window: Window) -> bool:
+        with self._sched:
+            return window.key in self._children
 
     def _land(self, batch: Batch) -> None:
         with self.db_lock:
