@@ -130,15 +130,8 @@ def _report(args: argparse.Namespace) -> int:
 
     progress = not args.quiet and sys.stderr.isatty()
     try:
-        db = args.db
-        if args.sandbox:
-            from paylens.connection import sandbox_warehouse
-
-            db = sandbox_warehouse(
-                seed=args.seed, transactions=args.transactions, progress=progress
-            )
         page = render_report(
-            db,
+            _data_file(args, progress=progress),
             progress=progress,
             **_same_names(args, "start", "end", "currency", "out", "reference_rates"),
         )
@@ -168,12 +161,7 @@ def _close(args: argparse.Namespace) -> int:
             import pandas as pd
 
             rates = pd.read_csv(args.reference_rates)
-        db = args.db
-        if args.sandbox:
-            from paylens.connection import sandbox_warehouse
-
-            db = sandbox_warehouse(seed=args.seed, transactions=args.transactions, progress=False)
-        with Warehouse(db, create=False) as wh:
+        with Warehouse(_data_file(args), create=False) as wh:
             snapshot = close_month(wh, args.month, reference_rates=rates)
     except (OSError, PaylensError) as exc:
         print(f"paylens close: {exc}", file=sys.stderr)
@@ -191,12 +179,7 @@ def _export(args: argparse.Namespace) -> int:
     from paylens.warehouse import Warehouse
 
     try:
-        db = args.db
-        if args.sandbox:
-            from paylens.connection import sandbox_warehouse
-
-            db = sandbox_warehouse(seed=args.seed, transactions=args.transactions, progress=False)
-        with Warehouse(db, create=False) as wh:
+        with Warehouse(_data_file(args), create=False) as wh:
             if args.what.startswith("closed:"):
                 frames: Any = closed_tables(wh, args.what.removeprefix("closed:"))
             elif args.what == "refunds_owed":
@@ -245,15 +228,9 @@ def _publish(args: argparse.Namespace) -> int:
     """`paylens publish`: the warehouse's tables into the team's Iceberg catalog (after each
     scheduled sync). Exit 0 done (nothing changed included), 1 failed, 2 no warehouse."""
     from paylens import PaylensError, Warehouse
-    from paylens.connection import sandbox_warehouse
 
     try:
-        db = (
-            sandbox_warehouse(seed=args.seed, transactions=args.transactions)
-            if args.sandbox
-            else args.db
-        )
-        with Warehouse(db, read_only=True) as wh:
+        with Warehouse(_data_file(args), read_only=True) as wh:
             report = wh.publish(args.catalog, args.namespace, location=args.location)
     except _SETUP_ERRORS as exc:
         print(f"paylens publish: {exc}", file=sys.stderr)
@@ -288,6 +265,16 @@ def for_a_shell(exc: Exception, args: argparse.Namespace) -> str:
 
 #: What `paylens sync` hands `sync_file` as it is.
 _SYNC_OPTIONS = ("wait", "verify_syncs", "since", "full", "concurrency", "rate_limit", "resources")
+
+
+def _data_file(args: argparse.Namespace, *, progress: bool = False) -> str:
+    """The warehouse file a data command reads: `--db`, or with `--sandbox` a file synced from
+    the embedded sandbox of `--seed` and `--transactions`."""
+    if not args.sandbox:
+        return str(args.db)
+    from paylens.connection import sandbox_warehouse
+
+    return str(sandbox_warehouse(seed=args.seed, transactions=args.transactions, progress=progress))
 
 
 def _same_names(args: argparse.Namespace, *names: str) -> dict[str, Any]:
