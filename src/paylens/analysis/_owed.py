@@ -7,6 +7,8 @@ from datetime import datetime
 
 import pandas as pd
 
+from paylens.errors import InvalidArgumentError
+
 from ._common import Data, instant, source
 from ._lifecycle import LIFECYCLE, REFUND_FAILED, REFUND_PENDING
 
@@ -25,7 +27,8 @@ def refunds_owed(data: Data, *, as_of: datetime | str) -> pd.DataFrame:
     sender was debited in the transfer's currency), aged in whole days from `updated_at` to
     `as_of` (pass the sync's time, e.g. the service's clock). Nothing adds two currencies."""
     when = instant("as_of", as_of)
-    assert when is not None
+    if when is None:  # typed away, but a notebook may pass it: never an AssertionError
+        raise InvalidArgumentError("as_of", "give the instant to age the refunds to")
     src = source(data, "transactions", required=["status", "amount_minor", "currency"])
     rows = src.run(
         [
