@@ -39,10 +39,19 @@ def open_catalog(uri: str, location: str | os.PathLike[str] | None = None) -> Sq
     if location is not None:
         text = str(location)
         properties["warehouse"] = text if "://" in text else Path(text).resolve().as_uri()
-    try:
-        return SqlCatalog("paylens", **properties)
-    except Exception as exc:  # the catalog's driver errors differ (psycopg2, sqlite3)
-        raise LakeError(f"cannot open the catalog: {_first_line(exc)}") from None
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return SqlCatalog("paylens", **properties)
+        except Exception as exc:  # the catalog's driver errors differ (psycopg2, sqlite3)
+            # two publishers creating the catalog's own tables at once: PostgreSQL refuses the
+            # second CREATE TABLE IF NOT EXISTS (a unique violation on its type names) though
+            # the tables are there now, so opening again finds them
+            said = str(exc)
+            if attempt == 1 and ("duplicate key" in said or "already exists" in said):
+                continue
+            raise LakeError(f"cannot open the catalog: {_first_line(exc)}") from None
 
 
 def _first_line(exc: BaseException) -> str:
