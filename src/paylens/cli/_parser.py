@@ -153,7 +153,9 @@ def _command(
 ) -> argparse.ArgumentParser:
     """A subcommand that runs `run` (None: a group of subcommands), its help with defaults."""
     options.setdefault("epilog", EXIT_STATUS if run is not None else None)
-    command = parent.add_parser(name, help=_HELPS[name], formatter_class=_Formatter, **options)
+    command: argparse.ArgumentParser = parent.add_parser(
+        name, help=_HELPS[name], formatter_class=_Formatter, **options
+    )
     if run is not None:
         command.set_defaults(run=run)
     return command
