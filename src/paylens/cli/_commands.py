@@ -340,12 +340,15 @@ def _review_and_apply(
 ) -> int:
     """Print the plan; with --dry-run show what would be sent, else confirm and apply; print
     each item's outcome and their counts. Exit 0 when every item ended as planned."""
+    caps = _same_names(args, "max_items", "rate_limit") | {
+        "max_total_minor": _currency_caps(args.max_total_minor)
+    }
     print(plan)
     if not len(plan.eligible):
         print(f"nothing to {args.command}")
         return 0
     if args.dry_run:
-        result = plan.apply(client, dry_run=True, progress=False)  # type: ignore[arg-type]
+        result = plan.apply(client, dry_run=True, progress=False, **caps)  # type: ignore[arg-type]
     else:
         if not args.yes and not _confirm(f"send {len(plan.eligible):,} {noun} request(s)?"):
             print("not applied")
@@ -361,6 +364,7 @@ def _review_and_apply(
             concurrency=args.concurrency,
             progress=not args.quiet and sys.stderr.isatty(),
             resend_unknown=args.resend_unknown,
+            **caps,
         )
     print(result.to_string(index=False, max_rows=100))
     print(", ".join(f"{k} {v:,}" for k, v in result["outcome"].value_counts().items()))
@@ -382,6 +386,21 @@ def _review_and_apply(
         file=sys.stderr,
     )
     return 1
+
+
+def _currency_caps(caps: list[tuple[str, int]] | None) -> dict[str, int] | None:
+    """`--max-total-minor`'s pairs as `apply_plan`'s mapping; a currency named twice (in any
+    case) is refused, as `apply_plan` refuses it, never kept once."""
+    if caps is None:
+        return None
+    from paylens.errors import InvalidArgumentError
+
+    found: dict[str, int] = {}
+    for code, limit in caps:
+        if code.upper() in (known.upper() for known in found):
+            raise InvalidArgumentError("max_total_minor", f"{code.upper()} is capped twice")
+        found[code] = limit
+    return found
 
 
 def _revoke_sessions(args: argparse.Namespace) -> int:

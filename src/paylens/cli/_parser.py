@@ -252,10 +252,35 @@ def _bulk_options(parser: argparse.ArgumentParser, noun: str, table: str, exampl
         help="send again the items whose earlier request has no known outcome and whose record "
         "shows no effect yet (only once you have checked at the service that it never got them)",
     )
+    parser.add_argument(
+        "--max-items",
+        type=_whole(0),
+        help="act on at most this many eligible items, in plan order; the others are "
+        "skipped_over_cap (default: no cap)",
+    )
+    parser.add_argument(
+        "--max-total-minor",
+        type=_currency_cap,
+        action="append",
+        metavar="CODE=MINOR_UNITS",
+        help="act on items of currency CODE while their amounts add up to at most MINOR_UNITS "
+        "(e.g. USD=500000 is 5,000.00 USD); once per currency (default: no cap)",
+    )
+    parser.add_argument(
+        "--rate-limit", type=_positive, help="requests per second sent (default: no limit)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     _wait_option(parser)
     _sandbox_options(parser)
     _client_options(parser)
+
+
+def _currency_cap(text: str) -> tuple[str, int]:
+    """`--max-total-minor`'s CODE=MINOR_UNITS: a currency code and a whole number, 0 or more."""
+    code, equals, limit = text.partition("=")
+    if not equals or not code.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not CODE=MINOR_UNITS, e.g. USD=500000")
+    return code.strip(), _whole(0)(limit.strip())
 
 
 _RESOURCES = ("transactions", "customers", "cards", "internal_accounts", "external_accounts")
