@@ -7,10 +7,9 @@ result = plan.apply(client)            # or plan.apply(client, dry_run=True)
 plan_revoke_sessions(wh, wh.stale_sessions(), signer=key) revokes wallet sessions the same way.
 """
 
+from ._actions import ACTIONS, ELIGIBLE
 from ._apply import apply_plan
 from ._plan import (
-    ACTIONS,
-    ELIGIBLE,
     Plan,
     plan_approve,
     plan_cancel,
