@@ -91,8 +91,8 @@ def test_bulk_caps_and_rate_limit_mean_what_apply_plan_makes_of_them(synced: Pat
         )
     over = expected["outcome"].value_counts()["skipped_over_cap"]
     assert len(usd) > 2 and over >= 2, expected  # the currency's cap and max_items both bite
-    real_apply = ops.apply_plan
-    with mock.patch("paylens.ops._apply.apply_plan", wraps=real_apply) as spied:
+    real_apply = ops.Plan.apply
+    with mock.patch.object(ops.Plan, "apply", autospec=True, side_effect=real_apply) as spied:
         done = run_cli(
             "cancel", "--db", str(synced), "--where", where, "--dry-run",
             "--max-items", str(len(plan.eligible) - 1), "--max-total-minor", f"usd={cap}",

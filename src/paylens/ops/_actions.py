@@ -110,6 +110,7 @@ class Action:
     contrary: frozenset[str] = frozenset()
     refusals: Mapping[tuple[int, str | None], str] = field(default_factory=dict)
     table: str = "transactions"
+    item_kind: str = "transaction"  # what the journal calls one item
     columns: str = _COLUMNS
     shown: tuple[str, ...] = _SHOWN  # columns a review shows
     state: tuple[str, ...] = ("id", "status", "updated_at")  # what the fingerprint pins

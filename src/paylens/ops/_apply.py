@@ -328,6 +328,7 @@ class _Run:
             claim = self.wh.journal_claim(
                 fingerprint=self.fingerprint,
                 action=action.name,
+                item_kind=action.item_kind,
                 item_id=tid,
                 success=action.verb,
                 token=self.token,

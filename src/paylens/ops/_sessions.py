@@ -103,6 +103,7 @@ def plan_revoke_sessions(wh: Warehouse, select: Selection, *, signer: Signers) -
         "",
         check,
         table="wallet_sessions",
+        item_kind="wallet_session",
         columns=_COLUMNS,
         shown=("id", "account_id", "type", "created_at", "expires_at", "eligibility"),
         state=("id", "account_id", "expires_at"),
