@@ -432,12 +432,12 @@ def _add_publish(commands: Any) -> None:
 
 def _add_bulk_actions(commands: Any) -> None:
     """`paylens cancel|approve|reject|confirm-receipt`."""
-    for command, (_, noun, body_args) in _BULK.items():
+    for command, action in _BULK.items():
         bulk = _command(commands, command, _bulk, epilog=BULK_EXIT_STATUS)
-        _bulk_options(bulk, noun, "the transactions table", "\"status = 'PENDING'\"")
-        if "reason" in body_args:
+        _bulk_options(bulk, action.noun, "the transactions table", "\"status = 'PENDING'\"")
+        if "reason" in action.body:
             bulk.add_argument(
-                "--reason", help=f"free-text reason sent with each {noun} (default: none)"
+                "--reason", help=f"free-text reason sent with each {action.noun} (default: none)"
             )
 
 

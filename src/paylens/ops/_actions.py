@@ -10,11 +10,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-import pandas as pd
-
 from paylens.errors import PaylensError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from paylens.client import Client
     from paylens.warehouse import Warehouse
 
@@ -96,8 +96,9 @@ class Action:
     request it sends (`call`, given the client, the item's id and the plan's body; `path` for a dry run); the items it applies to (`statuses`, None for any, after
     `check`'s other rules); what a record shows once it took effect (`effect`) and what a
     successful answer's record cannot show (`contrary`); the journal's word for each refusal
-    of the service (`refusals`, by HTTP status and error code, None for any code); and the
-    items it acts on (the warehouse table and columns a plan reads; transactions unless
+    of the service (`refusals`, by HTTP status and error code, None for any code); what one
+    request is called and the body fields its planner takes (`noun`, `body`: the commands
+    of `paylens` are derived from them); and the items it acts on (the warehouse table and columns a plan reads; transactions unless
     said)."""
 
     name: str
@@ -109,6 +110,8 @@ class Action:
     effect: Callable[[Any], bool] = lambda record: False
     contrary: frozenset[str] = frozenset()
     refusals: Mapping[tuple[int, str | None], str] = field(default_factory=dict)
+    noun: str = ""  # what one request is called ("cancellation"), for a confirmation prompt
+    body: tuple[str, ...] = ()  # the fields of the request's body its planner takes
     table: str = "transactions"
     item_kind: str = "transaction"  # what the journal calls one item
     columns: str = _COLUMNS
@@ -161,6 +164,8 @@ def _agent_check(row: dict[str, Any]) -> str:
 
 
 def _receipt_check(row: dict[str, Any]) -> str:
+    import pandas as pd  # loaded by the plan that asks; the declarations load without it
+
     if row["type"] == "CARD":
         return "skipped: card transactions have no receipt confirmation"
     if row["receipt_delivery_confirmed_at"] is not None and not pd.isna(
@@ -232,6 +237,8 @@ TRANSACTIONS: ItemKind = _Transactions()
 
 
 def _changed(row: dict[str, Any], current: Any) -> bool:
+    import pandas as pd
+
     planned_updated = row.get("updated_at")
     now_updated = getattr(current, "updated_at", None)
     if str(current.status) != row["status"]:
@@ -258,6 +265,8 @@ ACTIONS = {
                 tid, reason=body.get("reason")
             ),
             effect=_cancelled,
+            noun="cancellation",
+            body=("reason",),
             contrary=frozenset({"COMPLETED"}),
             refusals={
                 (409, "TRANSACTION_NOT_CANCELLABLE"): NOT_CANCELLABLE,
@@ -273,6 +282,7 @@ ACTIONS = {
             statuses=frozenset({"PENDING"}),
             call=lambda client, tid, body: client.transactions.approve(tid),
             effect=_status_in("PROCESSING", "COMPLETED"),
+            noun="approval",
             contrary=frozenset({"FAILED", "EXPIRED", "REJECTED", "REFUNDED"}),
             refusals=_NOT_PENDING_APPROVAL,
         ),
@@ -286,6 +296,8 @@ ACTIONS = {
                 tid, reason=body.get("reason")
             ),
             effect=_status_in("REJECTED", "FAILED"),
+            noun="rejection",
+            body=("reason",),
             contrary=frozenset({"PROCESSING", "COMPLETED"}),
             refusals=_NOT_PENDING_APPROVAL,
         ),
@@ -295,6 +307,7 @@ ACTIONS = {
             "confirm",
             _receipt_check,
             call=lambda client, tid, body: client.transactions.confirm_receipt(tid),
+            noun="receipt confirmation",
             effect=lambda record: (
                 getattr(record, "receipt_delivery_confirmed_at", None) is not None
             ),
