@@ -6,6 +6,7 @@ for writing, and the at-most-once rules read its entries as before."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -61,6 +62,12 @@ def _entries(wh: Warehouse) -> list[tuple[str, str, str, str]]:
     )
 
 
+def _claim(wh: Warehouse, action: str, item: str, success: str) -> Any:
+    return wh.journal_claim(
+        fingerprint="f9", action=action, item_id=item, success=success, token="run9", live=set()
+    )
+
+
 def test_an_old_journal_read_only_is_read_in_the_new_layout(
     old_file: tuple[Path, list[str]],
 ) -> None:
@@ -97,23 +104,9 @@ def test_opening_an_old_journal_for_writing_migrates_it_and_keeps_every_entry(
         assert _entries(wh) == before
         assert list(wh.journal()["item_kind"]) == EXPECTED_KINDS
         # at most once, as before: the item journalled cancelled is not claimed again
-        claim = wh.journal_claim(
-            fingerprint="f9",
-            action="cancel",
-            item_id=ids[0],
-            success="cancelled",
-            token="run9",
-            live=set(),
-        )
+        claim = _claim(wh, "cancel", ids[0], "cancelled")
         assert claim.entry_id is None and claim.done and claim.outcome == "cancelled"
-        fresh = wh.journal_claim(
-            fingerprint="f9",
-            action="approve",
-            item_id=ids[2],
-            success="approved",
-            token="run9",
-            live=set(),
-        )
+        fresh = _claim(wh, "approve", ids[2], "approved")
         assert fresh.in_doubt == (3,) and fresh.entry_id == 5
     with Warehouse(path) as wh:  # opened again: nothing left to migrate, nothing lost
         assert [row[:3] for row in _entries(wh)] == [row[:3] for row in before] + [
