@@ -9,6 +9,7 @@ import io
 import logging
 from contextlib import redirect_stdout
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -70,6 +71,68 @@ def test_a_dry_run_needs_no_credentials_and_writes_nothing(synced: Path) -> None
     assert dry.returncode == 0, dry.stderr
     assert "would_send" in dry.stdout
     assert synced.read_bytes() == before
+
+
+def test_bulk_caps_and_rate_limit_mean_what_apply_plan_makes_of_them(synced: Path) -> None:
+    """`--max-items`, `--max-total-minor CODE=MINOR` and `--rate-limit` are `apply_plan`'s
+    `max_items`, `max_total_minor` and `rate_limit`: the items beyond a cap are
+    `skipped_over_cap`, as the library says of the same plan (a dry run applies the caps too)."""
+    where = "status IN ('PENDING', 'PROCESSING', 'CREATED')"
+    with Warehouse(synced, read_only=True) as wh:
+        plan = ops.plan_cancel(wh, where)
+        usd = [int(a) for a in plan.eligible.query("currency == 'USD'")["amount_minor"]]
+        cap = sum(usd[:2])
+        expected = plan.apply(
+            None,  # type: ignore[arg-type]  # a dry run sends nothing
+            dry_run=True,
+            progress=False,
+            max_items=len(plan.eligible) - 1,
+            max_total_minor={"usd": cap},
+        )
+    over = expected["outcome"].value_counts()["skipped_over_cap"]
+    assert len(usd) > 2 and over >= 2, expected  # the currency's cap and max_items both bite
+    real_apply = ops.Plan.apply
+    with mock.patch.object(ops.Plan, "apply", autospec=True, side_effect=real_apply) as spied:
+        done = run_cli(
+            "cancel", "--db", str(synced), "--where", where, "--dry-run",
+            "--max-items", str(len(plan.eligible) - 1), "--max-total-minor", f"usd={cap}",
+            "--rate-limit", "2.5",
+        )  # fmt: skip
+    assert done.returncode == 1, done  # not every item would end as planned: some are capped
+    counts = ", ".join(f"{k} {v:,}" for k, v in expected["outcome"].value_counts().items())
+    assert done.stdout.strip().splitlines()[-1] == counts
+    assert f"skipped_over_cap {over:,}" in counts
+    kwargs = spied.call_args.kwargs
+    assert (kwargs["max_items"], kwargs["max_total_minor"], kwargs["rate_limit"]) == (
+        len(plan.eligible) - 1,
+        {"usd": cap},
+        2.5,
+    )
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "said"),
+    [
+        ("--max-items", "-1", "argument --max-items: '-1' is not a whole number 0 or more"),
+        ("--max-total-minor", "USD", "argument --max-total-minor: 'USD' is not CODE=MINOR_UNITS"),
+        ("--max-total-minor", "USD=1.5", "argument --max-total-minor: '1.5' is not a whole"),
+        ("--rate-limit", "0", "argument --rate-limit: '0' is not a finite number more than 0"),
+    ],
+)
+def test_a_bulk_cap_no_apply_can_use_is_a_usage_error(
+    synced: Path, option: str, value: str, said: str
+) -> None:
+    done = run_cli("cancel", "--db", str(synced), "--where", "TRUE", "--dry-run", option, value)
+    assert done.returncode == 2 and done.stderr.startswith(f"paylens cancel: {said}"), done
+
+
+def test_a_currency_capped_twice_is_refused_before_anything_is_sent(synced: Path) -> None:
+    done = run_cli(
+        "cancel", "--db", str(synced), "--where", "TRUE", "--dry-run",
+        "--max-total-minor", "USD=5", "--max-total-minor", "usd=7",
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stdout == "", done
+    assert done.stderr == "paylens cancel: max_total_minor: USD is capped twice\n"
 
 
 def test_missing_configuration_says_what_to_do_in_one_line(synced: Path) -> None:

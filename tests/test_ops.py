@@ -465,3 +465,20 @@ def test_a_selection_error_shows_no_path_of_the_machine(wh: Warehouse, expressio
             assert leak not in beside, said
     else:  # harmless: the filter selected nothing from the machine
         assert len(plan.items) == 0
+
+
+def test_the_ops_modules_import_one_another_one_way() -> None:
+    """No ops module imports one that imports it back, at run time or for type checkers (the
+    transactions item kind lived in `_apply`, which `_plan` reached for and which reached
+    back for `Plan`)."""
+    import ast
+    import graphlib
+
+    root = Path(ops.__file__).parent
+    graph: dict[str, set[str]] = {}
+    for path in root.glob("_*.py"):
+        imported = graph.setdefault(path.stem, set())
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                imported.add(node.module)
+    graphlib.TopologicalSorter(graph).prepare()  # raises CycleError on a cycle

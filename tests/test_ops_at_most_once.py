@@ -299,7 +299,7 @@ def test_apply_beside_a_scheduled_sync_loses_nothing(tmp_path: Path) -> None:
     with Warehouse(path, read_only=True) as wh:
         journal = wh.journal()
     assert set(result["outcome"]) == {"cancelled"}
-    assert sorted(journal["transaction_id"]) == sorted(ids)
+    assert sorted(journal["item_id"]) == sorted(ids)
     assert set(journal["outcome"]) == {"cancelled"}
 
 
@@ -322,7 +322,7 @@ def test_apply_after_a_killed_sync_is_kept_by_the_next_sync(tmp_path: Path) -> N
     with Warehouse(path, read_only=True) as wh:
         journal = wh.journal()
         stored = wh.transactions(status="FAILED")
-    assert sorted(journal["transaction_id"]) == sorted(ids)
+    assert sorted(journal["item_id"]) == sorted(ids)
     assert set(ids) <= set(stored["id"])
 
 
@@ -373,7 +373,7 @@ def test_a_run_killed_after_the_service_acted_is_resolved_by_reading(tmp_path: P
     # the sync has read the cancelled transfer, so the plan skips it; the journal entry the
     # dead run left is resolved all the same, by reading the record
     assert outcome == {target: "skipped", **dict.fromkeys(others, "cancelled")}
-    first = journal.loc[journal["transaction_id"] == target].iloc[0]
+    first = journal.loc[journal["item_id"] == target].iloc[0]
     assert first["outcome"] == "cancelled"
     assert first["message"] == "confirmed by reading the record later"
 
@@ -421,7 +421,7 @@ def test_an_approval_killed_after_the_service_acted_is_journalled_approved_after
             ops.plan_approve(wh, [other]).apply(client, progress=False)  # resolves the dead run's
             journal = wh.journal()
     assert _posts(sandbox, "/approve") == Counter({target: 1, other: 1})
-    first = journal.loc[journal["transaction_id"] == target].iloc[0]
+    first = journal.loc[journal["item_id"] == target].iloc[0]
     assert (first["outcome"], first["message"]) == (
         "approved",
         "confirmed by reading the record later",

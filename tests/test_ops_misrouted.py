@@ -203,10 +203,10 @@ def _posts(sandbox: Sandbox, action: str) -> Counter[str]:
 def _journalled(wh: Warehouse, action: str) -> Counter[str]:
     """Each item's journalled successes."""
     rows = wh.sql(
-        "SELECT transaction_id FROM ops_journal WHERE action = ? AND outcome = ?",
+        "SELECT item_id FROM ops_journal WHERE action = ? AND outcome = ?",
         [action, _VERBS[action]],
     )
-    return Counter(rows["transaction_id"])
+    return Counter(rows["item_id"])
 
 
 N = 20

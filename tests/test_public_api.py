@@ -373,3 +373,25 @@ def test_every_exception_raised_is_in_the_tree() -> None:
                 if name in builtins or name == "Exception":
                     raising.add(str(path.relative_to(root)))
     assert raising == set(_BUILTIN_RAISES)
+
+
+def test_one_lazy_import_mechanism() -> None:
+    """Names load on first use through `paylens._lazy` alone (the package's, the client's,
+    the models', the report's, and a client's resources): no other module imports by name
+    or defines a module-level `__getattr__`."""
+    root = Path(paylens.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path == root / "_lazy.py":
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute | ast.Name) and (
+                getattr(node, "attr", None) == "import_module"
+                or getattr(node, "id", None) in ("import_module", "__import__")
+            ):
+                found.append(f"{path.relative_to(root)}:{node.lineno}: imports by name")
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+                found.append(f"{path.relative_to(root)}:{node.lineno}: its own __getattr__")
+    assert found == []

@@ -1153,3 +1153,24 @@ def _timed(fn: Any) -> float:
     started = time.perf_counter()
     fn()
     return time.perf_counter() - started
+
+
+def test_the_world_imports_neither_its_wire_layer_nor_its_routes() -> None:
+    """The sandbox's layers run one way: routes and wire read the world, the world imports
+    neither (what both need, such as the kept idempotent answers, lives in the world)."""
+    import ast
+    from pathlib import Path
+
+    import paylens.sandbox.world as world_package
+
+    root = Path(world_package.__file__).parent
+    upward = []
+    for path in sorted(root.rglob("*.py")):
+        package = ["paylens", "sandbox", *path.relative_to(root.parent).parent.parts]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                module = ".".join([*base, *(node.module or "").split(".")]).strip(".")
+                if module.startswith(("paylens.sandbox.wire", "paylens.sandbox.routes")):
+                    upward.append(f"{path.relative_to(root.parent)}:{node.lineno}: {module}")
+    assert upward == []

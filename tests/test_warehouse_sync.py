@@ -20,6 +20,7 @@ from paylens.client import RetryPolicy
 from paylens.errors import PaylensError
 from paylens.sandbox.routes import dispatch
 from paylens.warehouse import (
+    SCHEMA_VERSION,
     SyncOptions,
     Warehouse,
     WarehouseError,
@@ -771,6 +772,6 @@ def test_an_older_file_gains_removed_at_on_transactions_when_opened(tmp_path: Pa
     with Warehouse(path, read_only=True) as wh:
         assert len(wh.transactions()) == 200 and len(wh.fees()) > 0
     with Warehouse(path) as wh:
-        assert wh._meta()["schema_version"] == "4"
+        assert wh._meta()["schema_version"] == str(SCHEMA_VERSION)
         assert wh.sql("SELECT count(removed_at) AS n FROM transactions")["n"][0] == 0
         assert len(wh.transactions()) == 200

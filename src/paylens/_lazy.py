@@ -1,4 +1,6 @@
-"""Names a package imports on first use (PEP 562), so that importing it stays cheap."""
+"""The one way paylens imports on first use, so that importing it stays cheap: a package's
+names (PEP 562: `attributes` gives its `__getattr__` and `__dir__`; type checkers see them
+through the package's `TYPE_CHECKING` imports) and a client's resources (`load`)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-#: name -> (module, attribute of it, or None for the module itself)
+#: name -> (module, attribute of it, or None for the module itself); a module named from
+#: "." is the package's own
 Table = dict[str, tuple[str, str | None]]
+
+
+def load(module_name: str, attribute: str | None, package: str | None = None) -> Any:
+    """`attribute` of the module (the module itself when None), imported now if it is not
+    yet; a relative `module_name` is looked up in `package`."""
+    module = importlib.import_module(module_name, package)
+    return module if attribute is None else getattr(module, attribute)
 
 
 def attributes(
@@ -21,9 +31,7 @@ def attributes(
     def __getattr__(name: str) -> Any:
         if name not in table:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        module_name, attribute = table[name]
-        module = importlib.import_module(module_name)
-        value = module if attribute is None else getattr(module, attribute)
+        value = load(*table[name], package)
         namespace[name] = value
         return value
 

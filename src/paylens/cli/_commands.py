@@ -9,7 +9,7 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from paylens import errors
+from paylens import errors, ops
 from paylens._version import __version__
 
 if TYPE_CHECKING:
@@ -283,13 +283,8 @@ def _same_names(args: argparse.Namespace, *names: str) -> dict[str, Any]:
     return {name: getattr(args, name) for name in names}
 
 
-#: The bulk actions a shell can run: command -> (ops planner, what a request does, body args).
-_BULK = {
-    "cancel": ("plan_cancel", "cancellation", ("reason",)),
-    "approve": ("plan_approve", "approval", ()),
-    "reject": ("plan_reject", "rejection", ("reason",)),
-    "confirm-receipt": ("plan_confirm_receipt", "receipt confirmation", ()),
-}
+#: The bulk actions a shell can run, as `paylens.ops` declares them: command -> action.
+_BULK = {name.replace("_", "-"): action for name, action in ops.ACTIONS.items()}
 
 
 def _client(args: argparse.Namespace) -> Client:
@@ -320,19 +315,19 @@ def _bulk(args: argparse.Namespace) -> int:
     when every item ended as planned, 3 when the others were refused for good by the service
     (e.g. past the bank's window), 1 otherwise (or when the operator declined), 2 when not
     configured. A dry run opens the warehouse read-only and needs no credentials."""
-    from paylens import ConfigurationError, ops
+    from paylens import ConfigurationError
     from paylens.warehouse import Warehouse
 
-    planner, noun, body_args = _BULK[args.command]
-    body = {name: getattr(args, name) for name in body_args if getattr(args, name, None)}
+    action = _BULK[args.command]
+    body = {name: getattr(args, name) for name in action.body if getattr(args, name, None)}
     try:
         client = None if args.dry_run else _client(args)
     except ConfigurationError as exc:
         print(f"paylens {args.command}: {exc}", file=sys.stderr)
         return 2
     with Warehouse(_file(args.db), read_only=args.dry_run, wait=args.wait, create=False) as wh:
-        plan = getattr(ops, planner)(wh, args.where, **body)
-        return _review_and_apply(args, plan, client, noun)
+        plan = getattr(ops, f"plan_{action.name}")(wh, args.where, **body)
+        return _review_and_apply(args, plan, client, action.noun)
 
 
 def _review_and_apply(
@@ -340,12 +335,15 @@ def _review_and_apply(
 ) -> int:
     """Print the plan; with --dry-run show what would be sent, else confirm and apply; print
     each item's outcome and their counts. Exit 0 when every item ended as planned."""
+    caps = _same_names(args, "max_items", "rate_limit") | {
+        "max_total_minor": _currency_caps(args.max_total_minor)
+    }
     print(plan)
     if not len(plan.eligible):
         print(f"nothing to {args.command}")
         return 0
     if args.dry_run:
-        result = plan.apply(client, dry_run=True, progress=False)  # type: ignore[arg-type]
+        result = plan.apply(client, dry_run=True, progress=False, **caps)  # type: ignore[arg-type]
     else:
         if not args.yes and not _confirm(f"send {len(plan.eligible):,} {noun} request(s)?"):
             print("not applied")
@@ -361,6 +359,7 @@ def _review_and_apply(
             concurrency=args.concurrency,
             progress=not args.quiet and sys.stderr.isatty(),
             resend_unknown=args.resend_unknown,
+            **caps,
         )
     print(result.to_string(index=False, max_rows=100))
     print(", ".join(f"{k} {v:,}" for k, v in result["outcome"].value_counts().items()))
@@ -384,6 +383,21 @@ def _review_and_apply(
     return 1
 
 
+def _currency_caps(caps: list[tuple[str, int]] | None) -> dict[str, int] | None:
+    """`--max-total-minor`'s pairs as `apply_plan`'s mapping; a currency named twice (in any
+    case) is refused, as `apply_plan` refuses it, never kept once."""
+    if caps is None:
+        return None
+    from paylens.errors import InvalidArgumentError
+
+    found: dict[str, int] = {}
+    for code, limit in caps:
+        if code.upper() in (known.upper() for known in found):
+            raise InvalidArgumentError("max_total_minor", f"{code.upper()} is capped twice")
+        found[code] = limit
+    return found
+
+
 def _revoke_sessions(args: argparse.Namespace) -> int:
     """`paylens revoke-sessions`: plan, print, confirm, apply `ops.plan_revoke_sessions` over
     the wallet inventory (`wh.sync_wallets`). Each revoke is signed by the session key whose
@@ -391,7 +405,7 @@ def _revoke_sessions(args: argparse.Namespace) -> int:
     and needs neither credentials nor a key. Exit codes as `paylens cancel`."""
     import os
 
-    from paylens import ConfigurationError, SessionKey, ops
+    from paylens import ConfigurationError, SessionKey
     from paylens.warehouse import Warehouse
 
     signer: SessionKey | None = None

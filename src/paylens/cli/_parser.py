@@ -153,7 +153,9 @@ def _command(
 ) -> argparse.ArgumentParser:
     """A subcommand that runs `run` (None: a group of subcommands), its help with defaults."""
     options.setdefault("epilog", EXIT_STATUS if run is not None else None)
-    command = parent.add_parser(name, help=_HELPS[name], formatter_class=_Formatter, **options)
+    command: argparse.ArgumentParser = parent.add_parser(
+        name, help=_HELPS[name], formatter_class=_Formatter, **options
+    )
     if run is not None:
         command.set_defaults(run=run)
     return command
@@ -250,10 +252,35 @@ def _bulk_options(parser: argparse.ArgumentParser, noun: str, table: str, exampl
         help="send again the items whose earlier request has no known outcome and whose record "
         "shows no effect yet (only once you have checked at the service that it never got them)",
     )
+    parser.add_argument(
+        "--max-items",
+        type=_whole(0),
+        help="act on at most this many eligible items, in plan order; the others are "
+        "skipped_over_cap (default: no cap)",
+    )
+    parser.add_argument(
+        "--max-total-minor",
+        type=_currency_cap,
+        action="append",
+        metavar="CODE=MINOR_UNITS",
+        help="act on items of currency CODE while their amounts add up to at most MINOR_UNITS "
+        "(e.g. USD=500000 is 5,000.00 USD); once per currency (default: no cap)",
+    )
+    parser.add_argument(
+        "--rate-limit", type=_positive, help="requests per second sent (default: no limit)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     _wait_option(parser)
     _sandbox_options(parser)
     _client_options(parser)
+
+
+def _currency_cap(text: str) -> tuple[str, int]:
+    """`--max-total-minor`'s CODE=MINOR_UNITS: a currency code and a whole number, 0 or more."""
+    code, equals, limit = text.partition("=")
+    if not equals or not code.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not CODE=MINOR_UNITS, e.g. USD=500000")
+    return code.strip(), _whole(0)(limit.strip())
 
 
 _RESOURCES = ("transactions", "customers", "cards", "internal_accounts", "external_accounts")
@@ -405,12 +432,12 @@ def _add_publish(commands: Any) -> None:
 
 def _add_bulk_actions(commands: Any) -> None:
     """`paylens cancel|approve|reject|confirm-receipt`."""
-    for command, (_, noun, body_args) in _BULK.items():
+    for command, action in _BULK.items():
         bulk = _command(commands, command, _bulk, epilog=BULK_EXIT_STATUS)
-        _bulk_options(bulk, noun, "the transactions table", "\"status = 'PENDING'\"")
-        if "reason" in body_args:
+        _bulk_options(bulk, action.noun, "the transactions table", "\"status = 'PENDING'\"")
+        if "reason" in action.body:
             bulk.add_argument(
-                "--reason", help=f"free-text reason sent with each {noun} (default: none)"
+                "--reason", help=f"free-text reason sent with each {action.noun} (default: none)"
             )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import importlib
 import random
 import ssl
 import time
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 import httpx
 
+from paylens import _lazy
 from paylens._urls import is_sandbox_url
 
 from ._config import (
@@ -94,7 +94,7 @@ class _ClientBase:
             if spec is None:
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
             module, kind = spec
-            resource = getattr(importlib.import_module(module, __package__), kind)(self)
+            resource = _lazy.load(module, kind, __package__)(self)
             self.__dict__[name] = resource
             return resource
 

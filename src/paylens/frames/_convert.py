@@ -225,4 +225,5 @@ def to_pandas(table: pa.Table) -> pd.DataFrame:
     """An Arrow table as a pandas frame with Arrow-backed dtypes (timestamps stay UTC)."""
     import pandas as pd
 
-    return table.to_pandas(types_mapper=pd.ArrowDtype)
+    frame: pd.DataFrame = table.to_pandas(types_mapper=pd.ArrowDtype)
+    return frame

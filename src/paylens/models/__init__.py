@@ -14,8 +14,9 @@ a `pydantic.ValidationError`. Timestamps are tz-aware UTC `datetime`s.
             ...
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from paylens import _lazy
 
 if TYPE_CHECKING:
     from ._account_info import (
@@ -260,19 +261,6 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
-
-
 __all__ = [
     "COARSE_PAYOUT_FAILURE_REASON",
     "CUSTOMER_ADAPTER",
@@ -389,3 +377,7 @@ __all__ = [
     "parse_transaction",
     "whole_number",
 ]
+
+__getattr__, __dir__ = _lazy.attributes(
+    __name__, {name: (f".{module}", name) for name, module in _WHERE.items()}, __all__
+)

@@ -7,17 +7,16 @@ result = plan.apply(client)            # or plan.apply(client, dry_run=True)
 plan_revoke_sessions(wh, wh.stale_sessions(), signer=key) revokes wallet sessions the same way.
 """
 
-from ._apply import apply_plan
-from ._plan import (
-    ACTIONS,
-    ELIGIBLE,
-    Plan,
-    plan_approve,
-    plan_cancel,
-    plan_confirm_receipt,
-    plan_reject,
-)
-from ._sessions import plan_revoke_sessions
+from typing import TYPE_CHECKING
+
+from paylens import _lazy
+
+from ._actions import ACTIONS, ELIGIBLE
+
+if TYPE_CHECKING:
+    from ._apply import apply_plan
+    from ._plan import Plan, plan_approve, plan_cancel, plan_confirm_receipt, plan_reject
+    from ._sessions import plan_revoke_sessions
 
 #: The outcome that means each action took effect.
 SUCCESSES = {name: action.verb for name, action in ACTIONS.items()} | {"revoke_session": "revoked"}
@@ -34,3 +33,24 @@ __all__ = [
     "plan_reject",
     "plan_revoke_sessions",
 ]
+
+#: Loaded on first use: the actions' declarations (which `paylens`'s commands are made from)
+#: load without the plans' and applies' pandas and client.
+__getattr__, __dir__ = _lazy.attributes(
+    __name__,
+    {
+        "apply_plan": ("._apply", "apply_plan"),
+        "plan_revoke_sessions": ("._sessions", "plan_revoke_sessions"),
+        **{
+            name: ("._plan", name)
+            for name in (
+                "Plan",
+                "plan_approve",
+                "plan_cancel",
+                "plan_confirm_receipt",
+                "plan_reject",
+            )
+        },
+    },
+    __all__,
+)

@@ -46,24 +46,13 @@ from paylens.errors import (
     WalletOperationPendingError,
     WarehouseError,
 )
-from paylens.models import Transaction
 
-from ._plan import ELIGIBLE, FINAL_REFUSALS, Action, Plan
+from ._actions import ELIGIBLE, FINAL_REFUSALS, Planned
 
 if TYPE_CHECKING:
     from paylens.warehouse import Warehouse
 
 logger = logging.getLogger("paylens.ops")
-
-#: What a refusal of the service means for the item, by action, status and code (None: any
-#: code); any other refusal is `failed`, with its status, code and message.
-_REFUSALS = {
-    ("cancel", 409, "TRANSACTION_NOT_CANCELLABLE"): FINAL_REFUSALS[0],
-    ("approve", 409, "TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL"): FINAL_REFUSALS[1],
-    ("reject", 409, "TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL"): FINAL_REFUSALS[1],
-    # spec §4.1 rule 4: a type that cannot be cancelled is refused with 400 (code not shown)
-    ("cancel", 400, None): "rejected_type",
-}
 
 #: What a read that gave no record of the item raises: a refusal, no connection, or an answer
 #: that is not its record (unreadable, or another record's: a misrouted or cached answer).
@@ -93,15 +82,8 @@ class _Outcome:
     answer: Any = None
 
 
-def _refusal(action: str, error: APIError) -> str:
-    if error.status == 404:
-        return "not_found"
-    found = _REFUSALS.get((action, error.status, error.code))
-    return found or _REFUSALS.get((action, error.status, None)) or "failed"
-
-
 def _within_caps(
-    plan: Plan, max_items: int | None, max_total_minor: Mapping[str, int] | None
+    plan: Planned, max_items: int | None, max_total_minor: Mapping[str, int] | None
 ) -> tuple[list[dict[str, Any]], list[_Outcome]]:
     """The eligible items to act on, in plan order, and those beyond a cap."""
     caps = _currency_caps(max_total_minor)
@@ -149,7 +131,7 @@ def _currency_caps(max_total_minor: Mapping[str, int] | None) -> dict[str, int]:
 
 
 def apply_plan(
-    plan: Plan,
+    plan: Planned,
     client: Client,
     *,
     concurrency: int = 4,
@@ -210,7 +192,7 @@ def apply_plan(
         if r["eligibility"] != ELIGIBLE
     ]
     if dry_run:
-        kind = plan.action.kind or TRANSACTIONS
+        kind = plan.action.kind
         outcomes += [
             _Outcome(r["id"], "would_send", request=kind.describe(plan, r)) for r in acting
         ]
@@ -246,7 +228,7 @@ def apply_plan(
             _LIVE.discard(run.token)
     answers = [o.answer for o in outcomes if o.answer is not None]
     if refresh and answers:
-        (action.kind or TRANSACTIONS).store(wh, answers)
+        action.kind.store(wh, answers)
     return _frame(plan, skipped + outcomes, fingerprint, dry_run=False)
 
 
@@ -255,7 +237,7 @@ class _Run:
 
     def __init__(
         self,
-        plan: Plan,
+        plan: Planned,
         client: Client,
         fingerprint: str,
         budget: RateBudget | None,
@@ -267,7 +249,7 @@ class _Run:
         self.budget = budget
         self.resend_unknown = resend_unknown
         self.token = uuid.uuid4().hex
-        self.kind: Any = plan.action.kind or TRANSACTIONS
+        self.kind = plan.action.kind
         self.wh: Warehouse = plan.warehouse
 
     def _pace(self) -> None:
@@ -325,7 +307,7 @@ class _Run:
         gone from the state the action applies to without it (`unresolved`, False), or
         nothing yet (None: they stay in doubt)."""
         action = self.plan.action
-        if self.kind.effect(action.name, row, current):
+        if self.kind.effect(action, row, current):
             if in_doubt:
                 self._finish(in_doubt, _Outcome(row["id"], action.verb, message=_CONFIRMED_LATER))
             return True
@@ -346,6 +328,7 @@ class _Run:
             claim = self.wh.journal_claim(
                 fingerprint=self.fingerprint,
                 action=action.name,
+                item_kind=action.item_kind,
                 item_id=tid,
                 success=action.verb,
                 token=self.token,
@@ -407,16 +390,16 @@ class _Run:
         try:
             answer = self.kind.send(self.plan, self.client, row)
         except ConflictError as exc:
-            return self._resolve(row, exc, _refusal(action.name, exc))
+            return self._resolve(row, exc, action.refusal(exc.status, exc.code))
         except (OutcomeUnknownError, WalletOperationPendingError) as exc:
             # a pending wallet operation was accepted: the service reconciles it on its own
             return self._resolve(row, exc, "unknown")
         except APIError as exc:
-            return _error_outcome(tid, exc, _refusal(action.name, exc))
+            return _error_outcome(tid, exc, action.refusal(exc.status, exc.code))
         except (APIConnectionError, PaylensError) as exc:
             # the client gives up without an unknown outcome only when nothing was sent
             return _error_outcome(tid, exc, "failed")
-        contradiction = self.kind.contradicts(action.name, answer)
+        contradiction = self.kind.contradicts(action, answer)
         if contradiction is not None:
             return _Outcome(tid, "no_effect", 200, message=contradiction, attempts=1, answer=answer)
         return _Outcome(tid, action.verb, 200, attempts=1, answer=answer)
@@ -432,7 +415,7 @@ class _Run:
             # said first: the request's own error is long, and the message is cut at 500
             out.message = f"the record could not be read ({read_error}); {out.message}"[:500]
             return out
-        if self.kind.effect(self.plan.action.name, row, current):
+        if self.kind.effect(self.plan.action, row, current):
             why = "answer lost" if isinstance(exc, OutcomeUnknownError) else f"{exc}"
             return _Outcome(
                 tid,
@@ -471,94 +454,8 @@ def _error_outcome(tid: str, exc: Exception, outcome: str) -> _Outcome:
     )
 
 
-class _Transactions:
-    """Transactions as the items of a bulk action, acted on through the client's resources."""
-
-    def read(self, client: Client, row: dict[str, Any]) -> Transaction:
-        return client.transactions.get(row["id"])
-
-    def effect(self, action: str, row: dict[str, Any], current: Any) -> bool:
-        # judged by the record alone: an item is claimed only while it waits (PENDING for an
-        # approval), and `row` may be the warehouse's, which a sync since has brought up to
-        # date (compared with it, an approval a dead run made would read as no effect)
-        status = str(getattr(current, "status", ""))
-        if action == "cancel":
-            refund = getattr(current, "refund", None)
-            return refund is not None and str(refund.reason) == "USER_CANCELLATION"
-        if action == "approve":
-            return status in ("PROCESSING", "COMPLETED")
-        if action == "reject":
-            return status in ("REJECTED", "FAILED")
-        if action == "confirm_receipt":
-            return getattr(current, "receipt_delivery_confirmed_at", None) is not None
-        return False
-
-    def changed(self, row: dict[str, Any], current: Any) -> str | None:
-        return f"changed since the plan: now {current.status}" if _changed(row, current) else None
-
-    def waiting(self, action: Action, row: dict[str, Any], current: Any) -> bool:
-        # still in the state the action applies to, as the record shows it now
-        now = {
-            **row,
-            "status": str(getattr(current, "status", "")),
-            "receipt_delivery_confirmed_at": getattr(
-                current, "receipt_delivery_confirmed_at", None
-            ),
-        }
-        return action.check(now) == ELIGIBLE
-
-    def shown(self, current: Any) -> str:
-        return str(getattr(current, "status", "?"))
-
-    def contradicts(self, action: str, answer: Any) -> str | None:
-        status = str(getattr(answer, "status", ""))
-        if status in _EXCLUDED.get(action, ()):
-            return f"answered, but the record it returned shows {status}: not {action}ed"[:500]
-        return None
-
-    def send(self, plan: Plan, client: Client, row: dict[str, Any]) -> Any:
-        resource, body = client.transactions, plan.body
-        tid = row["id"]
-        if plan.action.name == "cancel":
-            return resource.cancel(tid, reason=body.get("reason"))
-        if plan.action.name == "approve":
-            return resource.approve(tid)
-        if plan.action.name == "reject":
-            return resource.reject(tid, reason=body.get("reason"))
-        if plan.action.name == "confirm_receipt":
-            return resource.confirm_receipt(tid)
-        raise PaylensError(f"no request for the action {plan.action.name!r}")
-
-    def store(self, wh: Warehouse, answers: list[Any]) -> None:
-        wh.store_transactions([a.to_wire() for a in answers if hasattr(a, "to_wire")])
-
-    def describe(self, plan: Plan, row: dict[str, Any]) -> str:
-        body = f" {plan.body}" if plan.body else ""
-        return f"POST /transactions/{row['id']}/{plan.action.path}{body}"
-
-
-TRANSACTIONS = _Transactions()
-
-#: Statuses a record returned by a successful answer cannot show if the action happened.
-_EXCLUDED = {
-    "cancel": frozenset({"COMPLETED"}),
-    "approve": frozenset({"FAILED", "EXPIRED", "REJECTED", "REFUNDED"}),
-    "reject": frozenset({"PROCESSING", "COMPLETED"}),
-}
-
-
-def _changed(row: dict[str, Any], current: Transaction) -> bool:
-    planned_updated = row.get("updated_at")
-    now_updated = getattr(current, "updated_at", None)
-    if str(current.status) != row["status"]:
-        return True
-    if planned_updated is None or pd.isna(planned_updated) or now_updated is None:
-        return False
-    return pd.Timestamp(now_updated) != pd.Timestamp(planned_updated)
-
-
 def _frame(
-    plan: Plan, outcomes: list[_Outcome], fingerprint: str, *, dry_run: bool
+    plan: Planned, outcomes: list[_Outcome], fingerprint: str, *, dry_run: bool
 ) -> pd.DataFrame:
     order = {tid: i for i, tid in enumerate(plan.items["id"])}
     rows = sorted(outcomes, key=lambda o: order.get(o.id, len(order)))

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import html
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pandas as pd
@@ -16,6 +16,8 @@ import pandas as pd
 from paylens.errors import InvalidArgumentError
 from paylens.models import format_minor
 
+from ._actions import ACTIONS, ELIGIBLE, FINAL_REFUSALS, Action
+from ._apply import apply_plan
 from ._select import select_ids
 
 if TYPE_CHECKING:
@@ -24,127 +26,6 @@ if TYPE_CHECKING:
 
 
 Selection = Sequence[str] | pd.DataFrame | str
-
-#: Eligibility outcomes a plan can give an item.
-ELIGIBLE = "eligible"
-
-#: What the service's 409s say for good (a transfer past its cancellation window, a payment
-#: no longer waiting for approval): a plan skips an item the journal records one for.
-FINAL_REFUSALS = ("not_cancellable", "not_pending_approval")
-
-#: Rails whose pending transfers the banking partner can still cancel (spec §4.1).
-CANCELLABLE_RAILS = frozenset({"ACH", "WIRE"})
-PENDING_STATUSES = frozenset({"PENDING", "PROCESSING"})
-
-_COLUMNS = (
-    "id, type, status, payment_rail, direction, source_type, source_account_id, agent_id, amount_minor, currency, "
-    "decimals, created_at, updated_at, receipt_delivery_confirmed_at, customer_id"
-)
-_SHOWN = ("id", "type", "status", "payment_rail", "amount_minor", "currency", "eligibility")
-
-
-class ItemKind(Protocol):
-    """How `apply_plan` handles one kind of item: read it at the service, tell whether the
-    action already took effect or the item moved since the plan, act on it, store what was
-    read. Transactions are the default (`_apply.TRANSACTIONS`); `_sessions` has wallet
-    sessions."""
-
-    def read(self, client: Client, row: dict[str, Any]) -> Any:
-        """The item as the service has it now (NotFoundError when it is gone)."""
-
-    def effect(self, action: str, row: dict[str, Any], current: Any) -> bool:
-        """Whether `current` shows `action`'s effect (however it came about)."""
-
-    def changed(self, row: dict[str, Any], current: Any) -> str | None:
-        """Why the item no longer is as planned, or None."""
-
-    def waiting(self, action: Action, row: dict[str, Any], current: Any) -> bool:
-        """Whether `current` is still in the state the action applies to (a request in doubt
-        may then still take effect)."""
-
-    def shown(self, current: Any) -> str:
-        """What `current` shows, in a few words (for the journal)."""
-
-    def contradicts(self, action: str, answer: Any) -> str | None:
-        """Why a successful answer shows the action did not happen, or None."""
-
-    def send(self, plan: Plan, client: Client, row: dict[str, Any]) -> Any:
-        """Act on the item (one request, never retried blindly); the answer to store."""
-
-    def store(self, wh: Warehouse, answers: list[Any]) -> None:
-        """Record what was read or answered in the warehouse."""
-
-    def describe(self, plan: Plan, row: dict[str, Any]) -> str:
-        """The request a dry run would send."""
-
-
-@dataclass(frozen=True)
-class Action:
-    """A bulk action: its name, the request it sends, who is eligible, and the items it acts
-    on (the warehouse table and columns a plan reads; transactions unless said)."""
-
-    name: str
-    verb: str  # what the result calls a success ("cancelled", "approved", ...)
-    path: str  # relative path template of the request
-    check: Callable[[dict[str, Any]], str]  # ELIGIBLE or the reason to skip
-    table: str = "transactions"
-    columns: str = _COLUMNS
-    shown: tuple[str, ...] = _SHOWN  # columns a review shows
-    state: tuple[str, ...] = ("id", "status", "updated_at")  # what the fingerprint pins
-    kind: ItemKind | None = None  # None: transactions
-
-
-def is_ach_pull(row: dict[str, Any]) -> bool:
-    """An incoming transfer pulled from the customer's own external bank account in USD: the
-    interface names no rail on such a source, so a pull is known by its source (decided here;
-    the service has the last word and answers 400 for what it cannot cancel)."""
-    source = row.get("source_account_id") or ""
-    return (
-        row["type"] == "INCOMING"
-        and source.startswith("ExternalAccount:")
-        and row["currency"] == "USD"
-    )
-
-
-def _cancel_check(row: dict[str, Any]) -> str:
-    if row["type"] == "CARD":
-        return "skipped: card transactions cannot be cancelled"
-    if row["type"] == "INCOMING" and not is_ach_pull(row):
-        return "skipped: incoming, not an ACH pull"
-    if row["type"] == "OUTGOING" and row["payment_rail"] not in CANCELLABLE_RAILS:
-        rail = row["payment_rail"]
-        if not isinstance(rail, str) or not rail:  # None or <NA>: the record names no rail
-            return "skipped: no rail given (not ACH or wire)"
-        return f"skipped: rail {rail} is not ACH or wire"
-    if row["status"] not in PENDING_STATUSES | {"CREATED"}:
-        return f"skipped: already {row['status']}"
-    return ELIGIBLE
-
-
-def _approval_check(row: dict[str, Any]) -> str:
-    if not row["agent_id"]:
-        return "skipped: not initiated by an agent"
-    if row["status"] != "PENDING":
-        return f"skipped: already {row['status']}"
-    return ELIGIBLE
-
-
-def _receipt_check(row: dict[str, Any]) -> str:
-    if row["type"] == "CARD":
-        return "skipped: card transactions have no receipt confirmation"
-    if row["receipt_delivery_confirmed_at"] is not None and not pd.isna(
-        row["receipt_delivery_confirmed_at"]
-    ):
-        return "skipped: receipt already confirmed"
-    return ELIGIBLE
-
-
-ACTIONS = {
-    "cancel": Action("cancel", "cancelled", "cancel", _cancel_check),
-    "approve": Action("approve", "approved", "approve", _approval_check),
-    "reject": Action("reject", "rejected", "reject", _approval_check),
-    "confirm_receipt": Action("confirm_receipt", "confirmed", "confirm", _receipt_check),
-}
 
 
 @dataclass
@@ -240,8 +121,6 @@ class Plan:
         resend_unknown: bool = False,
     ) -> pd.DataFrame:
         """Act on the eligible items at most once each; see `paylens.ops.apply_plan`."""
-        from ._apply import apply_plan
-
         return apply_plan(
             self,
             client,
@@ -288,7 +167,7 @@ def make_plan(
         if row is None:
             rows.append({"id": tid, "eligibility": "skipped: not found in the warehouse"})
             continue
-        verdict = action.check(row)
+        verdict = action.eligibility(row)
         if done.get(tid) == action.verb:
             verdict = f"skipped: already {action.verb} (journal)"
         elif tid in done:  # asked again, the service would only refuse again

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from paylens.client import Signer
 from paylens.errors import InvalidArgumentError
 
-from ._plan import ELIGIBLE, Action, Plan, Selection, make_plan
+from ._actions import ELIGIBLE, Action, Planned
+from ._plan import Plan, Selection, make_plan
 
 if TYPE_CHECKING:
     from paylens.client import Client
@@ -53,7 +54,7 @@ class _Sessions:
         """The account's active sessions."""
         return {s.id for s in client.auth.sessions.list(row["account_id"])}
 
-    def effect(self, action: str, row: dict[str, Any], current: Any) -> bool:
+    def effect(self, action: Action, row: dict[str, Any], current: Any) -> bool:
         return row["id"] not in current
 
     def changed(self, row: dict[str, Any], current: Any) -> str | None:
@@ -65,10 +66,10 @@ class _Sessions:
     def shown(self, current: Any) -> str:
         return "the session no longer listed"
 
-    def contradicts(self, action: str, answer: Any) -> str | None:
+    def contradicts(self, action: Action, answer: Any) -> str | None:
         return None
 
-    def send(self, plan: Plan, client: Client, row: dict[str, Any]) -> Any:
+    def send(self, plan: Planned, client: Client, row: dict[str, Any]) -> Any:
         signer = self.signers(row["account_id"])
         assert signer is not None, "the plan checked it"
         client.auth.sessions.revoke(row["id"], signer=signer)
@@ -78,7 +79,7 @@ class _Sessions:
         ended = [a["id"] for a in answers if isinstance(a, dict) and "id" in a]
         wh.mark_sessions_ended(ended, "revoked")
 
-    def describe(self, plan: Plan, row: dict[str, Any]) -> str:
+    def describe(self, plan: Planned, row: dict[str, Any]) -> str:
         return f"DELETE /auth/sessions/{row['id']} (signed retry, account {row['account_id']})"
 
 
@@ -102,6 +103,7 @@ def plan_revoke_sessions(wh: Warehouse, select: Selection, *, signer: Signers) -
         "",
         check,
         table="wallet_sessions",
+        item_kind="wallet_session",
         columns=_COLUMNS,
         shown=("id", "account_id", "type", "created_at", "expires_at", "eligibility"),
         state=("id", "account_id", "expires_at"),

@@ -16,22 +16,23 @@ decimals, never converted, never added across currencies, never in scientific no
 from typing import TYPE_CHECKING
 
 from paylens import _lazy
+from paylens.errors import ReportError, TieOutError
 
 if TYPE_CHECKING:
-    from ._figures import Period, TieOutError, exceptions_summary
+    from ._figures import Period, exceptions_summary
     from ._format import format_duration, format_instant, format_minor, format_rate, show
     from ._page import Section
-    from ._render import NOTEBOOK, ReportError, render_report
+    from ._render import NOTEBOOK, render_report
 
 #: Loaded on first use: `paylens report` runs the notebook and renders its HTML without the
 #: figures' code (pandas, the analysis), which only the notebook's kernel needs.
 _LAZY: _lazy.Table = {
     name: (f"paylens.report.{module}", name)
     for module, names in {
-        "_figures": ("Period", "TieOutError", "exceptions_summary"),
+        "_figures": ("Period", "exceptions_summary"),
         "_format": ("format_duration", "format_instant", "format_minor", "format_rate", "show"),
         "_page": ("Section",),
-        "_render": ("NOTEBOOK", "ReportError", "render_report"),
+        "_render": ("NOTEBOOK", "render_report"),
     }.items()
     for name in names
 }

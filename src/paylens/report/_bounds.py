@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from typing import Any
 
 
 def instant(value: date | datetime | str | None) -> datetime | None:
@@ -13,7 +12,7 @@ def instant(value: date | datetime | str | None) -> datetime | None:
     is read by pandas."""
     if value is None or value == "":
         return None
-    stamp: Any
+    stamp: datetime
     if isinstance(value, datetime):
         stamp = value.to_pydatetime() if hasattr(value, "to_pydatetime") else value
     elif isinstance(value, date):

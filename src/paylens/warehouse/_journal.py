@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 import duckdb
 
-from ._store import transaction
+from ._store import OLD_JOURNAL_KIND, journal_columns, transaction
 
 #: Outcomes that mean a request may have reached the service and its effect is not known
 #: yet: the run died after sending (`requested`), or the answer was lost and the record
@@ -22,6 +22,36 @@ from ._store import transaction
 IN_DOUBT = ("requested", "unknown")
 #: Claimed, nothing sent yet.
 CLAIMED = "claimed"
+
+
+#: The journal's columns, in this order whatever the layout the file was first written in.
+COLUMNS = (
+    "entry_id",
+    "plan_fingerprint",
+    "action",
+    "item_kind",
+    "item_id",
+    "outcome",
+    "http_status",
+    "error_code",
+    "message",
+    "attempts",
+    "requested_at",
+    "finished_at",
+    "claim",
+)
+
+
+def entries(con: duckdb.DuckDBPyConnection) -> str:
+    """A FROM item (named `ops_journal`) of the journal's entries with this layout's columns:
+    the table, or, in a file of a layout before 5 opened read-only (so not migrated), its
+    `transaction_id` read as `item_id` and the kind told by the action."""
+    if "transaction_id" not in journal_columns(con):
+        return "ops_journal"
+    return (
+        f"(SELECT * EXCLUDE (transaction_id), transaction_id AS item_id, {OLD_JOURNAL_KIND} "
+        "AS item_kind FROM ops_journal) AS ops_journal"
+    )
 
 
 @dataclass(frozen=True)
@@ -43,6 +73,7 @@ def claim(
     *,
     fingerprint: str,
     action: str,
+    item_kind: str,
     item_id: str,
     success: str,
     token: str,
@@ -55,7 +86,7 @@ def claim(
     with transaction(con):
         rows = con.execute(
             """SELECT entry_id, outcome, claim FROM ops_journal
-               WHERE action = ? AND transaction_id = ? AND outcome IN (SELECT unnest(?::VARCHAR[]))""",
+               WHERE action = ? AND item_id = ? AND outcome IN (SELECT unnest(?::VARCHAR[]))""",
             [action, item_id, [success, *final, *IN_DOUBT, CLAIMED]],
         ).fetchall()
         recorded = {outcome for _, outcome, _ in rows}
@@ -65,10 +96,10 @@ def claim(
         if any(outcome in ("requested", CLAIMED) and holder in live for _, outcome, holder in rows):
             return Claim(None, busy=True)
         found = con.execute(
-            """INSERT INTO ops_journal (entry_id, plan_fingerprint, action, transaction_id,
+            """INSERT INTO ops_journal (entry_id, plan_fingerprint, action, item_kind, item_id,
                       outcome, requested_at, claim)
-               VALUES (nextval('ops_journal_ids'), ?, ?, ?, ?, ?, ?) RETURNING entry_id""",
-            [fingerprint, action, item_id, CLAIMED, datetime.now(UTC), token],
+               VALUES (nextval('ops_journal_ids'), ?, ?, ?, ?, ?, ?, ?) RETURNING entry_id""",
+            [fingerprint, action, item_kind, item_id, CLAIMED, datetime.now(UTC), token],
         ).fetchall()
     return Claim(
         int(found[0][0]),
@@ -112,6 +143,7 @@ def record(
     *,
     fingerprint: str,
     action: str,
+    item_kind: str,
     item_id: str,
     outcome: str,
     message: str,
@@ -119,10 +151,10 @@ def record(
     """An outcome reached without a request (a skip decided at apply time)."""
     now = datetime.now(UTC)
     con.execute(
-        """INSERT INTO ops_journal (entry_id, plan_fingerprint, action, transaction_id, outcome,
-                  message, attempts, requested_at, finished_at)
-           VALUES (nextval('ops_journal_ids'), ?, ?, ?, ?, ?, 0, ?, ?)""",
-        [fingerprint, action, item_id, outcome, message, now, now],
+        """INSERT INTO ops_journal (entry_id, plan_fingerprint, action, item_kind, item_id,
+                  outcome, message, attempts, requested_at, finished_at)
+           VALUES (nextval('ops_journal_ids'), ?, ?, ?, ?, ?, ?, 0, ?, ?)""",
+        [fingerprint, action, item_kind, item_id, outcome, message, now, now],
     )
 
 
@@ -132,7 +164,7 @@ def in_doubt(
     """(entry, item, sent) of `action`'s entries left unfinished by runs no longer alive:
     `sent` False for a claim that sent nothing, True for one in doubt."""
     rows = con.execute(
-        """SELECT entry_id, transaction_id, claim, outcome FROM ops_journal
+        f"""SELECT entry_id, item_id, claim, outcome FROM {entries(con)}
            WHERE action = ? AND outcome IN (SELECT unnest(?::VARCHAR[])) ORDER BY entry_id""",
         [action, [*IN_DOUBT, CLAIMED]],
     ).fetchall()
@@ -147,9 +179,9 @@ def outcomes(
     if not ids:
         return {}
     rows = con.execute(
-        """SELECT DISTINCT transaction_id, outcome FROM ops_journal
+        f"""SELECT DISTINCT item_id, outcome FROM {entries(con)}
            WHERE action = ? AND outcome IN (SELECT unnest(?::VARCHAR[]))
-             AND transaction_id IN (SELECT unnest(?::VARCHAR[]))""",
+             AND item_id IN (SELECT unnest(?::VARCHAR[]))""",
         [action, list(wanted), list(ids)],
     ).fetchall()
     found: dict[str, str] = {}

@@ -17,8 +17,9 @@ from paylens.frames import TABLES, arrow_schema
 
 #: Version of the file layout; `ensure_schema` brings older files up to it (2: resource_reads,
 #: removed_at of the smaller resources; 3: currency decimals SMALLINT, not TINYINT, and a
-#: card's expiry year BIGINT, not SMALLINT; 4: removed_at of transactions).
-SCHEMA_VERSION = 4
+#: card's expiry year BIGINT, not SMALLINT; 4: removed_at of transactions; 5: the journal's
+#: item_id and item_kind, for transactions and wallet sessions alike, were transaction_id).
+SCHEMA_VERSION = 5
 
 #: Keys of the record tables (payment instructions hang off their transaction); unique by
 #: construction (see `upsert`), not by an index.
@@ -50,7 +51,7 @@ _BOOKKEEPING = [
     """CREATE SEQUENCE IF NOT EXISTS ops_journal_ids""",
     """CREATE TABLE IF NOT EXISTS ops_journal (
         entry_id BIGINT PRIMARY KEY, plan_fingerprint VARCHAR, action VARCHAR,
-        transaction_id VARCHAR, outcome VARCHAR, http_status INTEGER, error_code VARCHAR,
+        item_kind VARCHAR, item_id VARCHAR, outcome VARCHAR, http_status INTEGER, error_code VARCHAR,
         message VARCHAR, attempts INTEGER, requested_at TIMESTAMPTZ, finished_at TIMESTAMPTZ)""",
     # the apply run that claimed the item (a run still alive in this process, or a dead one
     # whose in-doubt requests are resolved by reading the record)
@@ -194,6 +195,7 @@ def _version(con: duckdb.DuckDBPyConnection) -> int | None:
 def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     for statement in _BOOKKEEPING:
         con.execute(statement)
+    _name_journal_items(con)
     # fetchall, not fetchone: DuckDB refuses relation queries while a result is unfinished
     found = con.execute("SELECT value FROM paylens_meta WHERE key = 'schema_version'").fetchall()
     version = int(found[0][0]) if found else None
@@ -210,6 +212,27 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
             f"this warehouse was written by a newer paylens (schema {version}, this one knows "
             f"{SCHEMA_VERSION}); upgrade paylens to open it"
         )
+
+
+def journal_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [row[0] for row in con.execute("DESCRIBE ops_journal").fetchall()]
+
+
+#: The kind of item of a journal entry written before layout 5, by its action: every action
+#: acted on transactions but the revoke of wallet sessions.
+OLD_JOURNAL_KIND = (
+    "CASE WHEN action = 'revoke_session' THEN 'wallet_session' ELSE 'transaction' END"
+)
+
+
+def _name_journal_items(con: duckdb.DuckDBPyConnection) -> None:
+    """Layout 5: the journal's key column `transaction_id`, which held session ids too, is
+    `item_id`, beside an `item_kind`; every entry is kept, its kind told by its action."""
+    if "transaction_id" not in journal_columns(con):
+        return
+    con.execute("ALTER TABLE ops_journal RENAME COLUMN transaction_id TO item_id")
+    con.execute("ALTER TABLE ops_journal ADD COLUMN item_kind VARCHAR")
+    con.execute(f"UPDATE ops_journal SET item_kind = {OLD_JOURNAL_KIND}")
 
 
 #: Integer types a newer layout may widen a column to, narrowest first.

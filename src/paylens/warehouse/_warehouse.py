@@ -524,6 +524,7 @@ class Warehouse:
         item_id: str,
         success: str,
         token: str,
+        item_kind: str = "transaction",
         live: Sequence[str] | set[str],
         final: Sequence[str] = (),
     ) -> _journal.Claim:
@@ -537,6 +538,7 @@ class Warehouse:
                 con,
                 fingerprint=fingerprint,
                 action=action,
+                item_kind=item_kind,
                 item_id=item_id,
                 success=success,
                 token=token,
@@ -567,7 +569,14 @@ class Warehouse:
             )
 
     def journal_record(
-        self, *, fingerprint: str, action: str, item_id: str, outcome: str, message: str
+        self,
+        *,
+        fingerprint: str,
+        action: str,
+        item_id: str,
+        outcome: str,
+        message: str,
+        item_kind: str = "transaction",
     ) -> None:
         """Journal an outcome reached without a request (a skip decided at apply time)."""
         with self._writing() as con:
@@ -575,6 +584,7 @@ class Warehouse:
                 con,
                 fingerprint=fingerprint,
                 action=action,
+                item_kind=item_kind,
                 item_id=item_id,
                 outcome=outcome,
                 message=message,
@@ -678,8 +688,12 @@ class Warehouse:
         return _wallets.stale_sessions(self, max_age=max_age, as_of=as_of)
 
     def journal(self) -> pd.DataFrame:
-        """The bulk-operations journal: every request sent, before and after."""
-        return self.sql("SELECT * FROM ops_journal ORDER BY entry_id")
+        """The bulk-operations journal: every request sent, before and after; one row per
+        item an apply acted on, named by `item_kind` (`transaction`, `wallet_session`) and
+        `item_id`."""
+        with self._lock:
+            source = _journal.entries(self._con)
+        return self.sql(f"SELECT {', '.join(_journal.COLUMNS)} FROM {source} ORDER BY entry_id")
 
     def _column_names(self, table: str) -> list[str]:
         with self._lock:

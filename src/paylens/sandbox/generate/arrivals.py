@@ -16,7 +16,8 @@ def _intraday() -> np.ndarray:
     """Each minute of the (UTC) day's weight: a floor, and a peak around 15:00."""
     hours = np.arange(1440) / 60.0
     dist = np.minimum(np.abs(hours - 15.0), 24.0 - np.abs(hours - 15.0))
-    return 0.25 / 24 + 0.75 * np.exp(-0.5 * (dist / 3.5) ** 2) / (3.5 * np.sqrt(2 * np.pi))
+    peak = np.exp(-0.5 * (dist / 3.5) ** 2) / (3.5 * np.sqrt(2 * np.pi))
+    return np.asarray(0.25 / 24 + 0.75 * peak)
 
 
 #: looked up per minute bin rather than computed for each of a period's ~10^5 minutes
@@ -37,7 +38,7 @@ class Arrivals:
         week = _WEEK[(bins_ms // (US_PER_DAY // 1000) + 3) % 7]  # Monday = 0
         span = max(self.period_end_ms - self.period_start_ms, 1)
         growth = 0.7 + 0.6 * np.clip((bins_ms - self.period_start_ms) / span, 0.0, 1.0)
-        return intraday * week * growth
+        return np.asarray(intraday * week * growth)
 
     def draw(
         self,

@@ -132,7 +132,8 @@ def pick_weighted(rng: np.random.Generator, weights: np.ndarray, n: int) -> np.n
 
 def pick_cumulative(rng: np.random.Generator, cum: np.ndarray, n: int) -> np.ndarray:
     """`pick_weighted` given the weights' cumulative sums."""
-    return np.searchsorted(cum, rng.random(n) * cum[-1], side="right").clip(0, len(cum) - 1)
+    picked = np.searchsorted(cum, rng.random(n) * cum[-1], side="right")
+    return np.asarray(picked.clip(0, len(cum) - 1))
 
 
 def _order(created: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
@@ -153,7 +154,7 @@ class ItemsByOwner:
         return cls(items[order], np.concatenate(([0], np.cumsum(counts))))
 
     def count(self, owners: np.ndarray) -> np.ndarray:
-        return self.start[owners + 1] - self.start[owners]
+        return np.asarray(self.start[owners + 1] - self.start[owners])
 
     def pick(self, rng: np.random.Generator, owners: np.ndarray) -> np.ndarray:
         """A uniformly chosen item of each owner, or NO_ROW for owners without items."""

@@ -236,9 +236,8 @@ def _money_amount(
         & (unit > 1)
         & ~np.isin(cur, [CURRENCY_INDEX[c] for c in CRYPTO_CODES])
     )
-    return np.maximum(
-        np.where(nice, np.maximum(np.rint(amount / unit), 1).astype(np.int64) * unit, amount), 1
-    )
+    rounded = np.where(nice, np.maximum(np.rint(amount / unit), 1).astype(np.int64) * unit, amount)
+    return np.asarray(np.maximum(rounded, 1))
 
 
 def _outgoing(b: Batch, rows: np.ndarray) -> None:

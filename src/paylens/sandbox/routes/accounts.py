@@ -15,19 +15,21 @@ from .pagination import UNKNOWN_ROW, ordered, paginate
 from .registry import route
 
 
-def _account_rows(r: Request, q: Query, *, external: bool, platform: bool) -> Callable[[], RowSet]:
-    w = r.world
-    a = w.entities.accounts
-    currency = q.currency("currency")
-    customer = None if platform else q.text("customerId")
-    kind = None if external else q.choice("type", INTERNAL_TYPES)
+def _account_rows(
+    request: Request, query: Query, *, external: bool, platform: bool
+) -> Callable[[], RowSet]:
+    world = request.world
+    a = world.entities.accounts
+    currency = query.currency("currency")
+    customer = None if platform else query.text("customerId")
+    kind = None if external else query.choice("type", INTERNAL_TYPES)
 
     def select() -> RowSet:
         mask = (a.external == external) & ((a.owner == NO_ROW) if platform else (a.owner != NO_ROW))
         if currency is not None:
             mask &= a.currency == CURRENCY_INDEX.get(currency, UNKNOWN_ROW)
         if customer is not None:
-            mask &= a.owner == w.entities.customer_index.get(customer, UNKNOWN_ROW)
+            mask &= a.owner == world.entities.customer_index.get(customer, UNKNOWN_ROW)
         if kind is not None:
             mask &= a.kind == INTERNAL_TYPES.index(kind)
         return ordered(mask)
@@ -40,19 +42,21 @@ def _account_list(
 ) -> Handler:
     """The handler of one of the four account lists."""
 
-    def handle(r: Request) -> tuple[int, Any]:
-        q = Query(r.params)
-        select = _account_rows(r, q, external=external, platform=platform)
-        views = r.world.views
+    def handle(request: Request) -> tuple[int, Any]:
+        query = Query(request.params)
+        select = _account_rows(request, query, external=external, platform=platform)
+        views = request.world.views
         render_one = views.external_account if external else views.internal_account
 
         def render(rows: np.ndarray) -> list[Any]:
             return [render_one(i) for i in rows.tolist()]
 
         if paginated:
-            return 200, paginate(q, resource, select, render, sortable=False)
-        q.check()
-        return 200, {"data": render(select().page(None, True, len(r.world.entities.accounts))[0])}
+            return 200, paginate(query, resource, select, render, sortable=False)
+        query.check()
+        return 200, {
+            "data": render(select().page(None, True, len(request.world.entities.accounts))[0])
+        }
 
     return handle
 

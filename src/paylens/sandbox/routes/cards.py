@@ -15,44 +15,48 @@ from .registry import route
 
 
 @route("GET", "/cards")
-def list_cards(r: Request) -> tuple[int, Any]:
-    w, q = r.world, Query(r.params)
-    cards = w.entities.cards
+def list_cards(request: Request) -> tuple[int, Any]:
+    world, query = request.world, Query(request.params)
+    cards = world.entities.cards
     holder, account, platform_id = (
-        q.text("cardholderId"),
-        q.text("accountId"),
-        q.text("platformCardId"),
+        query.text("cardholderId"),
+        query.text("accountId"),
+        query.text("platformCardId"),
     )
-    state = q.choice("state", CARD_STATES)
+    state = query.choice("state", CARD_STATES)
 
     def select() -> RowSet:
         mask = np.ones(len(cards), dtype=bool)
         if holder is not None:
-            mask &= cards.holder == w.entities.customer_index.get(holder, UNKNOWN_ROW)
+            mask &= cards.holder == world.entities.customer_index.get(holder, UNKNOWN_ROW)
         if state is not None:
             mask &= cards.state == CARD_STATES.index(state)
         if account is not None:
-            a = w.entities.account_index.get(account, UNKNOWN_ROW)
+            a = world.entities.account_index.get(account, UNKNOWN_ROW)
             mask &= np.array([a in f for f in cards.funding], dtype=bool)
         if platform_id is not None:
-            mask &= np.arange(len(cards)) == w.views.card_by_platform_id(platform_id)
+            mask &= np.arange(len(cards)) == world.views.card_by_platform_id(platform_id)
         return ordered(mask)
 
     return 200, paginate(
-        q, "cards", select, lambda rows: [w.views.card(i) for i in rows.tolist()], sortable=True
+        query,
+        "cards",
+        select,
+        lambda rows: [world.views.card(i) for i in rows.tolist()],
+        sortable=True,
     )
 
 
 @route("GET", "/cards/{id}")
-def get_card(r: Request) -> tuple[int, Any]:
-    return 200, r.world.views.card(r.world.card_row(r.args[0]))
+def get_card(request: Request) -> tuple[int, Any]:
+    return 200, request.world.views.card(request.world.card_row(request.args[0]))
 
 
 @route("PATCH", "/cards/{id}")
-def patch_card(r: Request) -> tuple[int, Any]:
-    w = r.world
-    w.card_row(r.args[0])  # 404 before checking the body
-    body = r.body if isinstance(r.body, dict) else None
+def patch_card(request: Request) -> tuple[int, Any]:
+    world = request.world
+    world.card_row(request.args[0])  # 404 before checking the body
+    body = request.body if isinstance(request.body, dict) else None
     if body is None:
         raise invalid([{"field": "body", "message": "must be a JSON object"}])
     errors: list[dict[str, str]] = []
@@ -91,4 +95,4 @@ def patch_card(r: Request) -> tuple[int, Any]:
         )
     if errors:
         raise invalid(errors)
-    return 200, w.update_card(r.args[0], state, funding, max_spend, has_max)
+    return 200, world.update_card(request.args[0], state, funding, max_spend, has_max)

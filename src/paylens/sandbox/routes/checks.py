@@ -9,12 +9,12 @@ from ..errors import invalid
 from ..wire.request import Request
 
 
-def body_object(r: Request) -> dict[str, Any]:
-    if r.body is None:
+def body_object(request: Request) -> dict[str, Any]:
+    if request.body is None:
         return {}
-    if not isinstance(r.body, dict):
+    if not isinstance(request.body, dict):
         raise invalid([{"field": "body", "message": "must be a JSON object"}])
-    return r.body
+    return request.body
 
 
 def require_texts(

@@ -18,10 +18,10 @@ from .registry import route
 from .wallets import signed_request
 
 
-def current_updated(w: Any) -> np.ndarray:
+def current_updated(world: Any) -> np.ndarray:
     """Each customer's `updatedAt` as served now: an email change (PATCH) moves it."""
-    updated: np.ndarray = w.entities.customers.updated
-    changes: dict[int, int] = w.wallets.email_updates
+    updated: np.ndarray = world.entities.customers.updated
+    changes: dict[int, int] = world.wallets.email_updates
     if not changes:
         return updated
     current = updated.copy()
@@ -32,27 +32,31 @@ def current_updated(w: Any) -> np.ndarray:
 
 
 @route("GET", "/customers")
-def list_customers(r: Request) -> tuple[int, Any]:
-    w, q = r.world, Query(r.params)
-    c = w.entities.customers
-    platform_id = q.text("platformCustomerId")
-    kind = q.choice("customerType", CUSTOMER_TYPES)
+def list_customers(request: Request) -> tuple[int, Any]:
+    world, query = request.world, Query(request.params)
+    c = world.entities.customers
+    platform_id = query.text("platformCustomerId")
+    kind = query.choice("customerType", CUSTOMER_TYPES)
     bounds = [
-        (q.time(name), column, upper)
+        (query.time(name), column, upper)
         for name, column, upper in (
             ("createdAfter", c.created, False),
             ("createdBefore", c.created, True),
-            ("updatedAfter", current_updated(w), False),
-            ("updatedBefore", current_updated(w), True),
+            ("updatedAfter", current_updated(world), False),
+            ("updatedBefore", current_updated(world), True),
         )
     ]
-    region, currency, uma = q.text("region"), q.currency("currency"), q.text("umaAddress")
-    deleted = q.boolean("isIncludingDeleted")
+    region, currency, uma = (
+        query.text("region"),
+        query.currency("currency"),
+        query.text("umaAddress"),
+    )
+    deleted = query.boolean("isIncludingDeleted")
 
     def select() -> RowSet:
         mask = np.ones(len(c), dtype=bool) if deleted else ~c.deleted
         if platform_id is not None:
-            mask &= np.arange(len(c)) == w.entities.platform_customer_index.get(
+            mask &= np.arange(len(c)) == world.entities.platform_customer_index.get(
                 platform_id, UNKNOWN_ROW
             )
         if kind is not None:
@@ -66,30 +70,32 @@ def list_customers(r: Request) -> tuple[int, Any]:
             code = CURRENCY_INDEX.get(currency, UNKNOWN_ROW)
             mask &= np.array([code in cs for cs in c.currencies], dtype=bool)
         if uma is not None:
-            mask &= np.arange(len(c)) == w.views.customer_by_uma(uma)
+            mask &= np.arange(len(c)) == world.views.customer_by_uma(uma)
         return ordered(mask)
 
     return 200, paginate(
-        q,
+        query,
         "customers",
         select,
-        lambda rows: [w.wallets.customer_view(w.views.customer(i), i) for i in rows.tolist()],
+        lambda rows: [
+            world.wallets.customer_view(world.views.customer(i), i) for i in rows.tolist()
+        ],
         sortable=False,
     )
 
 
 @route("GET", "/customers/{id}")
-def get_customer(r: Request) -> tuple[int, Any]:
-    row = r.world.customer_row(r.args[0])
-    return 200, r.world.wallets.customer_view(r.world.views.customer(row), row)
+def get_customer(request: Request) -> tuple[int, Any]:
+    row = request.world.customer_row(request.args[0])
+    return 200, request.world.wallets.customer_view(request.world.views.customer(row), row)
 
 
 @route("PATCH", "/customers/{id}")
-def patch_customer(r: Request) -> tuple[int, Any]:
-    w = r.world
-    row = w.customer_row(r.args[0])
-    body = body_object(r)
-    kind = CUSTOMER_TYPES[w.entities.customers.kind[row]]
+def patch_customer(request: Request) -> tuple[int, Any]:
+    world = request.world
+    row = world.customer_row(request.args[0])
+    body = body_object(request)
+    kind = CUSTOMER_TYPES[world.entities.customers.kind[row]]
     if "email" in body and "phoneNumber" in body:
         raise invalid(
             [{"field": "phoneNumber", "message": "update email and phoneNumber in separate calls"}]
@@ -102,5 +108,5 @@ def patch_customer(r: Request) -> tuple[int, Any]:
         errors.append({"field": "customerType", "message": f"must be {kind}, the customer's type"})
     require_texts(body, ("email",), "", errors)
     raise_if_invalid(errors)
-    signed = signed_request(r, f"PATCH /customers/{r.args[0]}")
-    return w.wallets.update_email(signed, row, body["email"], lambda: w.views.customer(row))
+    signed = signed_request(request, f"PATCH /customers/{request.args[0]}")
+    return world.wallets.update_email(signed, row, body["email"], lambda: world.views.customer(row))

@@ -41,8 +41,8 @@ def _encode_cursor(fingerprint: str, after: int) -> str:
     )
 
 
-def _decode_cursor(q: Query, fingerprint: str) -> int | None:
-    cursor = q.text("cursor")
+def _decode_cursor(query: Query, fingerprint: str) -> int | None:
+    cursor = query.text("cursor")
     if not cursor:  # an empty `cursor=` is how some clients say "first page"
         return None
     try:
@@ -51,10 +51,10 @@ def _decode_cursor(q: Query, fingerprint: str) -> int | None:
         if data.get("v") != 1 or not isinstance(after, int) or isinstance(after, bool) or after < 0:
             raise ValueError(cursor)
     except (ValueError, KeyError, TypeError, binascii.Error, orjson.JSONDecodeError):
-        q.fail("cursor", "is not a cursor this service issued")
+        query.fail("cursor", "is not a cursor this service issued")
         return None
     if data.get("f") != fingerprint:
-        q.fail(
+        query.fail(
             "cursor",
             "was issued for other filters or another sort order; start again without a cursor",
         )
@@ -63,7 +63,7 @@ def _decode_cursor(q: Query, fingerprint: str) -> int | None:
 
 
 def paginate(
-    q: Query,
+    query: Query,
     resource: str,
     select: Callable[[], RowSet],
     render: Callable[[np.ndarray], list[Any]],
@@ -71,11 +71,11 @@ def paginate(
     sortable: bool,
 ) -> dict[str, Any]:
     """A page `{data, hasMore, nextCursor?, totalCount}` of the rows `select` finds."""
-    limit = q.integer("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-    ascending = not sortable or q.choice("sortOrder", ("asc", "desc")) == "asc"
-    fingerprint = _fingerprint(resource, q.params, ascending)
-    after = _decode_cursor(q, fingerprint)
-    q.check()
+    limit = query.integer("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+    ascending = not sortable or query.choice("sortOrder", ("asc", "desc")) == "asc"
+    fingerprint = _fingerprint(resource, query.params, ascending)
+    after = _decode_cursor(query, fingerprint)
+    query.check()
     rows = select()
     page, more = rows.page(after, ascending, limit)
     body: dict[str, Any] = {"data": render(page), "hasMore": more}

@@ -9,5 +9,5 @@ from .registry import route
 
 
 @route("GET", "/config")
-def get_config(r: Request) -> tuple[int, Any]:
-    return 200, r.world.platform_config()
+def get_config(request: Request) -> tuple[int, Any]:
+    return 200, request.world.platform_config()

@@ -21,23 +21,23 @@ _OTHER_KINDS = {"source": "REALTIME_FUNDING", "destination": "UMA_ADDRESS"}
 
 
 @route("GET", "/quotes/{id}")
-def get_quote(r: Request) -> tuple[int, Any]:
-    return 200, r.world.get_quote(r.args[0])
+def get_quote(request: Request) -> tuple[int, Any]:
+    return 200, request.world.get_quote(request.args[0])
 
 
 @route("POST", "/quotes/{id}/execute")
 @idempotent("executeQuote")
-def execute_quote(r: Request) -> tuple[int, Any]:
-    return 200, r.world.execute_quote(r.args[0])
+def execute_quote(request: Request) -> tuple[int, Any]:
+    return 200, request.world.execute_quote(request.args[0])
 
 
 @route("POST", "/quotes")
 @idempotent("createQuote")
-def create_quote(r: Request) -> tuple[int, Any]:
-    w = r.world
-    body = r.body if isinstance(r.body, dict) else {}
+def create_quote(request: Request) -> tuple[int, Any]:
+    world = request.world
+    body = request.body if isinstance(request.body, dict) else {}
     errors: list[dict[str, str]] = []
-    acc = w.entities.accounts
+    acc = world.entities.accounts
 
     def account(part: str, kind_field: str, kind_value: str) -> int | None:
         obj = body.get(part)
@@ -53,7 +53,7 @@ def create_quote(r: Request) -> tuple[int, Any]:
             )
             return None
         account_id = obj.get("accountId")
-        row = w.entities.account_index.get(account_id) if isinstance(account_id, str) else None
+        row = world.entities.account_index.get(account_id) if isinstance(account_id, str) else None
         if row is None:
             errors.append(
                 {"field": f"{part}.accountId", "message": "must be the id of an existing account"}
@@ -63,7 +63,7 @@ def create_quote(r: Request) -> tuple[int, Any]:
     source = body.get("source")
     funding = None
     if isinstance(source, dict) and source.get("sourceType") == "REALTIME_FUNDING":
-        funding = _funding_source(w, source, errors)
+        funding = _funding_source(world, source, errors)
         src: int | None = None if funding is None else NO_ROW
     else:
         src = account("source", "sourceType", "ACCOUNT")
@@ -76,7 +76,7 @@ def create_quote(r: Request) -> tuple[int, Any]:
     destination = body.get("destination")
     uma = None
     if isinstance(destination, dict) and destination.get("destinationType") == "UMA_ADDRESS":
-        uma = _uma_destination(w, destination, sending_currency(), errors)
+        uma = _uma_destination(world, destination, sending_currency(), errors)
         dst: int | None = None if uma is None else NO_ROW
     else:
         dst = account("destination", "destinationType", "ACCOUNT")
@@ -131,7 +131,7 @@ def create_quote(r: Request) -> tuple[int, Any]:
         raise invalid(errors)
     assert src is not None and dst is not None
     assert isinstance(side, str) and isinstance(amount, int)
-    request = QuoteRequest(
+    quote = QuoteRequest(
         src,
         dst,
         side,
@@ -143,11 +143,11 @@ def create_quote(r: Request) -> tuple[int, Any]:
         funding=funding,
         uma=uma,
     )
-    return 201, w.create_quote(request)
+    return 201, world.create_quote(quote)
 
 
 def _uma_destination(
-    w: World, destination: dict[str, Any], sending: str | None, errors: list[dict[str, str]]
+    world: World, destination: dict[str, Any], sending: str | None, errors: list[dict[str, str]]
 ) -> tuple[int, int] | None:
     """(person row, receiving currency code) of a UMA_ADDRESS destination: one of the sandbox's
     counterparties (the UMA addresses its transactions show); the receiving currency defaults
@@ -159,7 +159,7 @@ def _uma_destination(
     if not isinstance(currency, str) or currency not in CURRENCY_INDEX:
         errors.append({"field": "destination.currency", "message": "must be a currency code"})
         return None
-    person = w.tx.person_by_uma(address)
+    person = world.tx.person_by_uma(address)
     if person is None:
         raise ServiceError(
             400,
@@ -171,12 +171,14 @@ def _uma_destination(
 
 
 def _funding_source(
-    w: World, source: dict[str, Any], errors: list[dict[str, str]]
+    world: World, source: dict[str, Any], errors: list[dict[str, str]]
 ) -> tuple[int, int] | None:
     """(customer row, currency code) of a REALTIME_FUNDING source: the platform sends the funds
     as the quote's `paymentInstructions` say (`POST /sandbox/send` simulates it)."""
     customer_id, currency = source.get("customerId"), source.get("currency")
-    customer = w.entities.customer_index.get(customer_id) if isinstance(customer_id, str) else None
+    customer = (
+        world.entities.customer_index.get(customer_id) if isinstance(customer_id, str) else None
+    )
     if customer is None:
         errors.append(
             {
@@ -216,11 +218,11 @@ def _fee_override(
 
 
 @route("GET", "/exchange-rates")
-def list_exchange_rates(r: Request) -> tuple[int, Any]:
-    q = Query(r.params)
-    source = q.currency("sourceCurrency")
-    destinations = q.currencies("destinationCurrency")
+def list_exchange_rates(request: Request) -> tuple[int, Any]:
+    query = Query(request.params)
+    source = query.currency("sourceCurrency")
+    destinations = query.currencies("destinationCurrency")
     # past this, converted amounts and fees would leave the int64 range in some corridors
-    amount = q.integer("sendingAmount", 10_000, 0, MAX_RATE_AMOUNT)
-    q.check()
-    return 200, {"data": r.world.exchange_rates(source, destinations, amount)}
+    amount = query.integer("sendingAmount", 10_000, 0, MAX_RATE_AMOUNT)
+    query.check()
+    return 200, {"data": request.world.exchange_rates(source, destinations, amount)}

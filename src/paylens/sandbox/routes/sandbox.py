@@ -33,15 +33,15 @@ from .registry import route
 MAX_FUNDING = 100_000_000_000
 
 
-def _object(r: Request) -> dict[str, Any]:
-    if not isinstance(r.body, dict):
+def _object(request: Request) -> dict[str, Any]:
+    if not isinstance(request.body, dict):
         raise invalid([{"field": "body", "message": "must be a JSON object"}])
-    return r.body
+    return request.body
 
 
 @route("POST", "/sandbox/uma/receive")
-def receive_uma(r: Request) -> tuple[int, Any]:
-    w, body = r.world, _object(r)
+def receive_uma(request: Request) -> tuple[int, Any]:
+    world, body = request.world, _object(request)
     errors: list[dict[str, str]] = []
     sender = body.get("senderUmaAddress")
     if not isinstance(sender, str) or not sender.startswith("$") or "@" not in sender:
@@ -66,24 +66,24 @@ def receive_uma(r: Request) -> tuple[int, Any]:
         raise invalid(errors)
     assert isinstance(code, str) and isinstance(amount, int) and isinstance(sender, str)
     if isinstance(customer_id, str):
-        customer = w.customer_row(customer_id)
+        customer = world.customer_row(customer_id)
     else:
-        customer = w.views.customer_by_uma(str(receiver))
+        customer = world.views.customer_by_uma(str(receiver))
         if customer < 0:
             raise ServiceError(404, "UMA_NOT_FOUND", f"no receiver at {receiver}")
-    account = _internal_account_in(r, customer, code)
-    row = receive_uma_payment(w, account, amount, sender)
-    return 200, w.tx.transactions(np.array([row]), w.now_us)[0]
+    account = _internal_account_in(request, customer, code)
+    row = receive_uma_payment(world, account, amount, sender)
+    return 200, world.tx.transactions(np.array([row]), world.now_us)[0]
 
 
-def _internal_account_in(r: Request, customer: int, code: str) -> int:
+def _internal_account_in(request: Request, customer: int, code: str) -> int:
     """The customer's first internal (non-wallet) account in currency `code`."""
-    w = r.world
-    e = w.entities
+    world = request.world
+    e = world.entities
     currency = CURRENCY_INDEX.get(code, NO_ROW)
     owned = e.internal_of.items[e.internal_of.start[customer] : e.internal_of.start[customer + 1]]
     for row in sorted(owned.tolist()):
-        if e.accounts.currency[row] == currency and not w.wallets.is_wallet(row):
+        if e.accounts.currency[row] == currency and not world.wallets.is_wallet(row):
             return int(row)
     raise ServiceError(
         400,
@@ -94,13 +94,13 @@ def _internal_account_in(r: Request, customer: int, code: str) -> int:
 
 
 @route("POST", "/sandbox/internal-accounts/{id}/fund")
-def fund_internal_account(r: Request) -> tuple[int, Any]:
-    w = r.world
-    row = w.account_row(r.args[0])
-    acc = w.entities.accounts
+def fund_internal_account(request: Request) -> tuple[int, Any]:
+    world = request.world
+    row = world.account_row(request.args[0])
+    acc = world.entities.accounts
     if acc.external[row]:
-        raise ServiceError(404, "REFERENCE_NOT_FOUND", f"no internal account {r.args[0]}")
-    amount = _object(r).get("amount")
+        raise ServiceError(404, "REFERENCE_NOT_FOUND", f"no internal account {request.args[0]}")
+    amount = _object(request).get("amount")
     if not isinstance(amount, int) or not is_int(amount, 1, MAX_FUNDING):
         raise invalid(
             [{"field": "amount", "message": f"must be an integer from 1 to {MAX_FUNDING}"}]
@@ -109,15 +109,15 @@ def fund_internal_account(r: Request) -> tuple[int, Any]:
     if balance + amount > INT64_MAX:
         raise invalid([{"field": "amount", "message": "the balance would pass the int64 range"}])
     acc.balance[row] = balance + amount
-    return 200, w.views.internal_account(row)
+    return 200, world.views.internal_account(row)
 
 
 def _card_event(
-    r: Request, body: dict[str, Any], errors: list[dict[str, str]], *, low: int
+    request: Request, body: dict[str, Any], errors: list[dict[str, str]], *, low: int
 ) -> tuple[int, int]:
     """(card row, transaction row) of a clearing or return, after checking its body."""
-    w = r.world
-    card = w.card_row(r.args[0])
+    world = request.world
+    card = world.card_row(request.args[0])
     transaction_id = body.get("cardTransactionId")
     if not isinstance(transaction_id, str) or not transaction_id:
         errors.append({"field": "cardTransactionId", "message": "is required"})
@@ -126,8 +126,8 @@ def _card_event(
     if errors:
         raise invalid(errors)
     assert isinstance(transaction_id, str)
-    row = w.transaction_row(transaction_id)
-    if w.store.col("card")[row] != card or w.store.col("kind")[row] != CARD:
+    row = world.transaction_row(transaction_id)
+    if world.store.col("card")[row] != card or world.store.col("kind")[row] != CARD:
         raise ServiceError(
             404, "TRANSACTION_NOT_FOUND", f"no transaction {transaction_id} on this card"
         )
@@ -142,15 +142,15 @@ def _simulated(event: Any) -> tuple[int, Any]:
 
 
 @route("POST", "/sandbox/cards/{id}/simulate/authorization")
-def simulate_authorization(r: Request) -> tuple[int, Any]:
-    w = r.world
-    card = w.card_row(r.args[0])
-    body, errors = _object(r), []
+def simulate_authorization(request: Request) -> tuple[int, Any]:
+    world = request.world
+    card = world.card_row(request.args[0])
+    body, errors = _object(request), []
     amount = body.get("amount")
     if not is_int(amount, 1):
         errors.append({"field": "amount", "message": "must be a positive int64 amount"})
     currency = body.get("currency")
-    code = CURRENCY_CODES[int(w.entities.cards.currency[card])]
+    code = CURRENCY_CODES[int(world.entities.cards.currency[card])]
     if not isinstance(currency, dict) or currency.get("code") != code:
         errors.append({"field": "currency.code", "message": f"must be {code}, the card's currency"})
     else:
@@ -170,26 +170,26 @@ def simulate_authorization(r: Request) -> tuple[int, Any]:
     if errors:
         raise invalid(errors)
     assert isinstance(merchant, dict) and isinstance(amount, int)
-    return _simulated(lambda: authorize(w, card, amount, merchant))
+    return _simulated(lambda: authorize(world, card, amount, merchant))
 
 
 @route("POST", "/sandbox/cards/{id}/simulate/clearing")
-def simulate_clearing(r: Request) -> tuple[int, Any]:
-    body = _object(r)
-    _, row = _card_event(r, body, [], low=0)
-    return _simulated(lambda: clear(r.world, row, body["amount"]))
+def simulate_clearing(request: Request) -> tuple[int, Any]:
+    body = _object(request)
+    _, row = _card_event(request, body, [], low=0)
+    return _simulated(lambda: clear(request.world, row, body["amount"]))
 
 
 @route("POST", "/sandbox/cards/{id}/simulate/return")
-def simulate_return(r: Request) -> tuple[int, Any]:
-    body = _object(r)
-    _, row = _card_event(r, body, [], low=1)
-    return _simulated(lambda: refund(r.world, row, body["amount"]))
+def simulate_return(request: Request) -> tuple[int, Any]:
+    body = _object(request)
+    _, row = _card_event(request, body, [], low=1)
+    return _simulated(lambda: refund(request.world, row, body["amount"]))
 
 
 @route("POST", "/sandbox/send")
-def sandbox_send(r: Request) -> tuple[int, Any]:
-    body, errors = _object(r), []
+def sandbox_send(request: Request) -> tuple[int, Any]:
+    body, errors = _object(request), []
     quote_id, code = body.get("quoteId"), body.get("currencyCode")
     if not isinstance(quote_id, str) or not quote_id:
         errors.append({"field": "quoteId", "message": "is required"})
@@ -201,8 +201,8 @@ def sandbox_send(r: Request) -> tuple[int, Any]:
     if errors:
         raise invalid(errors)
     assert isinstance(quote_id, str) and isinstance(code, str)
-    row = r.world.quote_row(quote_id)
+    row = request.world.quote_row(quote_id)
     try:
-        return 200, send_funds(r.world, row, code, amount)
+        return 200, send_funds(request.world, row, code, amount)
     except FundingRefused as refused:
         raise invalid([{"field": refused.field, "message": refused.message}]) from None

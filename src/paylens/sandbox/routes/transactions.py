@@ -22,31 +22,31 @@ _TX_KINDS = ("INCOMING", "OUTGOING")
 
 
 @route("GET", "/transactions")
-def list_transactions(r: Request) -> tuple[int, Any]:
-    w, q = r.world, Query(r.params)
-    e = w.entities
+def list_transactions(request: Request) -> tuple[int, Any]:
+    world, query = request.world, Query(request.params)
+    e = world.entities
     customers = []
-    if (cid := q.text("customerId")) is not None:
+    if (cid := query.text("customerId")) is not None:
         customers.append(e.customer_index.get(cid, NO_ROW))
-    if (pid := q.text("platformCustomerId")) is not None:
+    if (pid := query.text("platformCustomerId")) is not None:
         customers.append(e.platform_customer_index.get(pid, NO_ROW))
 
     def account(name: str) -> int | None:
-        value = q.text(name)
+        value = query.text(name)
         return None if value is None else e.account_index.get(value, UNKNOWN_ROW)
 
-    status = q.choice("status", _TX_STATUSES)
-    kind = q.choice("type", _TX_KINDS)
-    start, end = q.time("startDate"), q.time("endDate")
+    status = query.choice("status", _TX_STATUSES)
+    kind = query.choice("type", _TX_KINDS)
+    start, end = query.time("startDate"), query.time("endDate")
     # every parameter is read before `paginate` checks them (a repeat is refused there)
     holder, sender, receiver = (
         account(name)
         for name in ("accountIdentifier", "senderAccountIdentifier", "receiverAccountIdentifier")
     )
-    reference = q.text("reference")
+    reference = query.text("reference")
 
     def select() -> RowSet:
-        return w.select_transactions(
+        return world.select_transactions(
             customers=customers,
             account=holder,
             sender=sender,
@@ -58,44 +58,44 @@ def list_transactions(r: Request) -> tuple[int, Any]:
             end=end,
         )
 
-    return 200, paginate(q, "transactions", select, w.render_transactions, sortable=True)
+    return 200, paginate(query, "transactions", select, world.render_transactions, sortable=True)
 
 
 @route("GET", "/transactions/{id}")
-def get_transaction(r: Request) -> tuple[int, Any]:
-    return 200, r.world.get_transaction_wire(r.args[0])
+def get_transaction(request: Request) -> tuple[int, Any]:
+    return 200, request.world.get_transaction_wire(request.args[0])
 
 
-def _reason(r: Request) -> str | None:
+def _reason(request: Request) -> str | None:
     """The optional free-text `reason` of a cancel or reject body."""
     errors: list[dict[str, str]] = []
-    reason = optional_text(body_object(r), "reason", errors)
+    reason = optional_text(body_object(request), "reason", errors)
     if errors:
         raise invalid(errors)
     return reason
 
 
 @route("POST", "/transactions/{id}/cancel")
-def cancel_transaction(r: Request) -> tuple[int, Any]:
-    return 200, r.world.cancel(r.args[0], _reason(r))
+def cancel_transaction(request: Request) -> tuple[int, Any]:
+    return 200, request.world.cancel(request.args[0], _reason(request))
 
 
 @route("POST", "/transactions/{id}/approve")
-def approve_transaction(r: Request) -> tuple[int, Any]:
-    body = body_object(r)
+def approve_transaction(request: Request) -> tuple[int, Any]:
+    body = body_object(request)
     if "receiverCustomerInfo" in body and not isinstance(body["receiverCustomerInfo"], dict):
         raise invalid([{"field": "receiverCustomerInfo", "message": "must be an object"}])
-    return 200, r.world.approve(r.args[0])
+    return 200, request.world.approve(request.args[0])
 
 
 @route("POST", "/transactions/{id}/reject")
-def reject_transaction(r: Request) -> tuple[int, Any]:
-    return 200, r.world.reject(r.args[0], _reason(r))
+def reject_transaction(request: Request) -> tuple[int, Any]:
+    return 200, request.world.reject(request.args[0], _reason(request))
 
 
 @route("POST", "/transactions/{id}/confirm")
-def confirm_transaction(r: Request) -> tuple[int, Any]:
-    body = body_object(r)
+def confirm_transaction(request: Request) -> tuple[int, Any]:
+    body = body_object(request)
     value = body.get("receiptDeliveryConfirmedAt")
     at = None
     if "receiptDeliveryConfirmedAt" in body:  # present means a date-time: null is not one
@@ -109,4 +109,4 @@ def confirm_transaction(r: Request) -> tuple[int, Any]:
                     }
                 ]
             )
-    return 200, r.world.confirm_receipt(r.args[0], at)
+    return 200, request.world.confirm_receipt(request.args[0], at)

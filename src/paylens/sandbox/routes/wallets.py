@@ -18,20 +18,20 @@ _TRANSPORTS = ("usb", "nfc", "ble", "internal", "hybrid")
 _PUBLIC_KEY_FORM = re.compile(r"^(0[23][0-9a-fA-F]{64}|04[0-9a-fA-F]{128})$")
 
 
-def signed_request(r: Request, operation: str) -> SignedRequest:
-    return SignedRequest(operation, r.body, r.headers, r.world.now_us)
+def signed_request(request: Request, operation: str) -> SignedRequest:
+    return SignedRequest(operation, request.body, request.headers, request.world.now_us)
 
 
-def _wallet_account(r: Request) -> int:
-    q = Query(r.params)
-    account_id = q.text("accountId")
+def _wallet_account(request: Request) -> int:
+    query = Query(request.params)
+    account_id = query.text("accountId")
     if account_id is None:
-        q.fail("accountId", "is required")
-    q.check()
+        query.fail("accountId", "is required")
+    query.check()
     assert account_id is not None
     # the interface documents no 404 on these lists: an unknown account is a bad parameter
-    row = r.world.entities.account_index.get(account_id)
-    if row is None or not r.world.wallets.is_wallet(row):
+    row = request.world.entities.account_index.get(account_id)
+    if row is None or not request.world.wallets.is_wallet(row):
         raise invalid(
             [{"field": "accountId", "message": "must be an Embedded Wallet internal account"}]
         )
@@ -39,13 +39,15 @@ def _wallet_account(r: Request) -> int:
 
 
 @route("GET", "/auth/credentials")
-def list_credentials(r: Request) -> tuple[int, Any]:
-    return 200, {"data": r.world.wallets.list_credentials(_wallet_account(r))}
+def list_credentials(request: Request) -> tuple[int, Any]:
+    return 200, {"data": request.world.wallets.list_credentials(_wallet_account(request))}
 
 
 @route("GET", "/auth/sessions")
-def list_sessions(r: Request) -> tuple[int, Any]:
-    return 200, {"data": r.world.wallets.list_sessions(_wallet_account(r), r.world.now_us)}
+def list_sessions(request: Request) -> tuple[int, Any]:
+    return 200, {
+        "data": request.world.wallets.list_sessions(_wallet_account(request), request.world.now_us)
+    }
 
 
 def _client_key(body: dict[str, Any], errors: list[dict[str, str]], *, required: bool) -> Any:
@@ -62,17 +64,17 @@ def _client_key(body: dict[str, Any], errors: list[dict[str, str]], *, required:
     return value
 
 
-def _body_key(r: Request, *, required: bool) -> Any:
+def _body_key(request: Request, *, required: bool) -> Any:
     """The checked `clientPublicKey` of the body (None when absent and optional)."""
     errors: list[dict[str, str]] = []
-    key = _client_key(body_object(r), errors, required=required)
+    key = _client_key(body_object(request), errors, required=required)
     raise_if_invalid(errors)
     return key
 
 
 @route("POST", "/auth/credentials")
-def add_credential(r: Request) -> tuple[int, Any]:
-    body, errors = body_object(r), []
+def add_credential(request: Request) -> tuple[int, Any]:
+    body, errors = body_object(request), []
     kind = body.get("type")
     if kind not in _AUTH_TYPES:
         errors.append({"field": "type", "message": f"must be one of {', '.join(_AUTH_TYPES)}"})
@@ -96,30 +98,32 @@ def add_credential(r: Request) -> tuple[int, Any]:
                 {"field": "attestation.transports", "message": f"items: {', '.join(_TRANSPORTS)}"}
             )
     raise_if_invalid(errors)
-    row = r.world.account_row(body["accountId"])
-    if not r.world.wallets.is_wallet(row):
+    row = request.world.account_row(body["accountId"])
+    if not request.world.wallets.is_wallet(row):
         raise invalid(
             [{"field": "accountId", "message": "must be an Embedded Wallet internal account"}]
         )
-    return r.world.wallets.add(signed_request(r, "POST /auth/credentials"), row, str(kind), body)
+    return request.world.wallets.add(
+        signed_request(request, "POST /auth/credentials"), row, str(kind), body
+    )
 
 
 @route("DELETE", "/auth/credentials/{id}")
-def revoke_credential(r: Request) -> tuple[int, Any]:
-    operation = f"DELETE /auth/credentials/{r.args[0]}"
-    return r.world.wallets.revoke(signed_request(r, operation), r.args[0])
+def revoke_credential(request: Request) -> tuple[int, Any]:
+    operation = f"DELETE /auth/credentials/{request.args[0]}"
+    return request.world.wallets.revoke(signed_request(request, operation), request.args[0])
 
 
 @route("POST", "/auth/credentials/{id}/challenge")
-def challenge_credential(r: Request) -> tuple[int, Any]:
-    key = _body_key(r, required=False)
-    return 200, r.world.wallets.challenge(r.args[0], key, r.world.now_us)
+def challenge_credential(request: Request) -> tuple[int, Any]:
+    key = _body_key(request, required=False)
+    return 200, request.world.wallets.challenge(request.args[0], key, request.world.now_us)
 
 
 @route("POST", "/auth/credentials/{id}/verify")
-def verify_credential(r: Request) -> tuple[int, Any]:
-    w, body, errors = r.world, body_object(r), []
-    credential = w.wallets.credential(r.args[0])[1]
+def verify_credential(request: Request) -> tuple[int, Any]:
+    world, body, errors = request.world, body_object(request), []
+    credential = world.wallets.credential(request.args[0])[1]
     kind = credential["type"]
     if body.get("type") != kind:
         errors.append({"field": "type", "message": f"must be {kind}, the credential's type"})
@@ -132,33 +136,39 @@ def verify_credential(r: Request) -> tuple[int, Any]:
     else:
         require_texts(body, ("encryptedOtpBundle",), "", errors)
     raise_if_invalid(errors)
-    signed = signed_request(r, f"POST /auth/credentials/{r.args[0]}/verify")
+    signed = signed_request(request, f"POST /auth/credentials/{request.args[0]}/verify")
     if kind == "OAUTH":
-        return 200, w.wallets.verify_oauth(r.args[0], body["oidcToken"], key, w.now_us)
+        return 200, world.wallets.verify_oauth(
+            request.args[0], body["oidcToken"], key, world.now_us
+        )
     if kind == "PASSKEY":
         request_id = signed.header("request-id")
-        return 200, w.wallets.verify_passkey(r.args[0], request_id, body["assertion"], w.now_us)
-    return w.wallets.verify_otp(signed, r.args[0], body["encryptedOtpBundle"])
+        return 200, world.wallets.verify_passkey(
+            request.args[0], request_id, body["assertion"], world.now_us
+        )
+    return world.wallets.verify_otp(signed, request.args[0], body["encryptedOtpBundle"])
 
 
 @route("DELETE", "/auth/sessions/{id}")
-def revoke_session(r: Request) -> tuple[int, Any]:
-    operation = f"DELETE /auth/sessions/{r.args[0]}"
-    return r.world.wallets.revoke_session_signed(signed_request(r, operation), r.args[0])
+def revoke_session(request: Request) -> tuple[int, Any]:
+    operation = f"DELETE /auth/sessions/{request.args[0]}"
+    return request.world.wallets.revoke_session_signed(
+        signed_request(request, operation), request.args[0]
+    )
 
 
 @route("POST", "/auth/sessions/{id}/refresh")
-def refresh_session(r: Request) -> tuple[int, Any]:
-    key = _body_key(r, required=True)
-    operation = f"POST /auth/sessions/{r.args[0]}/refresh"
-    return r.world.wallets.refresh(signed_request(r, operation), r.args[0], key)
+def refresh_session(request: Request) -> tuple[int, Any]:
+    key = _body_key(request, required=True)
+    operation = f"POST /auth/sessions/{request.args[0]}/refresh"
+    return request.world.wallets.refresh(signed_request(request, operation), request.args[0], key)
 
 
 @route("POST", "/internal-accounts/{id}/export")
-def export_account(r: Request) -> tuple[int, Any]:
-    key = _body_key(r, required=True)
-    row = r.world.account_row(r.args[0])
-    if not r.world.wallets.is_wallet(row):
+def export_account(request: Request) -> tuple[int, Any]:
+    key = _body_key(request, required=True)
+    row = request.world.account_row(request.args[0])
+    if not request.world.wallets.is_wallet(row):
         raise invalid([{"field": "id", "message": "must be an Embedded Wallet internal account"}])
-    operation = f"POST /internal-accounts/{r.args[0]}/export"
-    return r.world.wallets.export(signed_request(r, operation), row, key)
+    operation = f"POST /internal-accounts/{request.args[0]}/export"
+    return request.world.wallets.export(signed_request(request, operation), row, key)

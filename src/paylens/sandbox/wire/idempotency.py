@@ -16,44 +16,17 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from ..errors import invalid
+from ..world.idempotency import KeyReused
 from .request import Handler, Request
 
 #: The longest key accepted (keys are opaque; a UUID is the usual choice).
 MAX_KEY_LENGTH = 255
-
-
-class IdempotencyKeys:
-    """First answers by (operation, key), with the fingerprint of the request that made them."""
-
-    def __init__(self) -> None:
-        self._answers: dict[tuple[str, str], tuple[str, int, bytes]] = {}
-        self._lock = threading.Lock()
-
-    def run(
-        self, operation: str, key: str, fingerprint: str, answer: Callable[[], tuple[int, Any]]
-    ) -> tuple[int, Any]:
-        with self._lock:
-            kept = self._answers.get((operation, key))
-            if kept is None:
-                status, value = answer()
-                body = value if isinstance(value, bytes) else orjson.dumps(value)
-                if 200 <= status < 300:
-                    self._answers[(operation, key)] = (fingerprint, status, body)
-                return status, body
-        if kept[0] != fingerprint:
-            raise KeyReused(key)
-        return kept[1], kept[2]
-
-
-class KeyReused(Exception):
-    """An idempotency key replayed with another request than the one it was first used with."""
 
 
 def idempotent(operation: str) -> Callable[[Handler], Handler]:

@@ -15,8 +15,8 @@ from ..generate.entities import (
 )
 from ..generate.schema import AWAITING_APPROVAL, STATUS_CODE
 from ..generate.transactions import settle_durations
-from ..wire.idempotency import IdempotencyKeys
 from .entities import EntityViews
+from .idempotency import IdempotencyKeys
 from .lifecycle import Lifecycle
 from .render import TransactionViews
 from .store import TransactionStore

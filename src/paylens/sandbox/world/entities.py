@@ -114,7 +114,8 @@ _WALLETS = frozenset({"LIGHTNING", "SPARK_WALLET", "SOLANA_WALLET", "BASE_WALLET
 def iso(us: np.ndarray) -> list[str]:
     """RFC 3339 UTC timestamps (milliseconds, "Z") of microsecond epoch times."""
     ms = (np.asarray(us, dtype=np.int64) // 1000).astype("datetime64[ms]")
-    return np.datetime_as_string(ms, unit="ms", timezone="UTC").tolist()
+    texts: list[str] = np.datetime_as_string(ms, unit="ms", timezone="UTC").tolist()
+    return texts
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -107,7 +107,7 @@ class QuoteOps(WorldBase):
             hi, lo = quote_uuid(*parsed)
             for row in self.store.rows_by_hi(hi).tolist():
                 if int(self.store.col("lo")[row]) == lo and self.store.col("kind")[row] == OUTGOING:
-                    return row
+                    return int(row)
         raise ServiceError(404, "QUOTE_NOT_FOUND", f"no quote {quote_id}")
 
     def get_quote(self, quote_id: str) -> dict[str, Any]:

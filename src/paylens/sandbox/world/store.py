@@ -141,7 +141,7 @@ class TransactionStore:
             self._postings.pop("status", None)
             self._postings.pop("kind_status", None)
         self.track(rows, now)
-        return changed
+        return np.asarray(changed)
 
     def track(self, rows: np.ndarray, now: int) -> None:
         """Keep `live` in step with the plans of `rows`."""
@@ -161,7 +161,8 @@ class TransactionStore:
         if name in ("sender", "receiver"):
             return self._cols[name][rows].astype(np.int64) + 1
         if name == "kind_status":
-            return self._cols["kind"][rows].astype(np.int64) * 16 + self._cols["status"][rows]
+            kind = self._cols["kind"][rows].astype(np.int64)
+            return np.asarray(kind * 16 + self._cols["status"][rows])
         return self._cols[name][rows].astype(np.int64)
 
     def postings(self, name: str) -> Postings:

@@ -103,7 +103,7 @@ class TransactionOps(WorldBase):
                     and (kind == CARD) == (prefix == "CardTransaction")
                     and row not in self.lifecycle.deleted
                 ):
-                    return row
+                    return int(row)
         raise ServiceError(404, "TRANSACTION_NOT_FOUND", f"no transaction {transaction_id}")
 
     def select_transactions(

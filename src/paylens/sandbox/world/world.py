@@ -79,9 +79,9 @@ from ..generate.profiles import Profile, profile_named
 from ..generate.schema import STATUSES
 from ..generate.transactions import generate, plant_scenarios, scenario_count
 from ..midrates import mid_rates
-from ..wire.idempotency import IdempotencyKeys
 from .cards import CardOps
 from .entities import EntityViews
+from .idempotency import IdempotencyKeys
 from .lifecycle import Lifecycle
 from .platform import PlatformOps
 from .quotes import QuoteOps

@@ -108,7 +108,8 @@ def _missing_required(table: pa.Table) -> list[str]:
         missing = nulls if missing is None else pc.or_(missing, nulls)
     if missing is None or not pc.any(missing).as_py():
         return []
-    return table.filter(missing).column("id").to_pylist()
+    ids: list[str] = table.filter(missing).column("id").to_pylist()
+    return ids
 
 
 #: What Arrow's JSON reader names of the value it refused: its text, or its row in the read.

@@ -174,7 +174,8 @@ class SharedTexts:
                 )
             else:
                 out[at] = format_rows(OUTGOING_FUNDING, code[at], self.customer_ids[customer])
-        return out.tolist()
+        rendered: list[bytes] = out.tolist()
+        return rendered
 
     def destinations(self, c: dict[str, np.ndarray], uma: np.ndarray) -> list[bytes]:
         """The `destination` of payment rows, without `onChainTransaction`."""
@@ -186,7 +187,8 @@ class SharedTexts:
             out[at] = format_rows(
                 UMA_DESTINATION, self.umas[c["person"][at]], CODE_TEXTS[c["recv_cur"][at]]
             )
-        return out.tolist()
+        rendered: list[bytes] = out.tolist()
+        return rendered
 
     def _accounts(
         self,

@@ -48,7 +48,7 @@ def quote_uuid(hi: Any, lo: Any) -> tuple[Any, Any]:
 
 def shows_reference(kind: np.ndarray, status: np.ndarray, channel: np.ndarray) -> np.ndarray:
     """Which rows show `reconciliationInstructions.reference` (what the reference filter sees)."""
-    return (
+    return np.asarray(
         (kind != CARD)
         & ~((kind == INCOMING) & (status == STATUS_CODE["CREATED"]))
         & ~((kind == OUTGOING) & np.isin(channel, _ON_CHAIN_CHANNELS))
@@ -98,7 +98,7 @@ class WireRows(list):  # type: ignore[type-arg]
     def __ne__(self, other: object) -> bool:
         return not self == other
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __add__(self, other: Any) -> Any:
         return list(self) + list(other)

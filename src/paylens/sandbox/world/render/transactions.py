@@ -256,7 +256,7 @@ class TransactionViews:
 
     def _descriptions(self, p: Batch, lo: np.ndarray) -> list[bytes]:
         memo = p.c["memo"]
-        out = MEMO_TEXT[memo].tolist()
+        out: list[bytes] = MEMO_TEXT[memo].tolist()
         numbers = (1000 + lo % np.uint64(9000)).tolist()
         for i in np.flatnonzero(MEMO_NUMBERED[memo]).tolist():
             out[i] %= numbers[i]

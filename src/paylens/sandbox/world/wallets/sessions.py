@@ -67,7 +67,9 @@ class SessionOps(WalletState):
             perform=perform,
         )
 
-    def refresh(self, req: SignedRequest, session_id: str, client_public_key: str) -> Any:
+    def refresh(
+        self, req: SignedRequest, session_id: str, client_public_key: str
+    ) -> tuple[int, Any]:
         session = next((s for ss in self.sessions.values() for s in ss if s.id == session_id), None)
         if session is None:
             raise ServiceError(404, "REFERENCE_NOT_FOUND", f"no session {session_id}")
@@ -93,7 +95,7 @@ class SessionOps(WalletState):
             perform=perform,
         )
 
-    def export(self, req: SignedRequest, account: int, client_public_key: str) -> Any:
+    def export(self, req: SignedRequest, account: int, client_public_key: str) -> tuple[int, Any]:
         account_id = self.account_ids[account]
 
         def perform(_: Pending) -> tuple[int, Any]:
