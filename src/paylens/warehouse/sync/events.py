@@ -51,8 +51,14 @@ from typing import Any
 import duckdb
 import simdjson
 
-from paylens.webhooks import EventStore, StoredEvent, events_path, merge_intervals
-from paylens.webhooks._store import now_text, stamp
+from paylens.webhooks import (
+    EventStore,
+    StoredEvent,
+    events_path,
+    merge_intervals,
+    now_text,
+    stamp,
+)
 
 from .. import _store
 from .._staged import target_of
@@ -218,7 +224,10 @@ def fold_before_sync(
             result.verify_syncs = options.verify_syncs_with_events
         else:
             result.verify_syncs = options.verify_syncs
-            fast_left = options.verify_syncs if not result.coverage.covered else fast_left
+            if previous is not None and not result.coverage.covered:
+                # a gap: the round at `verify_syncs` goes on for that many syncs from this one
+                fast_left = options.verify_syncs
+        # (the first sync reads everything: no gap before it matters)
         fast_left = max(0, fast_left - 1)
         result.watermark = int(meta.get(WATERMARK) or 0)
         synced = previous is not None
