@@ -512,3 +512,28 @@ def test_the_sandbox_delivering_to_a_receiver_keeps_the_warehouse_exact(
                 with Warehouse(":memory:") as fresh:
                     fresh.sync(client, resources=TX, options=SyncOptions(progress=False, full=True))
                     comparison.check(kept, fresh, report, f"seed {seed}, step {step}")
+
+
+def test_paylens_sync_finds_the_event_store_beside_its_file_and_says_what_it_applied(
+    tmp_path: Path,
+) -> None:
+    # `paylens sync` syncs a staged copy of the file: the store it folds is the file's own
+    from ._helpers import run_cli
+
+    db = tmp_path / "w.duckdb"
+    args = ["sync", "--db", str(db), "--sandbox", "--transactions", "500", "--quiet"]
+    assert run_cli(*args).returncode == 0
+    twin = Sandbox(seed=0, transactions=500)  # what the CLI's sandbox serves
+    client = twin.client()
+    card_id = json.loads(next(iter(served(client, "cards").values())))["id"]
+    client.cards.update(card_id, state="FROZEN")
+    append(
+        db, [webhook("CARD.STATE_CHANGE", served(client, "cards")[card_id]), webhook("TEST", b"{}")]
+    )
+    done = run_cli(*args, "--resources", "transactions")
+    assert done.returncode == 0, done.stderr
+    assert (
+        "events: 1 applied, 0 older than held, 1 skipped, 0 not applied (up to #2)" in done.stdout
+    )
+    with Warehouse(db, read_only=True) as wh:
+        assert wh.sql("SELECT state FROM cards WHERE id = ?", [card_id])["state"][0] == "FROZEN"
