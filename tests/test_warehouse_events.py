@@ -118,6 +118,22 @@ def month_of_cards(seed: int = 8) -> Sandbox:
     return Sandbox(seed=seed, transactions=3_000, start=END - timedelta(days=40))
 
 
+def synced_then_advanced(
+    seed: int, path: Path, *advances: timedelta
+) -> tuple[Sandbox, Client, list[dict[str, bytes]]]:
+    """A month of activity synced into `path`, then advanced: what the service serves as
+    synced and after each advance."""
+    sandbox = month_of_cards(seed)
+    client = sandbox.client()
+    with Warehouse(path) as wh:
+        wh.sync(client, resources=TX, options=PLAIN)
+    seen = [served(client)]
+    for delta in advances:
+        sandbox.advance(delta)
+        seen.append(served(client))
+    return sandbox, client, seen
+
+
 def test_holds_past_the_hold_window_are_exact_after_one_sync_when_events_carry_them(
     tmp_path: Path,
 ) -> None:
@@ -166,16 +182,11 @@ def test_holds_past_the_hold_window_are_exact_after_one_sync_when_events_carry_t
 def test_an_older_event_never_overwrites_a_newer_state_and_a_duplicate_applies_once(
     tmp_path: Path,
 ) -> None:
-    sandbox = month_of_cards(seed=3)
-    client = sandbox.client()
     path = tmp_path / "w.duckdb"
+    _, client, (first, second, third) = synced_then_advanced(
+        3, path, timedelta(days=2), timedelta(days=2)
+    )
     with Warehouse(path) as wh:
-        wh.sync(client, resources=TX, options=PLAIN)
-        first = served(client)
-        sandbox.advance(timedelta(days=2))
-        second = served(client)
-        sandbox.advance(timedelta(days=2))
-        third = served(client)
         # two states of each record the second advance changed
         twice = [i for i in second if i in third and eventful(second[i], third[i])]
         assert len(twice) >= 5
@@ -223,14 +234,9 @@ def rows(wh: Warehouse, table: str, ids: list[str]) -> dict[str, tuple[Any, ...]
 
 def test_events_of_records_never_listed_insert_them_as_a_listing_would(tmp_path: Path) -> None:
     # a payload is a whole record of the interface: inserting it is as exact as listing it
-    sandbox = month_of_cards(seed=5)
-    client = sandbox.client()
     path = tmp_path / "w.duckdb"
+    _, client, (before, after) = synced_then_advanced(5, path, timedelta(hours=12))
     with Warehouse(path) as wh, Warehouse(tmp_path / "fresh.duckdb") as fresh:
-        wh.sync(client, resources=TX, options=PLAIN)
-        before = served(client)
-        sandbox.advance(timedelta(hours=12))
-        after = served(client)
         new = [i for i in after if i not in before]
         assert new
         append(path, [webhook(kind_of(json.loads(after[i])), after[i]) for i in new])
@@ -316,14 +322,8 @@ with Warehouse(sys.argv[1]) as wh:
 def test_a_sync_killed_mid_fold_applies_every_event_once(tmp_path: Path) -> None:
     # the watermark is committed with the rows it covers: a real process SIGKILLed while a
     # chunk's transaction is open loses that chunk whole, and the next sync applies it once
-    sandbox = month_of_cards(seed=4)
-    client = sandbox.client()
     path = tmp_path / "w.duckdb"
-    with Warehouse(path) as wh:
-        wh.sync(client, resources=TX, options=PLAIN)
-        before = served(client)
-    sandbox.advance(timedelta(days=3))
-    after = served(client)
+    sandbox, client, (before, after) = synced_then_advanced(4, path, timedelta(days=3))
     events = events_between(before, after, sandbox.now)
     assert len(events) > 30
     append(path, events)

@@ -51,14 +51,8 @@ from typing import Any
 import duckdb
 import simdjson
 
-from paylens.webhooks import (
-    EventStore,
-    StoredEvent,
-    events_path,
-    merge_intervals,
-    now_text,
-    stamp,
-)
+from paylens import webhooks
+from paylens.webhooks import EventStore, StoredEvent, stamp
 
 from .. import _store
 from .._staged import target_of
@@ -129,7 +123,7 @@ def coverage_of(
         spans.append((started, up_to))
     gaps: list[tuple[datetime, datetime]] = []
     cursor = since
-    for first, last in merge_intervals(spans):
+    for first, last in webhooks.merge_intervals(spans):
         start, end = datetime.fromisoformat(first), datetime.fromisoformat(last)
         if end <= cursor:
             continue
@@ -208,7 +202,7 @@ def fold_before_sync(
     what the fold did."""
     chunk = chunk or CHUNK_EVENTS
     result = FoldResult()
-    store_path = events_path(target_of(path))  # a staged copy's store is its target's
+    store_path = webhooks.events_path(target_of(path))  # a staged copy's store is its target's
     if str(path) == ":memory:" or not store_path.is_file():
         return options, result
     result.store = store_path
@@ -217,7 +211,7 @@ def fold_before_sync(
             previous = _previous_start(con, run_id)
             meta = _store.meta(con)
         result.coverage = coverage_of(
-            store.receivers(), previous, datetime.fromisoformat(now_text())
+            store.receivers(), previous, datetime.fromisoformat(webhooks.now_text())
         )
         fast_left = int(meta.get(FAST_SYNCS_LEFT) or 0)
         if result.coverage.covered and fast_left == 0:
