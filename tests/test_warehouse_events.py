@@ -537,3 +537,20 @@ def test_paylens_sync_finds_the_event_store_beside_its_file_and_says_what_it_app
     )
     with Warehouse(db, read_only=True) as wh:
         assert wh.sql("SELECT state FROM cards WHERE id = ?", [card_id])["state"][0] == "FROZEN"
+
+
+def test_events_before_the_first_read_of_a_table_are_left_to_that_read(tmp_path: Path) -> None:
+    # an empty table is read in full (a sync of transactions is full only on an empty one):
+    # events folded into it first would make that sync incremental; its full read covers them
+    sandbox = Sandbox(seed=6, transactions=300)
+    client = sandbox.client()
+    path = tmp_path / "w.duckdb"
+    texts = served(client)
+    with Warehouse(path) as wh:
+        wh.sync(client, resources=NO_TX, options=PLAIN)  # a sync, but none of transactions
+        append(path, [webhook(kind_of(json.loads(t)), t) for t in list(texts.values())[:3]])
+        first = wh.sync(client, resources=TX, options=PLAIN)
+        assert first.mode == "full" and first.new == len(texts)
+        assert first.events is not None
+        assert first.events.skipped == {"before the first read of transactions (it covers them)": 3}
+        assert (first.events.applied, first.events.watermark) == (0, 3)

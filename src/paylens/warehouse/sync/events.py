@@ -25,8 +25,9 @@ killed mid-fold re-applies nothing twice and loses nothing.
   `observed_at` is when the receiver stored the event.
 - The fold runs before the sync reads the service: the listing then finds those states
   already stored (no coarser history row of its own), and overwrites them only with what the
-  service serves now. On a warehouse never synced, the first (full) read covers every event
-  stored before it: the watermark moves past them without applying them.
+  service serves now. The events of a table no sync has read yet are left to its first read
+  (a full read of transactions starts only on an empty table), which covers them: the
+  watermark moves past them without applying them.
 - Customers are read by what changed since the newest stored `updatedAt`; an event moving that
   mark forward would hide changes no event carries, so the fold keeps the mark from before it
   (`resource_save.keep_customers_mark`) until the next read of customers (`resource_save`).
@@ -224,15 +225,13 @@ def fold_before_sync(
         # (the first sync reads everything: no gap before it matters)
         fast_left = max(0, fast_left - 1)
         result.watermark = int(meta.get(WATERMARK) or 0)
-        synced = previous is not None
+        with lock:
+            read = _tables_read(con)
         while True:
             events = store.events_after(result.watermark, limit=chunk)
             last = events[-1].seq if events else result.watermark
             with lock, _store.transaction(con):
-                if synced:
-                    _apply(con, events, result, run_id=run_id, at=at, since=options.since)
-                elif events:
-                    result._skip("before the first sync (its full read covers them)", len(events))
+                _apply(con, events, result, run_id=run_id, at=at, since=options.since, read=read)
                 result.watermark = last
                 _store.set_meta(
                     con, None, **{WATERMARK: str(last), FAST_SYNCS_LEFT: str(fast_left)}
@@ -258,6 +257,17 @@ def _previous_start(con: duckdb.DuckDBPyConnection, run_id: int) -> datetime | N
     return row[0]
 
 
+def _tables_read(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """The tables some sync has read from the service (a window of transactions read to its
+    end, a read of a smaller resource): the events of another are left to its first read,
+    which covers them (a full read of transactions starts only on an empty table)."""
+    rows = con.execute(
+        """SELECT DISTINCT resource FROM sync_slices WHERE done
+           UNION SELECT resource FROM resource_reads"""
+    ).fetchall()
+    return {str(row[0]) for row in rows}
+
+
 def _apply(
     con: duckdb.DuckDBPyConnection,
     events: list[StoredEvent],
@@ -266,11 +276,15 @@ def _apply(
     run_id: int,
     at: datetime,
     since: datetime | None,
+    read: set[str],
 ) -> None:
     """Apply one chunk of events (in the caller's transaction)."""
     by_table: dict[str, list[_Pending]] = {}
     for event in events:
         pending = _read(event, result, since)
+        if pending is not None and pending.table not in read:
+            result._skip(f"before the first read of {pending.table} (it covers them)")
+            continue
         if pending is not None:
             by_table.setdefault(pending.table, []).append(pending)
     for table, pendings in by_table.items():
