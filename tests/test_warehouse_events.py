@@ -422,7 +422,13 @@ def _differential_with_events(seed: int, advances: int, tmp: Path) -> None:
 
     sandbox = lively_sandbox(seed)
     client = sandbox.client(sleep=lambda s: None)
-    slow = SyncOptions(concurrency=4, progress=False, verify_syncs=2, verify_syncs_with_events=3)
+    slow = SyncOptions(
+        concurrency=4,
+        progress=False,
+        verify_syncs=2,
+        verify_syncs_with_events=3,
+        hold_window=HOLD_WINDOW,  # holds past it every advance: only the events show them
+    )
     comparison = Comparison(slow.verify_syncs_with_events)
     path = tmp / f"kept-{seed}.duckdb"
     with EventStore(events_path(path)) as store, Warehouse(path) as kept:
