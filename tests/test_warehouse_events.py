@@ -292,6 +292,16 @@ def test_cards_customers_and_accounts_come_from_their_events(tmp_path: Path) -> 
         assert oldest is not None and oldest.type == "EXTERNAL_ACCOUNT.STATUS_UPDATED"
         assert "updatedAt" in oldest.reason
         assert "not applied" in str(report) and "EXTERNAL_ACCOUNT.STATUS_UPDATED" in str(report)
+        # the next read of customers by what changed starts where the last read left off, not
+        # at the event's later updatedAt (changes no event carries would be skipped)
+        listed = wh.sql(
+            "SELECT max(updated_at) AS m FROM customers WHERE id <> ?", [customer["id"]]
+        )["m"][0].to_pydatetime()
+        after = wh.sync(client, options=PLAIN)
+        assert after.reads["customers"] == f"changes: updated since {listed.isoformat()}"
+        again = wh.sync(client, options=PLAIN)  # that read stored what changed: mark moves on
+        newest = datetime.fromisoformat(customer["updatedAt"])
+        assert again.reads["customers"] == f"changes: updated since {newest.isoformat()}"
 
 
 _KILLED_MID_FOLD = """
