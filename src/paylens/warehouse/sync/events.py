@@ -254,7 +254,8 @@ def _previous_start(con: duckdb.DuckDBPyConnection, run_id: int) -> datetime | N
         "SELECT max(started_at) FROM sync_runs WHERE status = 'succeeded' AND run_id <> ?",
         [run_id],
     ).fetchall()
-    return row[0]
+    started: datetime | None = row[0]
+    return started
 
 
 def _tables_read(con: duckdb.DuckDBPyConnection) -> set[str]:

@@ -164,7 +164,8 @@ def _newest_customer(con: duckdb.DuckDBPyConnection) -> datetime | None:
     (row,) = con.execute(
         "SELECT max(updated_at) FROM customers WHERE removed_at IS NULL"
     ).fetchall()
-    return row[0]  # type: ignore[no-any-return]
+    newest: datetime | None = row[0]
+    return newest
 
 
 def keep_customers_mark(con: duckdb.DuckDBPyConnection) -> None:
