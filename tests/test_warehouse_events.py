@@ -570,3 +570,27 @@ def test_events_before_the_first_read_of_a_table_are_left_to_that_read(tmp_path:
         assert first.events is not None
         assert first.events.skipped == {"before the first read of transactions (it covers them)": 3}
         assert (first.events.applied, first.events.watermark) == (0, 3)
+
+
+def test_a_receiver_silent_past_its_heartbeats_was_down_from_its_last_one() -> None:
+    from paylens.warehouse.sync.events import coverage_of
+
+    since = datetime(2026, 1, 1, tzinfo=UTC)
+    now = since + timedelta(hours=1)
+
+    def at(minutes: float) -> str:
+        return (since + timedelta(minutes=minutes)).isoformat(timespec="microseconds")
+
+    beating = [("a", at(-5), at(59.8), None)]  # heard from 12 s ago: up until now
+    assert coverage_of(beating, since, now).covered
+    killed = [("a", at(-5), at(50), None)]  # silent for 10 minutes
+    assert coverage_of(killed, since, now).gaps == ((since + timedelta(minutes=50), now),)
+    relayed = [
+        ("a", at(-5), at(20), at(20)),
+        ("b", at(19), at(59.9), None),
+        ("c", at(2), at(3), at(3)),
+    ]
+    assert coverage_of(relayed, since, now).covered
+    late = [("b", at(10), at(59.9), None)]
+    assert coverage_of(late, since, now).gaps == ((since, since + timedelta(minutes=10)),)
+    assert coverage_of([], None, now).gaps == () and not coverage_of([], None, now).covered

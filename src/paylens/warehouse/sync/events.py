@@ -88,9 +88,11 @@ CHUNK_EVENTS = 5_000
 NO_TIME = "no readable updatedAt in the record: its order against other reads is unknown"
 
 
-#: A receiver still running (not stopped) heard from within this of the fold is taken as up
-#: until the fold: its heartbeat comes more often than that.
-RECEIVER_SILENCE = timedelta(minutes=5)
+#: A receiver not stopped and heard from within this of the fold is taken as up until the
+#: fold (the receiver's heartbeat comes every 5 s); one silent longer was killed at its last
+#: heartbeat. A receiver killed less than this before a sync counts as up until it: what the
+#: service sent in that moment is retried to the next receiver, or left to the listing.
+RECEIVER_SILENCE = timedelta(seconds=30)
 
 
 @dataclass(frozen=True)
