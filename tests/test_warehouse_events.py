@@ -478,56 +478,77 @@ def _sandbox_sends_webhooks() -> bool:
     import paylens.webhooks
 
     return "webhook_url" in inspect.signature(Sandbox).parameters and hasattr(
-        paylens.webhooks, "app"
+        paylens.webhooks, "serve"
     )
 
 
 @pytest.mark.skipif(
     not _sandbox_sends_webhooks(),
     reason="needs the sandbox's sender (Sandbox(webhook_url=...), i33-send) and the receiver "
-    "(paylens.webhooks.app, i33-recv): runs once both are merged",
+    "(paylens webhooks serve, i33-recv): runs once both are merged",
 )
 @pytest.mark.parametrize("seed", range(2))
 def test_the_sandbox_delivering_to_a_receiver_keeps_the_warehouse_exact(
     seed: int, tmp_path: Path
 ) -> None:
-    """End to end over loopback: the sandbox's own webhooks, verified and stored by the
-    receiver, folded by each sync; statuses exact after every sync (holds past hold_window
-    included), every record equal to a fresh full sync within the slower round."""
-    import paylens.webhooks
-    from paylens import Sandbox as _Sandbox
+    """End to end over loopback: the sandbox's own signed webhooks, verified and stored by
+    `paylens webhooks serve` (a real process), folded by each sync: statuses exact after every
+    sync (holds past a one-day `hold_window` included), every record equal to a fresh full
+    sync within the slower round."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
 
     from .test_sync_differential import Comparison
 
     path = tmp_path / "kept.duckdb"
-    slow = SyncOptions(
-        concurrency=4,
-        progress=False,
-        verify_syncs=2,
-        verify_syncs_with_events=3,
-        hold_window=HOLD_WINDOW,
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = tmp_path / "service.pem"
+    pem.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
     )
-    comparison = Comparison(slow.verify_syncs_with_events)
-    # the receiver's ASGI app served on loopback; the sandbox delivers every transition to it
-    with paylens.webhooks.serve(path, port=0) as receiver:  # type: ignore[attr-defined]
-        sandbox = _Sandbox(  # type: ignore[call-arg]
+    serve = ["webhooks", "serve", "--db", str(path), "--public-key", str(pem), "--port", "0"]
+    receiver = subprocess.Popen(
+        [sys.executable, "-m", "paylens.cli", *serve],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=os.environ,
+    )
+    try:
+        assert receiver.stdout is not None
+        url = receiver.stdout.readline().strip()
+        assert url.endswith("/webhooks"), url
+        sandbox = Sandbox(  # type: ignore[call-arg]
             seed=seed,
             transactions=300,
             start=END - timedelta(days=30),
-            webhook_url=receiver.url,
+            webhook_url=url,
+            webhook_key=key,
         )
-        receiver.trust(sandbox.webhook_public_key)  # type: ignore[attr-defined]
         sandbox.world.lifecycle.configure(approvals=0.5, receipts=3, late=0.2)
+        slow = SyncOptions(
+            concurrency=4,
+            progress=False,
+            verify_syncs=2,
+            verify_syncs_with_events=3,
+            hold_window=HOLD_WINDOW,
+        )
+        comparison = Comparison(slow.verify_syncs_with_events)
         client = sandbox.client(sleep=lambda s: None)
         with Warehouse(path) as kept:
             kept.sync(client, resources=TX, options=slow)
             for step in range(5):
                 sandbox.advance(timedelta(hours=12))
-                sandbox.flush_webhooks()  # type: ignore[attr-defined]
+                assert sandbox.webhooks_drain(60)  # type: ignore[attr-defined]
                 report = kept.sync(client, resources=TX, options=slow)
+                assert report.events is not None and report.events.applied > 0
                 with Warehouse(":memory:") as fresh:
                     fresh.sync(client, resources=TX, options=SyncOptions(progress=False, full=True))
                     comparison.check(kept, fresh, report, f"seed {seed}, step {step}")
+    finally:
+        receiver.send_signal(signal.SIGINT)
+        receiver.wait(30)
 
 
 def test_paylens_sync_finds_the_event_store_beside_its_file_and_says_what_it_applied(
