@@ -472,6 +472,38 @@ def test_a_warehouse_with_events_equals_a_fresh_full_sync_more_seeds(
     _differential_with_events(seed, 5, tmp_path)
 
 
+class Listed:
+    """A warehouse seen without the records no listing shows (`ids`): what a fresh full sync
+    can be compared with."""
+
+    def __init__(self, wh: Warehouse, ids: list[str]) -> None:
+        self._wh, self._ids = wh, ids
+
+    def relation(self, table: str) -> Any:
+        key = "transaction_id" if table == "payment_instructions" else "id"
+        rows = self._wh.relation(table)
+        return rows.filter(f"{key} NOT IN (SELECT unnest({self._ids!r}::VARCHAR[]))")
+
+    def sql(self, query: str, params: Any = None) -> Any:
+        return self._wh.sql(query, params)
+
+
+def served_not_listed(sandbox: Sandbox, kept: Warehouse, fresh: Warehouse) -> list[str]:
+    """The records the kept warehouse holds from events alone: the service serves them by id
+    but lists them only later (a record arriving late is listed from its arrival on, but its
+    webhooks come as it changes). Each has the service's status; its other fields are as its
+    last event said (no listing, hence no re-verification, reads it until it is listed: a field
+    changed without an event, a card's pending pull count, waits for that). Their ids."""
+    ids = set(kept.sql("SELECT id FROM transactions")["id"])
+    extra = sorted(ids - set(fresh.sql("SELECT id FROM transactions")["id"]))
+    held = kept.sql(
+        "SELECT id, status FROM transactions WHERE id IN (SELECT unnest(?::VARCHAR[])) ORDER BY id",
+        [extra],
+    )
+    assert list(held["status"]) == [sandbox.world.get_transaction_wire(i)["status"] for i in extra]
+    return extra
+
+
 def _sandbox_sends_webhooks() -> bool:
     import inspect
 
@@ -545,7 +577,9 @@ def test_the_sandbox_delivering_to_a_receiver_keeps_the_warehouse_exact(
                 assert report.events is not None and report.events.applied > 0
                 with Warehouse(":memory:") as fresh:
                     fresh.sync(client, resources=TX, options=SyncOptions(progress=False, full=True))
-                    comparison.check(kept, fresh, report, f"seed {seed}, step {step}")
+                    extra = served_not_listed(sandbox, kept, fresh)
+                    listed = Listed(kept, extra)
+                    comparison.check(listed, fresh, report, f"seed {seed}, step {step}")  # type: ignore[arg-type]
     finally:
         receiver.send_signal(signal.SIGINT)
         receiver.wait(30)
