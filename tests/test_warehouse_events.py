@@ -519,7 +519,9 @@ def _sandbox_sends_webhooks() -> bool:
     reason="needs the sandbox's sender (Sandbox(webhook_url=...), i33-send) and the receiver "
     "(paylens webhooks serve, i33-recv): runs once both are merged",
 )
-@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize(
+    "seed", [*range(2), *(pytest.param(s, marks=pytest.mark.slow) for s in range(2, 20))]
+)
 def test_the_sandbox_delivering_to_a_receiver_keeps_the_warehouse_exact(
     seed: int, tmp_path: Path
 ) -> None:
