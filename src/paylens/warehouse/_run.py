@@ -24,6 +24,7 @@ from ._progress import Progress
 from ._report import SyncReport, describe_read
 from ._staged import target_of
 from .sync import ResourceResult, ResourceSync, SyncOptions, TransactionSync, utcnow
+from .sync.events import fold_before_sync
 
 logger = logging.getLogger("paylens.warehouse")
 
@@ -74,6 +75,10 @@ class SyncRun:
         )
         beside = _Beside(small_sync.run, small)
         try:
+            # the stored webhook events first: the listing then finds their states stored
+            opts, report.events = fold_before_sync(
+                self._con, self._lock, self.path, run_id=run_id, at=started, options=opts
+            )
             # the run's first request, counted in it and recorded as its failure if it fails
             check_platform(self._con, self._lock, self.path, client)
             if small:

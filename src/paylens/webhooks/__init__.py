@@ -11,6 +11,17 @@ from paylens.webhooks._store import (
     StoredEvent,
     events_path,
     merge_intervals,
+    now_text,
+    stamp,
 )
 
-__all__ = ["Decision", "Event", "EventStore", "StoredEvent", "events_path", "merge_intervals"]
+__all__ = [
+    "Decision",
+    "Event",
+    "EventStore",
+    "StoredEvent",
+    "events_path",
+    "merge_intervals",
+    "now_text",
+    "stamp",
+]

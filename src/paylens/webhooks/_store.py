@@ -247,6 +247,16 @@ class EventStore:
             ).fetchall()
         return merge_intervals((str(a), str(b)) for a, b in rows)
 
+    def receivers(self) -> list[tuple[str, str, str, str | None]]:
+        """Each receiver process's interval as recorded: (receiver_id, started_at,
+        last_seen_at, stopped_at or None while it runs or after it was killed)."""
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT receiver_id, started_at, last_seen_at, stopped_at FROM receiver_intervals"
+                " ORDER BY started_at"
+            ).fetchall()
+        return [(str(a), str(b), str(c), None if d is None else str(d)) for a, b, c, d in rows]
+
     # -- approval decisions ----------------------------------------------------------------
 
     def decide(self, decision: Decision) -> Decision:

@@ -53,6 +53,11 @@ moves cancel out and no status gains: records swapping statuses both ways, or a 
 vanishes as another arrives in its status and window, which the interface's lifecycles do not
 show; should a service do it, the re-verification bounds how long such a difference lasts.)
 
+With webhooks, each sync first folds in the events the receiver stored beside the warehouse
+(`events`): every transition they carry is exact after that sync, card holds past
+`hold_window` included, and while the receivers show no gap the re-verification runs at the
+slower `verify_syncs_with_events` (see `events` and docs/guarantees.md).
+
 The parts: `plan` (pure: which windows to read), `fetch` (generators of pages and landings),
 `save` (typed batches, each committed with its checkpoint; the questions about what is stored),
 `run` (the pool of readers and the writer); for the smaller resources, `freshness` (when each

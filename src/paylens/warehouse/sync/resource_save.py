@@ -140,9 +140,7 @@ def last_reads(con: duckdb.DuckDBPyConnection) -> dict[str, LastRead]:
     """Each small resource's last reads and quarantined records."""
     rows = con.execute("SELECT resource, whole_at FROM resource_reads").fetchall()
     whole = {name: at for name, at in rows}
-    (mark,) = con.execute(
-        "SELECT max(updated_at) FROM customers WHERE removed_at IS NULL"
-    ).fetchall()
+    mark = (listed_customers_mark(con),)
     out = {}
     for name in SMALL_RESOURCES:
         (n,) = con.execute(
@@ -156,6 +154,37 @@ def last_reads(con: duckdb.DuckDBPyConnection) -> dict[str, LastRead]:
             _utc(whole.get(name)), _utc(mark[0]) if name == "customers" else None, int(n[0])
         )
     return out
+
+
+#: Meta key: the customers' change mark kept from before webhook events moved it.
+CUSTOMERS_MARK = "customers_listed_mark"
+
+
+def _newest_customer(con: duckdb.DuckDBPyConnection) -> datetime | None:
+    (row,) = con.execute(
+        "SELECT max(updated_at) FROM customers WHERE removed_at IS NULL"
+    ).fetchall()
+    newest: datetime | None = row[0]
+    return newest
+
+
+def keep_customers_mark(con: duckdb.DuckDBPyConnection) -> None:
+    """Before webhook events first write customers, keep the change mark the next read of
+    customers starts from (the newest stored `updatedAt`): an event moving it forward would
+    hide the changes no event carries (`sync.events`)."""
+    known = _store.meta(con)
+    if CUSTOMERS_MARK not in known:
+        newest = _newest_customer(con)
+        _store.set_meta(con, known, **{CUSTOMERS_MARK: newest.isoformat() if newest else ""})
+
+
+def listed_customers_mark(con: duckdb.DuckDBPyConnection) -> datetime | None:
+    """Where the next read of customers by what changed starts: the newest stored
+    `updatedAt`, or the mark kept from before events moved it (`keep_customers_mark`)."""
+    kept = _store.meta(con).get(CUSTOMERS_MARK)
+    if kept is None:
+        return _newest_customer(con)
+    return datetime.fromisoformat(kept) if kept else None
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -188,6 +217,8 @@ def commit(
     with _store.transaction(con):
         _store.upsert(con, resource, table, run_id=run_id, now=at)
         _store.record_rejects(con, rejects)
+        if resource == "customers":  # what changed up to now is stored: no mark to keep
+            con.execute("DELETE FROM paylens_meta WHERE key = ?", [CUSTOMERS_MARK])
         if whole:
             # the rejected ids as a parameter: a list of str made into an Arrow array would
             # have pyarrow import pandas

@@ -57,7 +57,10 @@ class SyncOptions:
     of the sync (against the newest stored record: the service's time, not the wall clock);
     no filter lists card statuses, so older holds are left to the re-verification.
     `freshness`: how old cards and accounts may grow before they are re-read whole, and how
-    often customers are read whole (`Freshness`)."""
+    often customers are read whole (`Freshness`). `verify_syncs_with_events`: the round of the
+    re-verification while webhook receivers were up without a gap since the previous sync (and
+    none within the last `verify_syncs` syncs): the events carry every change it would find
+    but those no event announces (see `paylens.warehouse.sync.events`)."""
 
     concurrency: int = 16
     rate_limit: float | None = None
@@ -66,6 +69,7 @@ class SyncOptions:
     full: bool = False
     progress: bool = True
     verify_syncs: int = 7
+    verify_syncs_with_events: int = 30
     hold_window: timedelta = timedelta(days=7)
     freshness: Freshness = field(default_factory=Freshness)
     slice_records: int = 5_000
@@ -88,6 +92,9 @@ class SyncOptions:
                 f"{4 * MAX_CONCURRENCY} slices); got {self.concurrency!r}",
             )
         InvalidArgumentError.unless_count("verify_syncs", self.verify_syncs, least=1, unit="syncs")
+        InvalidArgumentError.unless_count(
+            "verify_syncs_with_events", self.verify_syncs_with_events, least=1, unit="syncs"
+        )
         if self.rate_limit is not None:
             RateBudget.check(self.rate_limit)
 
