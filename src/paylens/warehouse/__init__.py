@@ -44,5 +44,5 @@ __all__ = [
 ]
 
 # public classes say where users import them from (as httpx does), not their private room
-for _public in (SyncReport, Warehouse):
+for _public in (SyncKeywords, SyncReport, Warehouse):
     _public.__module__ = __name__

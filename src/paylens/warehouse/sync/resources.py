@@ -160,7 +160,7 @@ class ResourceSync:
         freshness: Freshness,
         full: bool,
         forced: frozenset[str],
-        parts: int = 16,
+        parts: int,
     ) -> None:
         self.con, self.db_lock, self.client, self.pool = con, db_lock, client, pool
         self.run_id, self.started = run_id, started
