@@ -52,11 +52,17 @@ def test_what_is_derived_agrees_with_the_catalogue(tmp_path: Path) -> None:
     )
     with Warehouse(tmp_path / "w.duckdb") as wh:
         tables = set(wh.sql("SELECT table_name FROM duckdb_tables()")["table_name"])
+        declared = {
+            name: list(wh.sql(f"DESCRIBE {name}")["column_name"])[: len(entry.schema)]
+            for name, entry in RESOURCES.items()
+        }
         removable = set(
             wh.sql("SELECT table_name FROM duckdb_columns() WHERE column_name = 'removed_at'")[
                 "table_name"
             ]
         )
+    assert declared == {name: entry.schema.names for name, entry in RESOURCES.items()}
+    assert declared[NEW] == declared["external_accounts"]
     children = {c.table for c in RESOURCES["transactions"].children}
     assert set(names) | children <= tables
     assert removable == set(names)

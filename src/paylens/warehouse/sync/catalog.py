@@ -21,6 +21,9 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
+from paylens.frames import arrow_schema
 from paylens.models import enums
 
 if TYPE_CHECKING:  # the client loads with the first sync, not with the catalogue
@@ -128,6 +131,11 @@ class Resource:
     def table(self) -> str:
         """The `paylens.frames` table of its Arrow columns."""
         return self.columns or self.name
+
+    @property
+    def schema(self) -> pa.Schema:
+        """Its Arrow schema (the record's raw JSON included)."""
+        return arrow_schema(self.table)
 
     @property
     def small(self) -> bool:
