@@ -14,7 +14,7 @@ import pytest
 
 from paylens import Freshness, Sandbox
 from paylens.cli import build_parser
-from paylens.errors import InvalidArgumentError
+from paylens.errors import InvalidArgumentError, WarehouseEmptyError
 from paylens.lake import TABLES as PUBLISHED
 from paylens.warehouse import RESOURCES, SyncOptions, Warehouse
 from paylens.warehouse.sync import SMALL_RESOURCES
@@ -113,15 +113,22 @@ def test_the_cli_syncs_the_new_resource_alone(tmp_path: Path) -> None:
 
 def test_an_older_file_gets_the_table_of_a_resource_added_since(tmp_path: Path) -> None:
     path = tmp_path / "w.duckdb"
-    with Warehouse(path):
-        pass
+    client = Sandbox(seed=3, transactions=100).client()
+    with Warehouse(path) as wh:
+        wh.sync(client, progress=False)
+        customers = len(wh.records("external_accounts"))
     # the file as the paylens before the new resource wrote it: same schema version, no table
     con = duckdb.connect(str(path))
     con.execute(f"DROP TABLE {NEW}")
     con.execute("DELETE FROM paylens_meta WHERE key = 'record_tables'")
+    con.execute("DELETE FROM resource_reads WHERE resource = ?", [NEW])
     con.close()
+    with Warehouse(path, read_only=True) as wh:
+        with pytest.raises(WarehouseEmptyError, match=f"holds no {NEW} yet"):
+            wh.records(NEW)
+        assert len(wh.records("external_accounts")) == customers
     with Warehouse(path) as wh:
-        report = wh.sync(Sandbox(seed=3, transactions=100).client(), progress=False)
+        report = wh.sync(client, progress=False)
         assert report.resources[NEW]["new"] == 2
         assert len(wh.records(NEW)) == 2
 

@@ -394,6 +394,15 @@ class Warehouse:
             names = ", ".join(catalog.SMALL_RESOURCES)
             raise InvalidArgumentError("resource", f"must be one of {names}; got {resource!r}")
         self.require_data()
+        with self._lock:
+            held = self._con.execute(
+                "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [resource]
+            ).fetchall()[0][0]
+        if not held:  # a file of an older paylens, opened read-only since
+            raise WarehouseEmptyError(
+                f"{self.path} holds no {resource} yet (written by an older paylens): run "
+                f"`paylens sync --db {self.path}` to store them"
+            )
         columns = "*" if raw else "* EXCLUDE (raw, raw_hash)"
         return self.sql(f"SELECT {columns} FROM {resource} ORDER BY {entry.order}")
 
