@@ -262,7 +262,6 @@ def for_a_shell(exc: Exception, args: argparse.Namespace) -> str:
     return str(exc)
 
 
-#: What `paylens sync` hands `sync_file` as it is.
 def _sync_keywords(args: argparse.Namespace) -> SyncKeywords:
     """The sync's keywords (`SyncKeywords`, the library's one list) the command line gives;
     those left to the library's default (`LibraryDefault`) are not handed on."""
