@@ -4,6 +4,7 @@ in its own process (so the server does not share the sync's interpreter).
 
     python bench/bench_sync.py                      # 1,000,000 transactions (several minutes)
     python bench/bench_sync.py --transactions 100000 --latency-transactions 20000
+    python bench/bench_sync.py --transactions 100000 --only sync --resources customers,cards  # CPU per record
 
 Prints a JSON line per measurement and a summary; `--out FILE` also writes the JSON.
 """
@@ -28,15 +29,17 @@ _SYNC = r"""
 import json, resource, sys, time
 from paylens import Client
 from paylens.warehouse import sync_file
-base_url, client_id, secret, db, concurrency, verify_syncs = sys.argv[1:7]
+base_url, client_id, secret, db, concurrency, verify_syncs, resources = sys.argv[1:8]
 client = Client(base_url, client_id, secret, timeout=60)
 started = time.perf_counter()
 report = sync_file(
-    db, client, progress=False, concurrency=int(concurrency), resources=["transactions"],
+    db, client, progress=False, concurrency=int(concurrency), resources=resources.split(","),
     verify_syncs=int(verify_syncs),
 )
 elapsed = time.perf_counter() - started
+used = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({
+    "cpu_seconds": used.ru_utime + used.ru_stime,
     "mode": report.mode, "seconds": elapsed, "requests": report.requests,
     "new": report.new, "changed": report.changed, "unchanged": report.unchanged,
     "reverified": report.reverified,
@@ -117,6 +120,11 @@ def main() -> None:
         default=7,
         help="the rolling re-verification's bound (a huge value all but turns it off)",
     )
+    parser.add_argument(
+        "--resources",
+        default="transactions",
+        help="the resources synced, comma-separated (default: transactions)",
+    )
     parser.add_argument("--out", type=Path)
     parser.add_argument("--only", choices=["sync", "latency"], help="one part (default: both)")
     args = parser.parse_args()
@@ -137,12 +145,13 @@ def _sync_figures(args: argparse.Namespace, results: dict[str, Any]) -> None:
         creds = (env["PAYLENS_BASE_URL"], env["PAYLENS_CLIENT_ID"], env["PAYLENS_CLIENT_SECRET"])
         results["sandbox_generation_seconds"] = float(env["generated_seconds"])
         verify = str(args.verify_syncs)
-        full = run(_SYNC, *creds, db, "16", verify)
+        full = run(_SYNC, *creds, db, "16", verify, args.resources)
         full["records_per_second"] = full["new"] / full["seconds"]
+        full["cpu_us_per_record"] = 1e6 * full["cpu_seconds"] / full["new"]
         results["full_sync"] = full
         print(json.dumps({"full_sync": full}), flush=True)
         changes = control(env, "advance", {"seconds": args.advance_hours * 3600})
-        again = run(_SYNC, *creds, db, "16", verify)
+        again = run(_SYNC, *creds, db, "16", verify, args.resources)
         again["changed_share"] = (again["new"] + again["changed"]) / args.transactions
         again["request_ratio"] = again["requests"] / full["requests"]
         again["sandbox_changes"] = changes

@@ -137,6 +137,7 @@ class SecondService:
         self.internal: dict[str, dict[str, Any]] = {}
         self.external: dict[str, dict[str, Any]] = {}
         self.requests: list[httpx.Request] = []
+        self.platform_external = _platform_external(self.seed)
         for _ in range(12):
             self._new_customer()
         if self.manual:
@@ -588,6 +589,9 @@ class SecondService:
             if path == "/customers/external-accounts":
                 rows = [a for a in self.external.values() if _match(a, q, "currency")]
                 return self._list_plain(q, rows)
+            if path == "/platform/external-accounts":
+                rows = [a for a in self.platform_external.values() if _match(a, q, "currency")]
+                return self._list_plain(q, rows)
             return self._error(404, "REFERENCE_NOT_FOUND", path)
         except ValueError as exc:
             return self._error(400, "INVALID_INPUT", str(exc))
@@ -704,6 +708,28 @@ class SecondService:
         body, _ = self._page(q, rows)
         body["totalCount"] = len(rows)
         return self._reply(200, body)
+
+
+def _platform_external(seed: int) -> dict[str, dict[str, Any]]:
+    """The platform's own external accounts (no customer), from a generator of their own so
+    that the rest of the service's data does not move with them."""
+    rng = random.Random(f"{seed}-platform")
+    accounts = {}
+    for _ in range(3):
+        eid = f"ExternalAccount:{uuid.UUID(int=rng.getrandbits(128), version=4)}"
+        accounts[eid] = {
+            "id": eid,
+            "status": "ACTIVE",
+            "currency": "USD",
+            "platformAccountId": f"ops-{rng.randrange(10**6):06d}",
+            "accountInfo": {
+                "accountType": "USD_ACCOUNT",
+                "accountNumber": f"{rng.randrange(10**11, 10**12)}",
+                "routingNumber": "021000021",
+                "paymentRails": ["ACH"],
+            },
+        }
+    return accounts
 
 
 def _inv(tie: str) -> str:

@@ -232,7 +232,7 @@ def test_the_publish_command(tmp_path: Path) -> None:
     where = ["--db", str(db), "--catalog", catalog, "--namespace", "team"]
     first = run_cli("publish", *where, "--location", str(tmp_path / "lake"))
     assert first.returncode == 0, first.stderr
-    assert first.stdout.startswith("published sync run 1: 13 tables, ")
+    assert first.stdout.startswith("published sync run 1: 14 tables, ")
     again = run_cli("publish", *where)
     assert (again.returncode, again.stdout) == (
         0,

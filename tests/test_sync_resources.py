@@ -16,12 +16,19 @@ from paylens.warehouse import SyncOptions, Warehouse
 
 from ._helpers import same_instants
 
-SMALL = ["customers", "cards", "internal_accounts", "external_accounts"]
+SMALL = [
+    "customers",
+    "cards",
+    "internal_accounts",
+    "external_accounts",
+    "platform_external_accounts",
+]
 LISTS = {
     "customers": "/customers",
     "cards": "/cards",
     "internal_accounts": "/customers/internal-accounts",
     "external_accounts": "/customers/external-accounts",
+    "platform_external_accounts": "/platform/external-accounts",
 }
 
 
@@ -46,6 +53,7 @@ def truth(client: Client, resource: str) -> dict[str, Any]:
         "cards": client.cards.list,
         "internal_accounts": client.internal_accounts.list,
         "external_accounts": client.external_accounts.list,
+        "platform_external_accounts": client.external_accounts.list_platform,
     }[resource]().pages(raw=True)
     return {r["id"]: same_instants(r) for page in pages for r in page.data}
 
@@ -92,12 +100,9 @@ def test_a_resource_not_due_is_not_reread_and_the_report_says_how_old(
     sandbox.requests.reset()
     report = sync(wh, client)
     five = timedelta(minutes=5)
-    assert report.not_reread == {
-        "cards": five,
-        "internal_accounts": five,
-        "external_accounts": five,
-    }
-    for name in ("cards", "internal_accounts", "external_accounts"):
+    whole_only = ("cards", "internal_accounts", "external_accounts", "platform_external_accounts")
+    assert report.not_reread == dict.fromkeys(whole_only, five)
+    for name in whole_only:
         assert list_requests(sandbox, name) == 0
         assert report.reads[name] == "not re-read: last read whole 5m ago"
     assert report.reads["customers"].startswith("changes")
@@ -111,16 +116,24 @@ def test_each_resource_is_reread_once_its_interval_has_passed(
     sandbox.advance(timedelta(minutes=10))
     report = sync(wh, client)
     ten = timedelta(minutes=10)
-    assert report.not_reread == {"cards": ten, "external_accounts": ten}
+    assert report.not_reread == {
+        "cards": ten,
+        "external_accounts": ten,
+        "platform_external_accounts": ten,
+    }
     assert report.reads["internal_accounts"] == "whole: last read whole 10m ago (limit 10m)"
     sandbox.advance(timedelta(minutes=50))  # an hour since cards were read
     report = sync(wh, client)
-    assert report.not_reread == {"external_accounts": timedelta(hours=1)}
+    assert report.not_reread == {
+        "external_accounts": timedelta(hours=1),
+        "platform_external_accounts": timedelta(hours=1),
+    }
     assert report.reads["cards"] == "whole: last read whole 60m ago (limit 60m)"
     sandbox.advance(timedelta(hours=11))
     report = sync(wh, client)
     assert report.not_reread == {}
-    assert report.reads["external_accounts"] == "whole: last read whole 12.0h ago (limit 12.0h)"
+    for name in ("external_accounts", "platform_external_accounts"):
+        assert report.reads[name] == "whole: last read whole 12.0h ago (limit 12.0h)"
     assert report.reads["customers"].startswith("changes")
     sandbox.advance(timedelta(hours=12))  # a day since customers were read whole
     report = sync(wh, client)
@@ -148,9 +161,9 @@ def test_the_policy_is_an_option_like_the_others(
     sandbox.advance(timedelta(minutes=1))
     every_sync = Freshness(internal_accounts=timedelta(0), cards=timedelta(0))
     report = sync(wh, client, freshness=every_sync)
-    assert set(report.not_reread) == {"external_accounts"}
+    assert set(report.not_reread) == {"external_accounts", "platform_external_accounts"}
     report = wh.sync(client, options=SyncOptions(progress=False, freshness=every_sync))
-    assert set(report.not_reread) == {"external_accounts"}
+    assert set(report.not_reread) == {"external_accounts", "platform_external_accounts"}
     with pytest.raises(InvalidArgumentError, match="not both"):
         wh.sync(client, options=SyncOptions(), freshness=every_sync)
     with pytest.raises(InvalidArgumentError, match=r"freshness\.cards"):
@@ -268,7 +281,7 @@ def test_an_unchanged_resync_reads_little(sandbox: Sandbox, client: Client, wh: 
     again = sync(wh, client)
     assert again.new == again.changed == 0
     listed = {name: list_requests(sandbox, name) - before[name] for name in SMALL}
-    assert listed == {"customers": 3, "cards": 0, "internal_accounts": 0, "external_accounts": 0}
+    assert listed == {"customers": 3, **dict.fromkeys(SMALL[1:], 0)}
 
 
 def test_a_listing_of_a_few_pages_is_read_whole_and_a_long_one_by_currency(

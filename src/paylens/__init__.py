@@ -72,7 +72,14 @@ if TYPE_CHECKING:
     from paylens.lake import Lake
     from paylens.ops import Plan
     from paylens.sandbox import Sandbox
-    from paylens.warehouse import Freshness, SyncOptions, SyncReport, Warehouse, sync_file
+    from paylens.warehouse import (
+        Freshness,
+        SyncKeywords,
+        SyncOptions,
+        SyncReport,
+        Warehouse,
+        sync_file,
+    )
 
 #: What loads on first use: name -> (module, attribute or None for the module itself).
 _LAZY: _lazy.Table = {
@@ -88,6 +95,7 @@ _LAZY: _lazy.Table = {
     "Warehouse": ("paylens.warehouse", "Warehouse"),
     "SyncReport": ("paylens.warehouse", "SyncReport"),
     "SyncOptions": ("paylens.warehouse", "SyncOptions"),
+    "SyncKeywords": ("paylens.warehouse", "SyncKeywords"),
     "Freshness": ("paylens.warehouse", "Freshness"),
     "sync_file": ("paylens.warehouse", "sync_file"),
     "Plan": ("paylens.ops", "Plan"),
@@ -131,6 +139,7 @@ __all__ = [
     "RetryPolicy",
     "Sandbox",
     "SessionKey",
+    "SyncKeywords",
     "SyncOptions",
     "SyncReport",
     "TextPage",

@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast, overload
 
 from paylens import errors, ops
 from paylens._version import __version__
@@ -15,6 +16,7 @@ from paylens._version import __version__
 if TYPE_CHECKING:
     from paylens.client import Client
     from paylens.ops import Plan
+    from paylens.warehouse import SyncKeywords
 
 #: Errors that say the command cannot run as typed or configured (exit 2, as a usage error):
 #: missing settings, a refused argument, no warehouse at the path or another program's file.
@@ -208,12 +210,9 @@ def _sync(args: argparse.Namespace) -> int:
         print(f"paylens sync: {exc}", file=sys.stderr)
         return 2
     try:
-        report = sync_file(
-            args.db,
-            client,
-            progress=not args.quiet and sys.stderr.isatty(),
-            **_same_names(args, *_SYNC_OPTIONS),
-        )
+        keywords = _sync_keywords(args)
+        keywords["progress"] = not args.quiet and sys.stderr.isatty()
+        report = sync_file(args.db, client, wait=args.wait, **keywords)
     except _SETUP_ERRORS as exc:
         print(f"paylens sync: {exc}", file=sys.stderr)
         return 2
@@ -263,8 +262,53 @@ def for_a_shell(exc: Exception, args: argparse.Namespace) -> str:
     return str(exc)
 
 
-#: What `paylens sync` hands `sync_file` as it is.
-_SYNC_OPTIONS = ("wait", "verify_syncs", "since", "full", "concurrency", "rate_limit", "resources")
+def _sync_keywords(args: argparse.Namespace) -> SyncKeywords:
+    """The sync's keywords (`SyncKeywords`, the library's one list) the command line gives;
+    those left to the library's default (`LibraryDefault`) are not handed on."""
+    from paylens.warehouse import SyncKeywords
+
+    given = {
+        name: getattr(args, name)
+        for name in SyncKeywords.__optional_keys__
+        if hasattr(args, name) and not isinstance(getattr(args, name), LibraryDefault)
+    }
+    return cast("SyncKeywords", given)
+
+
+class LibraryDefault:
+    """An option left to the library's default (`SyncOptions`'), shown in the help by its
+    value: read when the help is shown, so that building the parser loads no warehouse."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __str__(self) -> str:
+        from paylens.warehouse import SyncOptions
+
+        return str(getattr(SyncOptions, self.name))
+
+
+class CatalogueNames(Sequence[str]):
+    """The resources a sync reads (the catalogue's, `paylens.warehouse.RESOURCES`), read when
+    first asked for, so that building the parser loads no warehouse."""
+
+    def _names(self) -> tuple[str, ...]:
+        from paylens.warehouse import RESOURCES
+
+        return tuple(RESOURCES)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return self._names()[index]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._names()
 
 
 def _data_file(args: argparse.Namespace, *, progress: bool = False) -> str:

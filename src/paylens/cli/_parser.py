@@ -13,6 +13,8 @@ from paylens.connection import DEFAULT_DB, SANDBOX_DB, SANDBOX_TRANSACTIONS
 
 from ._commands import (
     _BULK,
+    CatalogueNames,
+    LibraryDefault,
     _bulk,
     _close,
     _demo,
@@ -283,9 +285,6 @@ def _currency_cap(text: str) -> tuple[str, int]:
     return code.strip(), _whole(0)(limit.strip())
 
 
-_RESOURCES = ("transactions", "customers", "cards", "internal_accounts", "external_accounts")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="paylens",
@@ -390,13 +389,18 @@ def _add_sync(commands: Any) -> None:
     sync.add_argument(
         "--resources",
         nargs="+",
-        choices=_RESOURCES,
+        choices=CatalogueNames(),
         default=None,
         metavar="RESOURCE",
-        help=f"sync only these ({', '.join(_RESOURCES)}); the customers, cards and accounts "
-        "named are re-read whole whatever their age (default: all five)",
+        help="sync only these (%(choices)s); those named beside transactions are re-read "
+        "whole whatever their age (default: all)",
     )
-    sync.add_argument("--concurrency", type=int, default=16, help="time slices read at once")
+    sync.add_argument(
+        "--concurrency",
+        type=int,
+        default=LibraryDefault("concurrency"),
+        help="time slices read at once (default: %(default)s)",
+    )
     sync.add_argument(
         "--rate-limit", type=float, help="requests per second sent (default: no limit)"
     )
@@ -404,8 +408,9 @@ def _add_sync(commands: Any) -> None:
     sync.add_argument(
         "--verify-syncs",
         type=int,
-        default=7,
-        help="every stored record is re-read at least once every this many syncs",
+        default=LibraryDefault("verify_syncs"),
+        help="every stored record is re-read at least once every this many syncs "
+        "(default: %(default)s)",
     )
     _wait_option(sync)
     _client_options(sync)

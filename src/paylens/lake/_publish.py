@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from paylens.errors import LakeError
+from paylens.warehouse.sync import SMALL_RESOURCES
 
 from ._catalog import PUBLISHES, open_catalog, to_iceberg
 
@@ -49,10 +50,7 @@ TABLES: dict[str, str | None] = {
     "outgoing_fees": "created_at",
     "card_transactions": "created_at",
     "payment_instructions": None,
-    "customers": None,
-    "cards": None,
-    "internal_accounts": None,
-    "external_accounts": None,
+    **dict.fromkeys(SMALL_RESOURCES),  # the catalogue's resources beside transactions
     "status_history": "run_id",
     "ops_journal": None,
     "sync_runs": None,

@@ -6,7 +6,8 @@
     wh.sql("SELECT currency, sum(amount_minor) FROM transactions GROUP BY 1")
 
 Tables: transactions, outgoing_fees, card_transactions, payment_instructions, cards, customers,
-internal_accounts, external_accounts, status_history, rejected_records, sync_runs, sync_slices,
+internal_accounts, external_accounts, platform_external_accounts (every resource of the
+catalogue, `RESOURCES`), status_history, rejected_records, sync_runs, sync_slices,
 resource_reads;
 the wallet inventory (`wh.sync_wallets(client)`): wallet_credentials, wallet_sessions,
 wallet_inventory.
@@ -19,16 +20,20 @@ from paylens.errors import WarehouseError, WarehouseLockedError
 from ._open import MEMORY, interrupted
 from ._report import SANDBOX_LABEL as SANDBOX_LABEL
 from ._report import SyncReport
+from ._run import SyncKeywords
 from ._store import SCHEMA_VERSION
 from ._sync_file import sync_file
 from ._warehouse import DEFAULT_PATH as DEFAULT_PATH
 from ._warehouse import Warehouse
 from .sync import Freshness, SyncOptions
+from .sync.catalog import RESOURCES
 
 __all__ = [
     "MEMORY",
+    "RESOURCES",
     "SCHEMA_VERSION",
     "Freshness",
+    "SyncKeywords",
     "SyncOptions",
     "SyncReport",
     "Warehouse",
@@ -39,5 +44,5 @@ __all__ = [
 ]
 
 # public classes say where users import them from (as httpx does), not their private room
-for _public in (SyncReport, Warehouse):
+for _public in (SyncKeywords, SyncReport, Warehouse):
     _public.__module__ = __name__

@@ -8,22 +8,30 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import duckdb
 
 from paylens.client import Client, timestamp
-from paylens.errors import APIError, WarehouseSourceError
+from paylens.errors import APIError, InvalidArgumentError, WarehouseSourceError
 
 from . import _store
 from ._open import interrupt_of, wal_path
 from ._progress import Progress
 from ._report import SyncReport, describe_read
 from ._staged import target_of
-from .sync import ResourceResult, ResourceSync, SyncOptions, TransactionSync, utcnow
+from .sync import (
+    Freshness,
+    ResourceResult,
+    ResourceSync,
+    SyncOptions,
+    TransactionSync,
+    utcnow,
+)
 from .sync.events import fold_before_sync
 
 logger = logging.getLogger("paylens.warehouse")
@@ -300,3 +308,40 @@ def parse_since(value: date | datetime | str | None) -> datetime | None:
     if value is None:
         return None
     return datetime.fromisoformat(timestamp("since", value).replace("Z", "+00:00"))
+
+
+class SyncKeywords(TypedDict, total=False):
+    """The keyword arguments of a sync, shared by `Warehouse.sync`, `sync_file` and `paylens
+    sync` (one list, typed for each with `Unpack`). Their defaults are `SyncOptions`' (the one
+    place they are set); `since`, `resources` and `freshness` default to None: everything,
+    every resource of the catalogue, `Freshness()`."""
+
+    since: date | datetime | str | None
+    full: bool
+    concurrency: int
+    rate_limit: float | None
+    progress: bool
+    resources: Sequence[str] | None
+    verify_syncs: int
+    freshness: Freshness | None
+
+
+def sync_options(keywords: SyncKeywords, options: SyncOptions | None = None) -> SyncOptions:
+    """The `SyncOptions` a sync's keywords say (`resources` aside), or `options` when no
+    keyword says otherwise than its default: both at once are refused, as options would
+    silently win."""
+    settings: dict[str, Any] = {k: v for k, v in keywords.items() if k != "resources"}
+    if settings.get("freshness") is None:
+        settings.pop("freshness", None)
+    if "since" in settings:
+        settings["since"] = parse_since(settings["since"])
+    if options is None:
+        return SyncOptions(**settings)
+    defaults = SyncOptions()
+    given = sorted(k for k, v in settings.items() if v != getattr(defaults, k))
+    if given:
+        raise InvalidArgumentError(
+            "options",
+            f"give either options= or {', '.join(given)}, not both (options would silently win)",
+        )
+    return options

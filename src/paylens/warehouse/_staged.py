@@ -115,9 +115,9 @@ def discard(target: Path) -> None:
 def holds_no_records(staged: Path) -> bool:
     """Whether a staged copy holds no record of any resource: nothing a resumed run would keep
     (a copy that cannot be read counts as holding some, and is kept)."""
-    from paylens.frames import TABLES
+    from .sync.catalog import PRIMARY_KEYS
 
-    counts = " + ".join(f"(SELECT count(*) FROM {table})" for table in TABLES)
+    counts = " + ".join(f"(SELECT count(*) FROM {table})" for table in PRIMARY_KEYS)
     got = _look(staged, f"SELECT {counts}")
     return got is not None and not got[1][0][0]
 

@@ -13,7 +13,9 @@ import duckdb
 import pyarrow as pa
 
 from paylens.errors import WarehouseError
-from paylens.frames import TABLES, arrow_schema
+from paylens.frames import arrow_schema
+
+from .sync import catalog
 
 #: Version of the file layout; `ensure_schema` brings older files up to it (2: resource_reads,
 #: removed_at of the smaller resources; 3: currency decimals SMALLINT, not TINYINT, and a
@@ -21,18 +23,9 @@ from paylens.frames import TABLES, arrow_schema
 #: item_id and item_kind, for transactions and wallet sessions alike, were transaction_id).
 SCHEMA_VERSION = 5
 
-#: Keys of the record tables (payment instructions hang off their transaction); unique by
-#: construction (see `upsert`), not by an index.
-PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
-    "transactions": ("id",),
-    "outgoing_fees": ("id",),
-    "card_transactions": ("id",),
-    "payment_instructions": ("transaction_id", "position"),
-    "cards": ("id",),
-    "customers": ("id",),
-    "internal_accounts": ("id",),
-    "external_accounts": ("id",),
-}
+#: Keys of the record tables (the catalogue's: `sync.catalog`); unique by construction (see
+#: `upsert`), not by an index.
+PRIMARY_KEYS = catalog.PRIMARY_KEYS
 
 _BOOKKEEPING = [
     """CREATE TABLE IF NOT EXISTS paylens_meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
@@ -88,20 +81,16 @@ _TRACKING = {
 }
 
 
-#: Tables read whole now and then: a record a whole read no longer lists keeps its row, with
-#: `removed_at` (the service's time of that read) set.
-_LISTED_WHOLE = ("customers", "cards", "internal_accounts", "external_accounts")
-#: Tables with `removed_at`: those read whole, and transactions (a record a re-read range no
-#: longer lists and the service answers 404 for by id; see `paylens.warehouse.sync`).
-_REMOVABLE = (*_LISTED_WHOLE, "transactions")
+#: Tables with `removed_at`: the resources' (a record a whole read no longer lists keeps its
+#: row, with `removed_at` the service's time of that read; a transaction a re-read range no
+#: longer lists and the service answers 404 for by id: see `paylens.warehouse.sync`).
+_REMOVABLE = catalog.NAMES
 
 
 #: Tables whose rows hang off a transaction, with the column naming it.
 _CHILDREN = {
-    "outgoing_fees": "id",
-    "card_transactions": "id",
+    **{c.table: c.parent for c in catalog.RESOURCES["transactions"].children},
     "status_history": "id",
-    "payment_instructions": "transaction_id",
 }
 
 
@@ -121,7 +110,7 @@ def current(table: str, *, include_removed: bool = False) -> str:
 
 def _columns(table: str) -> dict[str, str]:
     """Every column of a record table with its DuckDB type: declared, then tracking."""
-    columns = {f.name: _DUCK_TYPES[f.type] for f in arrow_schema(table)}
+    columns = {f.name: _DUCK_TYPES[f.type] for f in arrow_schema(catalog.COLUMNS[table])}
     if "raw" in columns:
         columns["raw_hash"] = "UBIGINT"
     removed = {"removed_at": "TIMESTAMPTZ"} if table in _REMOVABLE else {}
@@ -159,9 +148,11 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create what is missing and migrate an older file, in one transaction; never drops data.
-    A file already at this version costs one query (no statement per table on every open),
-    a new database one script (nothing to migrate, so no table is described)."""
-    if _version(con) == SCHEMA_VERSION:
+    A file already at this version, with every table of the catalogue, costs one query (no
+    statement per table on every open), a new database one script (nothing to migrate, so no
+    table is described). A resource added to the catalogue gets its table in an older file of
+    this version on its next read-write open."""
+    if _layout(con) == (str(SCHEMA_VERSION), _RECORD_TABLES):
         return
     with transaction(con):
         if not con.execute("SELECT count(*) FROM duckdb_tables()").fetchall()[0][0]:
@@ -170,26 +161,35 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
             _ensure_schema(con)
 
 
+#: The record tables this version makes, as kept in the meta (`record_tables`).
+_RECORD_TABLES = ",".join(PRIMARY_KEYS)
+
+
 @functools.cache
 def _new_schema() -> str:
     """Every statement creating this version's layout in an empty database, as one script."""
     return ";\n".join(
         [
             *_BOOKKEEPING,
-            *(_ddl(table) for table in TABLES),
-            f"INSERT INTO paylens_meta VALUES ('schema_version', '{SCHEMA_VERSION}')",
+            *(_ddl(table) for table in PRIMARY_KEYS),
+            f"INSERT INTO paylens_meta VALUES ('schema_version', '{SCHEMA_VERSION}'),"
+            f" ('record_tables', '{_RECORD_TABLES}')",
         ]
     )
 
 
-def _version(con: duckdb.DuckDBPyConnection) -> int | None:
+def _layout(con: duckdb.DuckDBPyConnection) -> tuple[str | None, str | None]:
+    """The file's schema version and record tables, as its meta keeps them."""
     try:
-        found = con.execute(
-            "SELECT value FROM paylens_meta WHERE key = 'schema_version'"
-        ).fetchall()
+        found = dict(
+            con.execute(
+                "SELECT key, value FROM paylens_meta"
+                " WHERE key IN ('schema_version', 'record_tables')"
+            ).fetchall()
+        )
     except duckdb.CatalogException:
-        return None
-    return int(found[0][0]) if found else None
+        return None, None
+    return found.get("schema_version"), found.get("record_tables")
 
 
 def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
@@ -199,19 +199,15 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     # fetchall, not fetchone: DuckDB refuses relation queries while a result is unfinished
     found = con.execute("SELECT value FROM paylens_meta WHERE key = 'schema_version'").fetchall()
     version = int(found[0][0]) if found else None
-    for table in TABLES:
-        con.execute(_ddl(table))
-        _add_missing_columns(con, table)
-    if version is None or version < SCHEMA_VERSION:
-        con.execute(
-            "INSERT OR REPLACE INTO paylens_meta VALUES ('schema_version', ?)",
-            [str(SCHEMA_VERSION)],
-        )
-    elif version > SCHEMA_VERSION:
+    if version is not None and version > SCHEMA_VERSION:
         raise WarehouseError(
             f"this warehouse was written by a newer paylens (schema {version}, this one knows "
             f"{SCHEMA_VERSION}); upgrade paylens to open it"
         )
+    for table in PRIMARY_KEYS:
+        con.execute(_ddl(table))
+        _add_missing_columns(con, table)
+    set_meta(con, schema_version=str(SCHEMA_VERSION), record_tables=_RECORD_TABLES)
 
 
 def journal_columns(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
-from datetime import date, datetime
 from pathlib import Path
+from typing import Unpack
 
 from paylens.client import Client
 from paylens.errors import WarehouseFileError, WarehouseStorageError
@@ -14,9 +13,8 @@ from paylens.errors import WarehouseFileError, WarehouseStorageError
 from . import _staged
 from ._open import WriterLock, check_name, lock_path
 from ._report import SyncReport
-from ._run import parse_since
+from ._run import SyncKeywords, sync_options
 from ._warehouse import Warehouse, wanted_resources
-from .sync import Freshness, SyncOptions
 
 
 def sync_file(
@@ -24,25 +22,18 @@ def sync_file(
     client: Client,
     *,
     wait: float = 0.0,
-    since: date | datetime | str | None = None,
-    full: bool = False,
-    concurrency: int = 16,
-    rate_limit: float | None = None,
-    progress: bool = True,
-    resources: Sequence[str] | None = None,
-    verify_syncs: int = 7,
-    freshness: Freshness | None = None,
+    **keywords: Unpack[SyncKeywords],
 ) -> SyncReport:
     """Sync a warehouse file for cron: take the file's writer lock (or wait up to `wait`
     seconds for it), sync a staged copy (`<path>.syncing`, resumed by the next run when a run
     is killed) and swap it in. Readers holding the file read-only keep their snapshot and are
     never blocked; a writer (a notebook's read-write Warehouse, an apply) makes it wait or
     fail with `WarehouseLockedError`, never lose what that writer wrote. The scheduled
-    `paylens sync` uses this; see `paylens.warehouse._staged` for the protocol."""
+    `paylens sync` uses this; see `paylens.warehouse._staged` for the protocol. The keywords
+    are `Warehouse.sync`'s (`SyncKeywords`)."""
     # options a sync would refuse are refused before the file is locked or copied
-    SyncOptions(concurrency=concurrency, rate_limit=rate_limit, verify_syncs=verify_syncs)
-    parse_since(since)
-    wanted_resources(resources)
+    sync_options(keywords)
+    wanted_resources(keywords.get("resources"))
     # the file itself, whatever name it is given by: a link is followed (and kept), and its
     # writer lock is the one every other writer of the file takes
     target = Path(path).resolve()
@@ -61,17 +52,7 @@ def sync_file(
             wh = Warehouse(staged)
         try:
             with wh:
-                report = wh.sync(
-                    client,
-                    since=since,
-                    full=full,
-                    concurrency=concurrency,
-                    rate_limit=rate_limit,
-                    progress=progress,
-                    resources=resources,
-                    verify_syncs=verify_syncs,
-                    freshness=freshness,
-                )
+                report = wh.sync(client, **keywords)
                 # checkpointed here, where a full disk is an error: the close would fail
                 # silently and leave a copy that no later run can finish on that disk
                 wh._checkpoint()

@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, Unpack
 
 import duckdb
 import pyarrow as pa
@@ -29,13 +29,14 @@ from ._open import MEMORY, close_store, not_found, open_store, storage_errors
 from ._report import SANDBOX_LABEL, SyncReport
 from ._run import (
     PLATFORM_CONFIG_ID,
+    SyncKeywords,
     SyncRun,
     check_source,
     other_platform,
-    parse_since,
     platform_config_id,
+    sync_options,
 )
-from .sync import SMALL_RESOURCES, Freshness, SyncOptions, utcnow
+from .sync import SyncOptions, catalog, utcnow
 
 if TYPE_CHECKING:  # pandas loads when a frame is first asked for, not for a sync
     import pandas as pd
@@ -67,7 +68,7 @@ def _json_text(record: dict[str, Any]) -> bytes:
 
 def wanted_resources(resources: Sequence[str] | None) -> list[str]:
     """The resources a sync reads, in order: those named, or all of them."""
-    known = ("transactions", *SMALL_RESOURCES)
+    known = catalog.NAMES
     unknown = [r for r in resources or () if r not in known]
     if unknown or (resources is not None and not resources):
         raise InvalidArgumentError(
@@ -156,15 +157,8 @@ class Warehouse:
         self,
         client: Client,
         *,
-        since: date | datetime | str | None = None,
-        full: bool = False,
-        concurrency: int = 16,
-        rate_limit: float | None = None,
-        progress: bool = True,
-        resources: Sequence[str] | None = None,
-        verify_syncs: int = 7,
-        freshness: Freshness | None = None,
         options: SyncOptions | None = None,
+        **keywords: Unpack[SyncKeywords],
     ) -> SyncReport:
         """Bring the warehouse in step with the service and say what changed.
 
@@ -175,59 +169,25 @@ class Warehouse:
         report's `reverified` is that cost). `concurrency` time slices are paged at once, under
         `rate_limit` requests per second when given. Works in scripts, cron and inside a
         running Jupyter kernel (threads, no event loop). `resources` limits the sync to some
-        of: transactions, customers, cards, internal_accounts, external_accounts; naming
-        customers, cards or accounts re-reads them whole whatever their age. `freshness` (a
-        `Freshness`) says how old cards and accounts may grow before a sync re-reads them
-        whole (customers are read by what changed on every sync); `full=True` re-reads
-        everything. `options` (a `SyncOptions`) sets everything at once, instead of the
-        keyword arguments. A read-only Warehouse syncs as `paylens sync` does (`sync_file`: a
-        staged copy swapped in) and then reads the new file: it never holds the writer lock
-        between calls, so a notebook's never keeps the scheduled sync out.
+        of the catalogue's (`paylens.warehouse.RESOURCES`: transactions, customers, cards,
+        internal_accounts, external_accounts, platform_external_accounts); naming one beside
+        transactions re-reads it whole whatever its age. `freshness` (a `Freshness`) says how
+        old cards and accounts may grow before a sync re-reads them whole (customers are read
+        by what changed on every sync); `full=True` re-reads everything; `progress` shows a
+        bar. The keywords (`SyncKeywords`) default to `SyncOptions`' values. `options` (a
+        `SyncOptions`) sets everything at once, instead of the keyword arguments. A read-only
+        Warehouse syncs as `paylens sync` does (`sync_file`: a staged copy swapped in) and
+        then reads the new file: it never holds the writer lock between calls, so a
+        notebook's never keeps the scheduled sync out.
         """
         if self.read_only:
             if options is not None:
                 raise InvalidArgumentError(
                     "options", "a read-only Warehouse syncs with keyword arguments only"
                 )
-            return self._sync_staged(
-                client,
-                since=since,
-                full=full,
-                concurrency=concurrency,
-                rate_limit=rate_limit,
-                progress=progress,
-                resources=resources,
-                verify_syncs=verify_syncs,
-                freshness=freshness,
-            )
-        given = {
-            name
-            for name, value, default in (
-                ("since", since, None),
-                ("full", full, False),
-                ("concurrency", concurrency, 16),
-                ("rate_limit", rate_limit, None),
-                ("progress", progress, True),
-                ("verify_syncs", verify_syncs, 7),
-                ("freshness", freshness, None),
-            )
-            if value != default
-        }
-        if options is not None and given:
-            raise InvalidArgumentError(
-                "options",
-                f"give either options= or {', '.join(sorted(given))}, not both "
-                "(options would silently win)",
-            )
-        opts = options or SyncOptions(
-            concurrency=concurrency,
-            rate_limit=rate_limit,
-            since=parse_since(since),
-            full=full,
-            progress=progress,
-            verify_syncs=verify_syncs,
-            freshness=freshness or Freshness(),
-        )
+            return self._sync_staged(client, keywords)
+        opts = sync_options(keywords, options)
+        resources = keywords.get("resources")
         wanted = wanted_resources(resources)
         forced = frozenset(resources or ())
         # one sync of a file at a time in this process (a second waits): two would reconcile
@@ -235,7 +195,7 @@ class Warehouse:
         with self._store.sync_lock, storage_errors(self.path):
             return SyncRun(self._con, self._lock, self.path).run(client, opts, wanted, forced)
 
-    def _sync_staged(self, client: Client, **arguments: Any) -> SyncReport:
+    def _sync_staged(self, client: Client, keywords: SyncKeywords) -> SyncReport:
         """A read-only Warehouse's sync: the scheduled sync's (`sync_file`: a staged copy
         swapped in, the writer lock held only while it runs), then the file opened again to
         read what it brought (when this is the only Warehouse on the file in this process;
@@ -245,7 +205,7 @@ class Warehouse:
 
         if str(self.path) == MEMORY or self._closed:
             raise WarehouseError(f"{self.path}: this Warehouse is closed or in memory")
-        report = sync_file(self.path, client, **arguments)
+        report = sync_file(self.path, client, **keywords)
         close_store(self._store)
         self._store = open_store(self.path, read_only=True)
         self._con, self._lock = self._store.con, self._store.lock
@@ -425,21 +385,39 @@ class Warehouse:
         rows = self.current_rows("payment_instructions", include_removed=include_removed)
         return self.sql(f"SELECT * FROM {rows} ORDER BY transaction_id, position")
 
-    def cards(self) -> pd.DataFrame:
+    def records(self, resource: str, *, raw: bool = True) -> pd.DataFrame:
+        """The stored rows of one resource of the catalogue (`paylens.warehouse.RESOURCES`)
+        beside transactions, in its order; a record its last whole read no longer listed keeps
+        its row, with `removed_at` set. `raw=False` leaves out each record's JSON."""
+        entry = catalog.RESOURCES.get(resource)
+        if entry is None or not entry.small:
+            names = ", ".join(catalog.SMALL_RESOURCES)
+            raise InvalidArgumentError("resource", f"must be one of {names}; got {resource!r}")
         self.require_data()
-        return self.sql("SELECT * FROM cards ORDER BY created_at")
+        with self._lock:
+            held = self._con.execute(
+                "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [resource]
+            ).fetchall()[0][0]
+        if not held:  # a file of an older paylens, opened read-only since
+            raise WarehouseEmptyError(
+                f"{self.path} holds no {resource} yet (written by an older paylens): run "
+                f"`paylens sync --db {self.path}` to store them"
+            )
+        columns = "*" if raw else "* EXCLUDE (raw, raw_hash)"
+        return self.sql(f"SELECT {columns} FROM {resource} ORDER BY {entry.order}")
+
+    def cards(self) -> pd.DataFrame:
+        return self.records("cards")
 
     def customers(self) -> pd.DataFrame:
-        self.require_data()
-        return self.sql("SELECT * FROM customers ORDER BY created_at")
+        return self.records("customers")
 
     def internal_accounts(self) -> pd.DataFrame:
-        self.require_data()
-        return self.sql("SELECT * FROM internal_accounts ORDER BY created_at")
+        return self.records("internal_accounts")
 
     def external_accounts(self) -> pd.DataFrame:
-        self.require_data()
-        return self.sql("SELECT * FROM external_accounts ORDER BY id")
+        """The customers' external accounts (the platform's: `records("platform_external_accounts")`)."""
+        return self.records("external_accounts")
 
     def status_history(
         self, transaction_id: str | None = None, *, include_removed: bool = False

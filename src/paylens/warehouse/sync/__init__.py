@@ -60,15 +60,17 @@ slower `verify_syncs_with_events` (see `events` and docs/guarantees.md).
 
 The parts: `plan` (pure: which windows to read), `fetch` (generators of pages and landings),
 `save` (typed batches, each committed with its checkpoint; the questions about what is stored),
-`run` (the pool of readers and the writer); for the smaller resources, `freshness` (when each
+`run` (the pool of readers and the writer); `catalog` declares every resource once (what the
+store, the fetch, `Freshness`, the CLI and the readers derive); for the smaller resources,
+`freshness` (when each
 is read whole), `resources` (reading them: customers by what changed, the others whole, on the
 same pool) and `resource_save` (typing and landing them).
 """
 
 from datetime import UTC, datetime
 
+from .catalog import SMALL_RESOURCES
 from .freshness import Freshness
-from .resource_save import SMALL_RESOURCES
 from .resources import ResourceResult, ResourceSync
 from .run import SyncOptions, TransactionSync
 

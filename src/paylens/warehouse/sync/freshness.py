@@ -3,15 +3,20 @@ re-reads it whole), what the warehouse knows of their last reads, and why one is
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from paylens.errors import InvalidArgumentError
 
+from .catalog import FRESHNESS
 
-@dataclass(frozen=True)
+
 class Freshness:
-    """How old a resource may grow before a sync re-reads it whole (in the service's time).
+    """How old a resource may grow before a sync re-reads it whole (in the service's time):
+    one keyword per resource of the catalogue (`catalog.Resource.freshness` is its default),
+    e.g. `Freshness(internal_accounts=timedelta(0))`.
 
     Cards and accounts are listed only whole, so each is re-read when its last whole read is
     at least this old (or `full=True`, or `resources=` names it). Customers are read every
@@ -20,25 +25,53 @@ class Freshness:
 
     The defaults: balances (internal accounts) move with every payment and are what operators
     look at, so 10 minutes; a card's state (frozen, closed) matters within the hour; external
-    (beneficiary) accounts change rarely and are the largest listing, so 12 hours. A `timedelta(0)`
-    re-reads on every sync."""
+    (beneficiary) accounts, the customers' and the platform's, change rarely and are the
+    largest listing, so 12 hours; customers, 24 hours. A `timedelta(0)` re-reads on every
+    sync. Immutable and hashable; `limits` is every resource's."""
 
-    internal_accounts: timedelta = timedelta(minutes=10)
-    cards: timedelta = timedelta(hours=1)
-    external_accounts: timedelta = timedelta(hours=12)
-    customers: timedelta = timedelta(hours=24)
+    __slots__ = ("limits",)
+    limits: Mapping[str, timedelta]
 
-    def __post_init__(self) -> None:
-        for item in fields(self):
-            value = getattr(self, item.name)
+    def __init__(self, **limits: timedelta) -> None:
+        for name, value in limits.items():
+            if name not in FRESHNESS:
+                raise InvalidArgumentError(
+                    "freshness",
+                    f"names no resource read whole: {name!r} (known: {', '.join(FRESHNESS)})",
+                )
             if not isinstance(value, timedelta) or value < timedelta(0):
                 raise InvalidArgumentError(
-                    f"freshness.{item.name}", f"must be a timedelta, 0 or more; got {value!r}"
+                    f"freshness.{name}", f"must be a timedelta, 0 or more; got {value!r}"
                 )
+        object.__setattr__(self, "limits", {**FRESHNESS, **limits})
+
+    def __getattr__(self, name: str) -> timedelta:
+        try:
+            return self.limits[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Freshness is immutable: {name} is not set")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Freshness) and self.limits == other.limits
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.limits.items()))
+
+    def __repr__(self) -> str:
+        return f"Freshness({', '.join(f'{k}={v!r}' for k, v in self.limits.items())})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_freshness, (dict(self.limits),))
 
     def limit(self, resource: str) -> timedelta:
-        value: timedelta = getattr(self, resource)
-        return value
+        return self.limits[resource]
+
+
+def _freshness(limits: dict[str, timedelta]) -> Freshness:
+    return Freshness(**limits)
 
 
 @dataclass(frozen=True)

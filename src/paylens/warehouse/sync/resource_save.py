@@ -18,15 +18,11 @@ from paylens import models
 from paylens.frames import to_arrow
 
 from .. import _store
+from .catalog import RESOURCES, SMALL_RESOURCES, Count, Cursor
 from .freshness import LastRead
 from .save import RejectRow, unreadable
 
 logger = logging.getLogger("paylens.warehouse")
-
-#: Resources the interface lists only whole.
-WHOLE_ONLY = ("cards", "internal_accounts", "external_accounts")
-#: Every resource beside transactions, in the order a sync reports them.
-SMALL_RESOURCES = ("customers", *WHOLE_ONLY)
 
 
 @dataclass
@@ -44,26 +40,9 @@ class Read:
         self.pages += other.pages
 
 
-#: The typed model of each resource (loaded when a record is refused, to say why).
-_MODELS = {
-    "customers": "Customer",
-    "cards": "Card",
-    "internal_accounts": "InternalAccount",
-    "external_accounts": "ExternalAccount",
-}
-
-
 def _model(resource: str) -> Any:
-    return getattr(models, _MODELS[resource])
-
-
-#: Columns whose null makes the typed models judge the record (they may refuse it).
-_JUDGED = {
-    "customers": ("platform_customer_id", "customer_type"),
-    "cards": ("cardholder_id", "state", "form", "created_at", "updated_at"),
-    "internal_accounts": ("customer_id", "type", "status"),
-    "external_accounts": ("customer_id", "status", "currency"),
-}
+    """The typed model of a resource (loaded when a record is refused, to say why)."""
+    return getattr(models, RESOURCES[resource].model)
 
 
 def reject_row(resource: str, text: bytes, error: str, run_id: int, at: datetime) -> RejectRow:
@@ -105,7 +84,7 @@ def typed(resource: str, got: Read, run_id: int, at: datetime) -> tuple[pa.Table
     ]
 
     def convert(raw: list[bytes]) -> pa.Table:
-        return to_arrow(resource, [], raw=raw)
+        return to_arrow(RESOURCES[resource].table, [], raw=raw)
 
     while True:
         try:
@@ -115,7 +94,7 @@ def typed(resource: str, got: Read, run_id: int, at: datetime) -> tuple[pa.Table
                 rejects.append(reject_row(resource, buffer.pop(record_id), str(exc), run_id, at))
             continue
         missing = None
-        for name in _JUDGED[resource]:
+        for name in RESOURCES[resource].judged:
             nulls = pc.is_null(table.column(name))
             missing = nulls if missing is None else pc.or_(missing, nulls)
         suspects = table.filter(missing).column("id").to_pylist() if missing is not None else []
@@ -137,12 +116,20 @@ def typed(resource: str, got: Read, run_id: int, at: datetime) -> tuple[pa.Table
 
 
 def last_reads(con: duckdb.DuckDBPyConnection) -> dict[str, LastRead]:
-    """Each small resource's last reads and quarantined records."""
+    """Each small resource's last reads and quarantined records (and, read by a cursor, the
+    newest stored value of its cursor's column)."""
     rows = con.execute("SELECT resource, whole_at FROM resource_reads").fetchall()
     whole = {name: at for name, at in rows}
-    mark = (listed_customers_mark(con),)
     out = {}
     for name in SMALL_RESOURCES:
+        cursor = RESOURCES[name].read
+        mark = None
+        if name == "customers":  # events may have moved its newest change: the kept mark
+            mark = listed_customers_mark(con)
+        elif isinstance(cursor, Cursor):
+            ((mark,),) = con.execute(
+                f"SELECT max({cursor.column}) FROM {name} WHERE removed_at IS NULL"
+            ).fetchall()
         (n,) = con.execute(
             f"""SELECT count(DISTINCT r.record_id) FROM rejected_records r
                 LEFT JOIN {name} t ON t.id = r.record_id
@@ -150,9 +137,7 @@ def last_reads(con: duckdb.DuckDBPyConnection) -> dict[str, LastRead]:
                   AND (t.id IS NULL OR r.run_id >= t.sync_run_id)""",
             [name],
         ).fetchall()
-        out[name] = LastRead(
-            _utc(whole.get(name)), _utc(mark[0]) if name == "customers" else None, int(n[0])
-        )
+        out[name] = LastRead(_utc(whole.get(name)), _utc(mark), int(n[0]))
     return out
 
 
@@ -191,13 +176,13 @@ def _utc(value: datetime | None) -> datetime | None:
     return None if value is None else value.astimezone(UTC)
 
 
-def stored_customers(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
-    """(customers listed, of which not deleted) as stored."""
-    (row,) = con.execute(
-        """SELECT count(*), count(*) FILTER (WHERE NOT coalesce(is_deleted, false))
-           FROM customers WHERE removed_at IS NULL"""
-    ).fetchall()
-    return int(row[0]), int(row[1])
+def stored_counts(
+    con: duckdb.DuckDBPyConnection, name: str, counts: tuple[Count, ...]
+) -> tuple[int, ...]:
+    """The stored rows of `name` each of `counts` must equal (of those not marked removed)."""
+    selected = ", ".join(f"count(*) FILTER (WHERE {c.where})" for c in counts)
+    (row,) = con.execute(f"SELECT {selected} FROM {name} WHERE removed_at IS NULL").fetchall()
+    return tuple(int(n) for n in row)
 
 
 def commit(

@@ -1,6 +1,7 @@
-"""The smaller resources: customers, cards, internal and external accounts.
+"""The smaller resources: customers, cards, internal and external accounts, the platform's
+external accounts (every `Cursor` or `Whole` resource of the catalogue, `catalog`).
 
-The interface lists customers by `updatedAfter`, the others only whole. So a sync:
+The interface lists customers by `updatedAfter` (a `Cursor`), the others only whole. So a sync:
 
 - reads the customers changed since the newest `updatedAt` it stored (deleted ones included,
   so a deletion the service stamps is seen), then compares the service's counts (with and
@@ -11,9 +12,10 @@ The interface lists customers by `updatedAfter`, the others only whole. So a syn
   `resources=` names them, or while a record of theirs is quarantined; the report says what
   it did not re-read and how old it is.
 
-A whole read of more than a few pages is cut into parts read at once on the sync's pool
-(customers by creation time, accounts by currency when the per-currency counts add up to the
-total; a few pages are read as one listing, cheaper than a count per part), typed on the Arrow
+A whole read of more than a few pages is cut into parts read at once on the sync's pool (as
+its `Whole.split` says: customers by creation time, accounts by currency when the
+per-currency counts add up to the total; a few pages are read as one listing, cheaper than a
+count per part), typed on the Arrow
 path (pydantic only for the records it refuses, which go to `rejected_records`) and committed
 in one transaction with the resource's read time (`resource_reads`). A record a whole read
 no longer lists keeps its row, with `removed_at` set: history is not lost.
@@ -32,10 +34,10 @@ from typing import Any
 
 import duckdb
 
-from paylens import models
 from paylens.client import Client, Paginator, TextPage
 from paylens.errors import PaylensError
 
+from .catalog import RESOURCES, ByCreation, ByCurrency, Cursor, Whole
 from .fetch import checked_count
 from .freshness import Freshness, LastRead, whole_reason
 from .plan import Window
@@ -43,7 +45,7 @@ from .resource_save import (
     Read,
     commit,
     last_reads,
-    stored_customers,
+    stored_counts,
     typed,
 )
 from .save import instant
@@ -86,18 +88,11 @@ def slices_between(cuts: list[datetime]) -> list[dict[str, Any]]:
 def listing(
     client: Client, resource: str, filters: dict[str, Any], limit: int | None = None
 ) -> Paginator[Any]:
-    """The list of a resource with filters (customers: deleted ones included unless the
-    filters say otherwise)."""
-    given = {k: v for k, v in filters.items() if v is not None}
-    if resource == "customers":
-        given.setdefault("include_deleted", True)
-        return client.customers.list(**given, limit=limit)
-    lists: dict[str, Callable[..., Paginator[Any]]] = {
-        "cards": client.cards.list,
-        "internal_accounts": client.internal_accounts.list,
-        "external_accounts": client.external_accounts.list,
-    }
-    return lists[resource](**given, limit=limit)
+    """The list of a resource with filters (and its catalogue's defaults, unless the filters
+    say otherwise: customers, deleted ones included)."""
+    entry = RESOURCES[resource]
+    given = {**entry.defaults, **{k: v for k, v in filters.items() if v is not None}}
+    return entry.listing(client)(**given, limit=limit)
 
 
 def count(client: Client, resource: str, filters: dict[str, Any]) -> int | None:
@@ -165,13 +160,14 @@ class ResourceSync:
         freshness: Freshness,
         full: bool,
         forced: frozenset[str],
-        parts: int = 16,
+        parts: int,
     ) -> None:
         self.con, self.db_lock, self.client, self.pool = con, db_lock, client, pool
         self.run_id, self.started = run_id, started
         self.freshness, self.full, self.forced, self.parts = freshness, full, forced, parts
         self.stop = threading.Event()  # set when the run fails: reads end, nothing commits
         self._listed: Future[int | None] | None = None
+        self._first: str | None = None  # the resource whose whole count `_listed` is
 
     def _submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         return self.pool.submit(fn, *args)
@@ -183,8 +179,9 @@ class ResourceSync:
     def run(self, wanted: list[str]) -> dict[str, ResourceResult]:
         with self.db_lock:
             last = last_reads(self.con)
-        # a first count tells the service's clock before deciding what is due (the customers'
-        # count, which their check needs anyway)
+        # a first count tells the service's clock before deciding what is due (the first
+        # resource's whole count, which a cursor's check needs anyway: customers come first)
+        self._first = wanted[0]
         self._listed = self._submit(count, self.client, wanted[0], {})
         if self.client.stats.service_time is None:
             self._listed.result()
@@ -195,11 +192,11 @@ class ResourceSync:
             )
             for name in wanted
         }
-        # customers are read every sync (by what changed); the others only when due
+        # a cursor's resource is read every sync (by what changed); the others only when due
         results: dict[str, ResourceResult] = {}
         threads = []
         for name in wanted:
-            if name != "customers" and decisions[name] is None:
+            if not isinstance(RESOURCES[name].read, Cursor) and decisions[name] is None:
                 whole_at = last[name].whole_at
                 age = None if whole_at is None else now - whole_at
                 results[name] = ResourceResult(name, "not re-read", "fresh enough", age=age)
@@ -216,8 +213,8 @@ class ResourceSync:
         self, name: str, reason: str | None, last: LastRead, now: datetime
     ) -> ResourceResult:
         age = now - last.whole_at if last.whole_at else None
-        if reason is None:  # customers, by what changed since the newest stored update
-            result = self._changes(last, now)
+        if reason is None:  # a cursor's, by what changed since the newest stored value
+            result = self._changes(name, last, now)
             if result is not None:
                 result.age = age
                 return result
@@ -243,50 +240,64 @@ class ResourceSync:
             )
         return table.num_rows, len(rejects)
 
-    def _changes(self, last: LastRead, now: datetime) -> ResourceResult | None:
-        """Customers changed since the watermark, committed; then their counts checked against
+    def _changes(self, name: str, last: LastRead, now: datetime) -> ResourceResult | None:
+        """Records changed since the watermark, committed; then their counts checked against
         the service's. None when the counts do not explain each other (read them whole)."""
-        listed = self._listed  # taken first (`run`): customers are first when wanted
+        cursor = RESOURCES[name].read
+        assert isinstance(cursor, Cursor)
+        listed = self._listed  # taken first (`run`): the first wanted resource's whole count
         assert listed is not None
-        active = self._submit(count, self.client, "customers", {"include_deleted": False})
-        changed = {"updated_after": last.watermark}
-        got = self._submit(read, self.client, "customers", changed, self.stop).result()
-        records, rejected = self._land("customers", got, whole=False, now=now)
+        counts = [
+            listed
+            if check.filters == {} and name == self._first
+            else self._submit(count, self.client, name, dict(check.filters))
+            for check in cursor.counts
+        ]
+        changed = {cursor.filter: last.watermark}
+        got = self._submit(read, self.client, name, changed, self.stop).result()
+        records, rejected = self._land(name, got, whole=False, now=now)
         with self.db_lock:
-            stored = stored_customers(self.con)
-        service = (listed.result(), active.result())
+            stored = stored_counts(self.con, name, cursor.counts)
+        service = tuple(f.result() for f in counts)
         if rejected or service != stored:
             logger.info(
-                "customers: the service counts %s, the warehouse %s: reading them whole",
+                "%s: the service counts %s, the warehouse %s: reading them whole",
+                name,
                 service,
                 stored,
             )
             return None
         since = last.watermark.isoformat() if last.watermark else "the start"
-        return ResourceResult("customers", "changes", f"updated since {since}", records, 0)
+        return ResourceResult(
+            name, "changes", f"{cursor.filter.removesuffix('_after')} since {since}", records, 0
+        )
 
     def _whole(self, name: str) -> Read:
-        if name == "customers":
-            parts = self._customer_parts()
-        elif name == "cards":  # a few pages: their filters would not split them evenly
-            parts = [{}]
+        read_as = RESOURCES[name].read
+        whole = read_as.whole if isinstance(read_as, Cursor) else read_as
+        assert isinstance(whole, Whole)  # the transactions' windows are read by `run`
+        split = whole.split
+        if isinstance(split, ByCreation):
+            parts = self._creation_parts(name)
+        elif isinstance(split, ByCurrency):
+            parts = self._currency_parts(name, split)
         else:
-            parts = self._currency_parts(name)
+            parts = [{}]
         futures = [self._submit(read, self.client, name, f, self.stop) for f in parts]
         out = Read()
         for future in futures:
             out.add(future.result())
         return out
 
-    def _customer_parts(self) -> list[dict[str, Any]]:
+    def _creation_parts(self, name: str) -> list[dict[str, Any]]:
         """Creation-time parts of about equal counts (a few pages each at least): cut at the
-        stored quantiles, or (nothing stored) where one round of counts of the customers
+        stored quantiles, or (nothing stored) where one round of counts of the records
         created before instants going back from now places them."""
         fractions = [k / self.parts for k in range(1, self.parts)]
         with self.db_lock:
             ((stored, quantiles),) = self.con.execute(
-                """SELECT count(*), list_transform(quantile_disc(created_at, ?), lambda t: epoch_us(t))
-                   FROM customers WHERE created_at IS NOT NULL AND removed_at IS NULL""",
+                f"""SELECT count(*), list_transform(quantile_disc(created_at, ?), lambda t: epoch_us(t))
+                   FROM {name} WHERE created_at IS NOT NULL AND removed_at IS NULL""",
                 [fractions],
             ).fetchall()
         if stored:
@@ -294,14 +305,12 @@ class ResourceSync:
             cuts = sorted({t for us in quantiles or [] if (t := instant(us)) is not None})
             step = -(-len(cuts) // parts) if parts > 1 else 0
             return slices_between(cuts[step - 1 :: step] if step else [])
-        total = count(self.client, "customers", {})
+        total = count(self.client, name, {})
         if total is None or _few(total):
             return [{}]
         now = self.service_now()
         instants = [now - timedelta(days=d) for d in _PROBE_DAYS]
-        counts = [
-            self._submit(count, self.client, "customers", {"created_before": t}) for t in instants
-        ]
+        counts = [self._submit(count, self.client, name, {"created_before": t}) for t in instants]
         known = [(t, f.result()) for t, f in zip(instants, counts, strict=True)]
         if any(n is None for _, n in known):
             return [{}]
@@ -309,11 +318,11 @@ class ResourceSync:
         parts = min(self.parts, total // _PART_RECORDS)
         return slices_between(time_cuts(points, total, parts))
 
-    def _currency_parts(self, name: str) -> list[dict[str, Any]]:
+    def _currency_parts(self, name: str, split: ByCurrency) -> list[dict[str, Any]]:
         """Parts by currency when the per-currency counts add up to the whole's (candidates:
         the stored currencies and the platform's); else, and when the whole is a few pages
         (a count per currency would cost more requests than the pages), the whole listing."""
-        column = "balance_currency" if name == "internal_accounts" else "currency"
+        column = split.column
         with self.db_lock:
             rows = self.con.execute(
                 f"SELECT DISTINCT {column} FROM {name} WHERE {column} IS NOT NULL"
@@ -328,15 +337,17 @@ class ResourceSync:
                 candidates |= {c.currency_code for c in config.result().supported_currencies or []}
             except PaylensError:  # no configuration to read: the stored currencies only
                 logger.info("%s: no currencies from the platform's configuration", name)
-        parts = self._refined(name, [{"currency": c} for c in sorted(candidates)], total.result())
+        by_currency = [{split.filter: c} for c in sorted(candidates)]
+        parts = self._refined(name, by_currency, total.result())
         if parts is None:
             return [{}]
-        if name == "internal_accounts":  # a large currency is cut again by account type
+        if split.then is not None:  # a large currency is cut again (accounts: by type)
+            key, values = split.then
             large = max(_PART_RECORDS * 4, sum(n for _, n in parts) // self.parts)
             for i, (filters, n) in enumerate(parts):
                 if n > large:
-                    by_type = [{**filters, "type": t} for t in models.InternalAccountType]
-                    parts[i : i + 1] = self._refined(name, by_type, n) or [(filters, n)]
+                    again = [{**filters, key: v} for v in values]
+                    parts[i : i + 1] = self._refined(name, again, n) or [(filters, n)]
         # the longest listings first: they bound how long the whole read takes
         return [filters for filters, n in sorted(parts, key=lambda part: -part[1])]
 
