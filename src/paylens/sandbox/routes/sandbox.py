@@ -9,6 +9,9 @@ the service lets a platform trigger that the real service only lets the outside 
   answers the InternalAccount.
 - `POST /sandbox/cards/{id}/simulate/authorization|clearing|return`: card events (see
   `world.cards`); answer 202 with the issuer transaction token.
+- `POST /sandbox/webhooks/test`: posts the TEST webhook to the configured endpoint and answers
+  what the endpoint answered (`TestWebhookResponse`); 400 `WEBHOOK_ENDPOINT_NOT_SET` without
+  one, 400 `WEBHOOK_DELIVERY_ERROR` when it cannot be reached (see `wire.webhooks`).
 
 These routes are the service's, not paylens' own control channel (`/_control/...`, see `wire.app`).
 """
@@ -37,6 +40,14 @@ def _object(r: Request) -> dict[str, Any]:
     if not isinstance(r.body, dict):
         raise invalid([{"field": "body", "message": "must be a JSON object"}])
     return r.body
+
+
+@route("POST", "/sandbox/webhooks/test")
+def send_test_webhook(r: Request) -> tuple[int, Any]:
+    send = r.world.test_webhook
+    if send is None:
+        raise ServiceError(400, "WEBHOOK_ENDPOINT_NOT_SET", "no webhook endpoint is configured")
+    return 200, send()
 
 
 @route("POST", "/sandbox/uma/receive")
