@@ -28,10 +28,12 @@ from ._webhook_poster import SIGNATURE_HEADER, WebhookPoster, event_type, schema
 @dataclass
 class Receiver:
     """Accepts webhooks signed by `public_key_pem` (401 otherwise), once per id (409 after);
-    `fail_next` answers that many posts 500 first."""
+    `fail_next` answers that many posts 500 first; `pending_answer` is the decision on a
+    pending incoming payment."""
 
     public_key_pem: str = ""
     fail_next: int = 0
+    pending_answer: int = 0  # the answer to INCOMING_PAYMENT.PENDING (0: as any other)
     accepted: list[dict[str, Any]] = field(default_factory=list)
     refused: list[bytes] = field(default_factory=list)  # bad signatures
     duplicates: list[str] = field(default_factory=list)
@@ -45,6 +47,9 @@ class Receiver:
             return status
 
     def _answer(self, body: bytes, signature: str | None) -> int:
+        if self.pending_answer and b'"INCOMING_PAYMENT.PENDING"' in body:
+            self.accepted.append(orjson.loads(body))
+            return self.pending_answer
         if self.fail_next:
             self.fail_next -= 1
             return 500
@@ -362,3 +367,74 @@ def test_the_independent_poster_signs_what_the_receiver_verifies(
             "data": record,
         }
     ]
+
+
+@pytest.mark.http
+def test_sandbox_serve_posts_webhooks_with_the_key_it_prints(
+    receiver: tuple[Receiver, str], tmp_path: Any
+) -> None:
+    """`paylens sandbox serve --webhook-url`: the printed key file verifies what it posts (the
+    same key on every start for one seed)."""
+    import subprocess
+    import sys
+
+    state, url = receiver
+    key_file = tmp_path / "key.pem"
+    served = subprocess.Popen(
+        [sys.executable, "-m", "paylens.cli", "sandbox", "serve", "--port", "0", "--seed", "3",
+         "--transactions", "300", "--clock", "fixed", "--webhook-url", url,
+         "--webhook-public-key-file", str(key_file)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert served.stdout is not None
+        lines = dict(served.stdout.readline().strip().split("=", 1) for _ in range(4))
+        assert lines["PAYLENS_WEBHOOK_PUBLIC_KEY_FILE"] == str(key_file)
+        state.public_key_pem = key_file.read_text()
+        answer = httpx.post(
+            lines["PAYLENS_BASE_URL"] + "/sandbox/webhooks/test",
+            auth=(lines["PAYLENS_CLIENT_ID"], lines["PAYLENS_CLIENT_SECRET"]),
+            timeout=30,
+        )
+        assert answer.json()["response_status"] == 200
+    finally:
+        served.terminate()
+        served.wait(timeout=30)
+    assert [e["type"] for e in state.accepted] == ["TEST"]
+    assert (
+        key_file.read_text()
+        == Sandbox(seed=3, transactions=10, webhook_key=_seeded(3)).webhook_public_key_pem
+    )
+
+
+def _seeded(seed: int) -> Any:
+    from paylens.sandbox.wire.webhooks import seeded_key
+
+    return seeded_key(seed)
+
+
+@pytest.mark.parametrize(
+    ("answer", "status"), [(200, "PENDING"), (403, "REJECTED"), (422, "PENDING")]
+)
+def test_the_answer_to_a_pending_incoming_payment_is_the_platforms_decision(
+    receiver: tuple[Receiver, str], answer: int, status: str
+) -> None:
+    """200 approves (it then settles on its rail), 403 rejects, 422 leaves it waiting."""
+    from .test_sandbox_incoming import receive
+
+    state, url = receiver
+    sandbox = _sandbox(3, url, state, transactions=600)
+    state.pending_answer = answer
+    with sandbox.app.lock:
+        tx = receive(sandbox.world)
+    assert sandbox.webhooks_drain(30)
+    assert [e["type"] for e in state.accepted] == ["INCOMING_PAYMENT.PENDING"] + (
+        ["INCOMING_PAYMENT.FAILED"] if answer == 403 else []
+    )
+    assert sandbox.world.get_transaction_wire(tx["id"])["status"] == status
+    assert [a.status for a in sandbox.webhooks.log][:1] == [answer]  # never retried
+    if answer == 200:
+        sandbox.advance(timedelta(minutes=5))
+        assert sandbox.world.get_transaction_wire(tx["id"])["status"] == "COMPLETED"
+    else:
+        assert len(sandbox.webhooks.log) == len(state.accepted)

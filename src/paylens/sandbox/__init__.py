@@ -28,7 +28,7 @@ from .wire.app import RequestLog, SandboxApp
 from .wire.faults import Faults
 from .wire.server import SandboxServer
 from .wire.transport import AsyncSandboxTransport, SandboxTransport
-from .wire.webhooks import WebhookSender
+from .wire.webhooks import Delivery, WebhookSender
 from .world.world import World
 
 if TYPE_CHECKING:
@@ -94,7 +94,9 @@ class Sandbox:
             self.world, self.faults, client_id, self._client_secret, API_VERSION, time
         )
         #: the webhook sender (its `url` is None when no endpoint is configured)
-        self.webhooks = WebhookSender(webhook_url, self.faults, key=webhook_key)
+        self.webhooks = WebhookSender(
+            webhook_url, self.faults, key=webhook_key, on_answer=self._apply_decision
+        )
         if webhook_url is not None:
             self.world.on_transition = self.webhooks
             self.world.test_webhook = self._send_test_webhook
@@ -128,6 +130,20 @@ class Sandbox:
         """Wait until every webhook queued so far is answered (or given up after its retries);
         False when `timeout` seconds passed first."""
         return self.webhooks.drain(timeout)
+
+    def _apply_decision(self, delivery: Delivery, status: int) -> None:
+        """The platform's answer to a pending incoming payment's webhook, applied when it
+        still waits for one (200 approves, 403 rejects)."""
+        if delivery.type != "INCOMING_PAYMENT.PENDING" or status not in (200, 403):
+            return
+        with self.app.lock:
+            try:
+                if status == 200:
+                    self.world.approve(delivery.key)
+                else:
+                    self.world.reject(delivery.key)
+            except ServiceError:  # decided already, or its window closed
+                pass
 
     def _send_test_webhook(self) -> dict[str, Any]:
         import httpx

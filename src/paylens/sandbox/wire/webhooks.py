@@ -17,7 +17,9 @@ names no raw r||s form, and DER is what standard verifiers (`cryptography`, Open
 Delivery: the world's hook only appends to an outbox; `lanes` sender threads post (a record
 always goes to the same lane, so one record's events arrive in order; records in different
 lanes go concurrently). A 2xx answer or a 409 (already received) ends an event; for an
-`INCOMING_PAYMENT.PENDING`, 403 and 422 are answers too (the platform's decision). Anything
+`INCOMING_PAYMENT.PENDING`, 403 and 422 are answers too: the platform's decision, which the
+sandbox applies to a payment waiting for it (200 approves, 403 rejects; 202 and 422 leave it
+waiting for `/approve` or `/reject`, or its window's end). Anything
 else, or no answer, is retried after `backoff`, doubling up to `max_backoff`, `attempts` times
 in all; then the event is given up and kept in `failed`.
 
@@ -38,6 +40,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -53,6 +56,8 @@ from .faults import Faults, WebhookFaultDecision
 logger = logging.getLogger("paylens.sandbox")
 
 SIGNATURE_HEADER = "X-Service-Signature"
+#: Seconds a sender thread waits idle before it ends (the next event starts another).
+IDLE_S = 5.0
 #: How long (seconds) an event held back by the `reorder` fault waits for a next one to pass it.
 REORDER_WAIT = 1.0
 #: The interface's schema of each event type's body (by type, else by the part before the dot).
@@ -148,8 +153,11 @@ class WebhookSender:
         max_backoff: float = 5.0,
         attempts: int = 12,
         timeout: float = 10.0,
+        on_answer: Callable[[Delivery, int], None] | None = None,
     ) -> None:
         self.url = url
+        #: called with each event's final answer (the sandbox applies approval decisions)
+        self.on_answer = on_answer
         self.faults = faults
         self._key = key or ec.generate_private_key(ec.SECP256R1())
         self._forger = ec.generate_private_key(ec.SECP256R1())
@@ -242,9 +250,10 @@ class WebhookSender:
         with httpx.Client(timeout=self._timeout) as http:
             while True:
                 with self._cond:
-                    while not lane.queue and not self._closed:
-                        self._cond.wait()
-                    if self._closed:
+                    if not lane.queue and not self._closed:
+                        self._cond.wait_for(lambda: bool(lane.queue) or self._closed, IDLE_S)
+                    if self._closed or not lane.queue:  # idle lanes end; `enqueue` restarts them
+                        lane.thread = None
                         return
                     delivery, decision = lane.queue.popleft()
                     if decision.reorder and not lane.queue:  # wait a moment for a next one
@@ -269,6 +278,8 @@ class WebhookSender:
         for attempt in range(1, self.attempts + 1):
             status = self._post(http, d, self._key)
             if status is not None and _final(d.type, status):
+                if self.on_answer is not None:
+                    self.on_answer(d, status)
                 if decision.duplicate:
                     self._post(http, d, self._key, duplicate=True)
                 return

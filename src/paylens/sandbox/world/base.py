@@ -62,14 +62,16 @@ class WorldBase:
     def _update(self, row: int, **values: Any) -> None:
         """Change fields of a row through the interface: the store re-plans it and its kept
         wire text is dropped."""
-        before = self.store.col("status")[row : row + 1].copy()
+        rows = np.array([row])
+        before = self.store.col("status")[rows].copy()
+        was = self.tx.snapshot(rows, self._now)[0] if self.on_transition is not None else None
         self.store.update(row, self._now, **values)
         self.tx.forget(row)
-        if self.on_transition is not None:
-            rows = np.array([row])
-            self.announce(
-                row_transitions(self, rows, self._now - 1, self._now, before=before, always=True)
+        if was is not None:  # announced unless the record reads as it did
+            found = row_transitions(
+                self, rows, self._now - 1, self._now, before=before, always=True
             )
+            self.announce([t for t in found if t.record != was])
 
     def announce(self, transitions: list[Transition]) -> None:
         """Hand `transitions` to the hook, in order (nothing when no hook is installed)."""
