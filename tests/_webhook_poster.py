@@ -18,7 +18,8 @@ receiver tested with it is not tested against the sandbox's habits.
 API:
 - `event_type(record, previous=None) -> str | None`: the `WebhookType` announcing `record`
   (a transaction by its `type` and `status` — REJECTED as `*.FAILED`, a refund that moved since
-  `previous` as `*.REFUND_<status>`, an INCOMING `CREATED` has none —, a card
+  `previous` as `*.REFUND_<status>`, None for a status the type's schema names no event for,
+  such as INCOMING `CREATED` or `PROCESSING` —, a card
   `CARD.STATE_CHANGE` (or `CARD.FUNDING_SOURCE_CHANGE` when only its funding sources moved), a
   customer `CUSTOMER.KYC_<kycStatus>` (KYB for businesses), an internal account
   `INTERNAL_ACCOUNT.BALANCE_UPDATED` (STATUS_UPDATED when its status moved), an external
@@ -41,12 +42,15 @@ import copy
 import json
 import uuid
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
 import httpx
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+
+from ._helpers import interface
 
 SIGNATURE_HEADER = "X-Service-Signature"
 SCHEMAS = {
@@ -90,6 +94,15 @@ def _stamp(at: datetime | str) -> str:
     return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
+@cache
+def _schema_types(schema: str) -> frozenset[str]:
+    """The `type` values the interface's webhook schema `schema` allows."""
+    parts = interface()["components"]["schemas"][schema]["allOf"]
+    return frozenset(
+        t for part in parts for t in part.get("properties", {}).get("type", {}).get("enum", [])
+    )
+
+
 def event_type(record: dict[str, Any], previous: dict[str, Any] | None = None) -> str | None:
     """The `WebhookType` that announces `record` (see the module docstring)."""
     prefix = str(record.get("id", "")).partition(":")[0]
@@ -97,14 +110,14 @@ def event_type(record: dict[str, Any], previous: dict[str, Any] | None = None) -
     if prefix in ("Transaction", "CardTransaction"):
         kind, status = record["type"], record["status"]
         if kind == "CARD":
-            return f"CARD_TRANSACTION.{status}"
+            event = f"CARD_TRANSACTION.{status}"
+            return event if event in _schema_types(schema_for(event)) else None
         name = {"INCOMING": "INCOMING_PAYMENT", "OUTGOING": "OUTGOING_PAYMENT"}[kind]
         refund = record.get("refund") or {}
         if refund and before.get("status") == status and refund != before.get("refund"):
             return f"{name}.REFUND_{refund['status']}"
-        if kind == "INCOMING" and status == "CREATED":
-            return None
-        return f"{name}.{'FAILED' if status == 'REJECTED' else status}"
+        event = f"{name}.{'FAILED' if status == 'REJECTED' else status}"
+        return event if event in _schema_types(schema_for(event)) else None
     if prefix == "Card":
         moved = before and before.get("state") == record.get("state")
         if moved and before.get("fundingSources") != record.get("fundingSources"):
