@@ -30,6 +30,7 @@ from ._webhook_poster import (
     schema_for,
     verify,
 )
+from .test_client_policy import _pending_bank_transfer
 
 
 @dataclass
@@ -220,17 +221,6 @@ def test_each_kind_the_world_makes_is_sent_and_validates(receiver: tuple[Receive
             assert errors(e, schema_for(e["type"])) == [], e["type"]
     (changed,) = [e for e in state.accepted if e["type"] == "CARD.STATE_CHANGE"]
     assert (changed["data"]["id"], changed["data"]["state"]) == (card.id, new)
-
-
-def _pending_bank_transfer(sandbox: Sandbox) -> str:
-    return next(
-        t["id"]
-        for t in sandbox.world.all_transactions()
-        if t["type"] == "OUTGOING"
-        and t.get("paymentRail") in ("ACH", "WIRE")
-        and t["status"] in ("PENDING", "PROCESSING")
-        and sandbox.world.cancel_cutoff(t["id"]) > sandbox.now
-    )
 
 
 def test_a_cancellation_is_announced_failed_then_refunded(receiver: tuple[Receiver, str]) -> None:
