@@ -31,6 +31,7 @@ from ._webhook_poster import (
     verify,
 )
 from .test_client_policy import _pending_bank_transfer
+from .test_sandbox_entities import change
 
 
 @dataclass
@@ -189,11 +190,8 @@ def _announces(event: str, record: dict[str, Any]) -> bool:
 def test_each_kind_the_world_makes_is_sent_and_validates(receiver: tuple[Receiver, str]) -> None:
     state, url = receiver
     sandbox = _sandbox(4, url, state, transactions=3000)
-    client = sandbox.client()
-    card = next(iter(client.cards.list()))
-    new = "FROZEN" if card.state == "ACTIVE" else "ACTIVE"
-    client.cards.update(card.id, state=new)
-    sandbox.advance(timedelta(days=10))
+    changed = change(sandbox)  # funds an account, freezes a card, lets a day pass
+    sandbox.advance(timedelta(days=9))
     assert sandbox.webhooks_drain(60)
     kinds = {e["type"] for e in state.accepted}
     expected = {
@@ -209,6 +207,7 @@ def test_each_kind_the_world_makes_is_sent_and_validates(receiver: tuple[Receive
         "CARD_TRANSACTION.AUTHORIZED",
         "CARD_TRANSACTION.SETTLED",
         "CARD.STATE_CHANGE",
+        "INTERNAL_ACCOUNT.BALANCE_UPDATED",
     }
     assert expected <= kinds, expected - kinds
     errors = contract_errors()
@@ -219,8 +218,11 @@ def test_each_kind_the_world_makes_is_sent_and_validates(receiver: tuple[Receive
         if e["type"] not in seen:  # one of each kind, and every card event
             seen.add(e["type"])
             assert errors(e, schema_for(e["type"])) == [], e["type"]
-    (changed,) = [e for e in state.accepted if e["type"] == "CARD.STATE_CHANGE"]
-    assert (changed["data"]["id"], changed["data"]["state"]) == (card.id, new)
+    (frozen,) = [e for e in state.accepted if e["type"] == "CARD.STATE_CHANGE"]
+    assert (frozen["data"]["id"], frozen["data"]["state"]) == (changed["card"], "FROZEN")
+    (funded,) = [e for e in state.accepted if e["type"] == "INTERNAL_ACCOUNT.BALANCE_UPDATED"]
+    assert funded["data"] == changed["funded"]
+    assert funded["data"]["balance"]["amount"] == changed["account"].balance.amount + 12_345
 
 
 def test_a_cancellation_is_announced_failed_then_refunded(receiver: tuple[Receiver, str]) -> None:

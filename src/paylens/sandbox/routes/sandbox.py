@@ -28,6 +28,7 @@ from ..generate.entities import NO_ROW
 from ..generate.schema import CARD
 from ..wire.request import INT64_MAX, Request, is_int
 from ..world.cards import CardEventRefused, authorize, clear, refund
+from ..world.events import Transition
 from ..world.funding import FundingRefused, send_funds
 from ..world.incoming import receive_uma_payment
 from .registry import route
@@ -120,7 +121,11 @@ def fund_internal_account(r: Request) -> tuple[int, Any]:
     if balance + amount > INT64_MAX:
         raise invalid([{"field": "amount", "message": "the balance would pass the int64 range"}])
     acc.balance[row] = balance + amount
-    return 200, w.views.internal_account(row)
+    account = w.views.internal_account(row)
+    w.announce(
+        [Transition("internal_account", "INTERNAL_ACCOUNT.BALANCE_UPDATED", account, w.now_us)]
+    )
+    return 200, account
 
 
 def _card_event(

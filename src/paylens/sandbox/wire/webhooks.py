@@ -67,6 +67,7 @@ WEBHOOK_SCHEMAS = {
     "CARD_TRANSACTION": "CardTransactionWebhook",
     "CARD.STATE_CHANGE": "CardStateChangeWebhook",
     "CARD.FUNDING_SOURCE_CHANGE": "CardFundingSourceChangeWebhook",
+    "INTERNAL_ACCOUNT": "InternalAccountStatusWebhook",
     "TEST": "TestWebhookRequest",
 }
 

@@ -20,8 +20,11 @@ What counts as a transition (the interface's `WebhookType` names it in `event`):
   the webhook types name statuses, and a receiver keeps the newest record per id;
 - a card's state or funding sources changed (`CARD.STATE_CHANGE`, `CARD.FUNDING_SOURCE_CHANGE`).
 
-Internal account balances, customers' KYC and external accounts do not change in this world
-(they are generated once), so it has no events for them.
+- an internal account funded through `POST /sandbox/internal-accounts/{id}/fund`
+  (`INTERNAL_ACCOUNT.BALANCE_UPDATED`).
+
+Customers' KYC and external accounts do not change in this world (they are generated once), and
+transactions do not move balances here, so it has no other events for them.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ class Transition:
     """One change of a record: `event` (a `WebhookType`), the record as the interface shows it
     just after, and `at`, the simulated time of the change (µs since the epoch)."""
 
-    kind: str  # "transaction" or "card"
+    kind: str  # "transaction", "card" or "internal_account"
     event: str
     record: dict[str, Any]
     at: int
