@@ -14,21 +14,21 @@ says "decode the base64 signature, hash the body with SHA-256, verify with the p
 names no raw r||s form, and DER is what standard verifiers (`cryptography`, OpenSSL, Java's
 `SHA256withECDSA`) take.
 
-Delivery: the world's hook only appends to an outbox; `lanes` sender threads post (a record
-always goes to the same lane, so one record's events arrive in order; records in different
-lanes go concurrently). A 2xx answer or a 409 (already received) ends an event; for an
-`INCOMING_PAYMENT.PENDING`, 403 and 422 are answers too: the platform's decision, which the
-sandbox applies to a payment waiting for it (200 approves, 403 rejects; 202 and 422 leave it
-waiting for `/approve` or `/reject`, or its window's end). Anything
-else, or no answer, is retried after `backoff`, doubling up to `max_backoff`, `attempts` times
-in all; then the event is given up and kept in `failed`.
+Delivery: the world's hook only appends to an outbox; `lanes` sender threads post. A record
+always goes to the same lane, so its events arrive in the order they happened; records in
+different lanes go concurrently (an event being retried holds its lane). A 2xx answer or a 409
+(already received) ends an event; for an `INCOMING_PAYMENT.PENDING`, 403 and 422 are answers
+too: the platform's decision, which the sandbox applies to a payment waiting for one (200
+approves, 403 rejects; 202 and 422 leave it waiting for `/approve` or `/reject`, or for its
+window to close). Anything else, or no answer, is retried after `backoff` seconds, doubling up
+to `max_backoff`, `attempts` posts in all; then the event is given up and kept in `failed`.
 
 Faults (`Faults.webhook_*`, drawn per event from the sandbox's seed, or scripted with
 `Faults.webhook_next`): `delay` (seconds before the first post), `duplicate` (the event is
-posted again, same id and body, after it was answered), `reorder` (the event is held back and
-posted after the next event of its lane, which it waits for up to `REORDER_WAIT`), `forge` (a copy of the event signed with another key
-is posted first; its answer is not retried: a receiver must refuse it and then take the real
-one).
+posted again, same id and body, once answered), `reorder` (the event is held back and posted
+after the next event of its lane, which it waits for up to `REORDER_WAIT`), `forge` (a copy of
+the event signed with another key is posted first, not retried: a receiver must refuse it and
+then take the real one).
 """
 
 from __future__ import annotations
@@ -99,15 +99,11 @@ def public_pem(key: ec.EllipticCurvePrivateKey) -> str:
     )
 
 
-def webhook_body(event_type: str, at_us: int, data: dict[str, Any] | None) -> bytes:
-    """A webhook body with a new unique id (the raw bytes that are signed)."""
-    value: dict[str, Any] = {
-        "id": f"Webhook:{uuid.uuid4()}",
-        "type": event_type,
-        "timestamp": iso1(at_us),
-    }
-    value["data"] = {} if data is None else data
-    return orjson.dumps(value)
+def webhook_body(event_type: str, at_us: int, data: dict[str, Any] | None) -> tuple[str, bytes]:
+    """A new unique webhook id and the body carrying it (the raw bytes that are signed)."""
+    webhook_id = f"Webhook:{uuid.uuid4()}"
+    value = {"id": webhook_id, "type": event_type, "timestamp": iso1(at_us), "data": data or {}}
+    return webhook_id, orjson.dumps(value)
 
 
 @dataclass(frozen=True)
@@ -184,9 +180,9 @@ class WebhookSender:
         self.enqueue(transition.event, transition.at, transition.record)
 
     def enqueue(self, event_type: str, at_us: int, data: dict[str, Any]) -> Delivery:
-        body = webhook_body(event_type, at_us, data)
+        webhook_id, body = webhook_body(event_type, at_us, data)
         key = str(data.get("id", ""))
-        delivery = Delivery(orjson.loads(body)["id"], event_type, key, body)
+        delivery = Delivery(webhook_id, event_type, key, body)
         decision = self.faults.decide_webhook()
         lane = self._lanes[
             int(hashlib.blake2b(key.encode(), digest_size=4).hexdigest(), 16) % len(self._lanes)
@@ -214,7 +210,8 @@ class WebhookSender:
 
     def drain(self, timeout: float = 30.0) -> bool:
         """Wait until every queued event is answered or given up; False when `timeout` (seconds)
-        passed first."""
+        passed first. Not while holding the sandbox's `app.lock`: an answer to a pending
+        incoming payment takes it to apply the decision."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while self._pending:
@@ -239,10 +236,9 @@ class WebhookSender:
         """Post the `TEST` webhook now (stamped `at_us`, the sandbox's clock) and return the
         endpoint's (status, body); raises `httpx.HTTPError` when it cannot be reached."""
         assert self.url is not None
-        body = webhook_body("TEST", at_us, None)
+        event_id, body = webhook_body("TEST", at_us, None)
         with httpx.Client(timeout=self._timeout) as http:
             answer = http.post(self.url, content=body, headers=self._headers(body, self._key))
-        event_id = orjson.loads(body)["id"]
         with self._cond:
             self.log.append(Attempt(event_id, "TEST", "", answer.status_code))
         return answer.status_code, answer.text
