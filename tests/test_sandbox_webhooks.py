@@ -499,3 +499,11 @@ def test_the_poster_announces_each_change_of_the_second_service(
             if not e["type"].startswith("EXTERNAL_ACCOUNT.")
         }
         assert {k: v for k, v in problems.items() if v} == {}
+
+
+@pytest.mark.parametrize("url", ["ftp://x/webhooks", "not a url", "/webhooks", "http://"])
+def test_a_webhook_url_that_is_not_http_is_refused(url: str) -> None:
+    from paylens.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="webhook_url"):
+        Sandbox(seed=5, transactions=100, webhook_url=url)

@@ -49,6 +49,8 @@ import orjson
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from paylens.errors import InvalidArgumentError
+
 from ..world.entities import iso1
 from ..world.events import Transition
 from .faults import Faults, WebhookFaultDecision
@@ -152,7 +154,7 @@ class WebhookSender:
         timeout: float = 10.0,
         on_answer: Callable[[Delivery, int], None] | None = None,
     ) -> None:
-        self.url = url
+        self.url = None if url is None else _checked_url(url)
         #: called with each event's final answer (the sandbox applies approval decisions)
         self.on_answer = on_answer
         self.faults = faults
@@ -314,6 +316,17 @@ class WebhookSender:
     @staticmethod
     def _headers(body: bytes, key: ec.EllipticCurvePrivateKey) -> dict[str, str]:
         return {"Content-Type": "application/json", SIGNATURE_HEADER: sign(key, body)}
+
+
+def _checked_url(url: str) -> str:
+    """`url` when it is an absolute http(s) URL; else `InvalidArgumentError`."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+        raise InvalidArgumentError("webhook_url", f"must be an http or https URL; got {url!r}")
+    return url
 
 
 def _final(event_type: str, status: int) -> bool:
