@@ -43,6 +43,7 @@ class Receiver:
     public_key_pem: str = ""
     fail_next: int = 0
     pending_answer: int = 0  # the answer to INCOMING_PAYMENT.PENDING (0: as any other)
+    script: list[int] = field(default_factory=list)  # the next answers, whatever is posted
     accepted: list[dict[str, Any]] = field(default_factory=list)
     refused: list[bytes] = field(default_factory=list)  # bad signatures
     duplicates: list[str] = field(default_factory=list)
@@ -62,6 +63,8 @@ class Receiver:
         if self.fail_next:
             self.fail_next -= 1
             return 500
+        if self.script:
+            return self.script.pop(0)
         if not verify(self.public_key_pem, body, signature):
             self.refused.append(body)
             return 401
@@ -285,6 +288,25 @@ def test_a_409_ends_an_event(receiver: tuple[Receiver, str]) -> None:
         (True, 200, False),
         (True, 409, True),
         (False, 200, False),
+    ]
+
+
+def test_a_409_to_the_first_post_ends_the_event_and_other_errors_do_not(
+    receiver: tuple[Receiver, str],
+) -> None:
+    """409 says the endpoint has the event already (its answer was lost): never posted again;
+    a 400 or 404 is retried like any other failure."""
+    state, url = receiver
+    sandbox = _sandbox(5, url, state)
+    state.script = [409, 400, 404]
+    sandbox.client().transactions.cancel(_pending_bank_transfer(sandbox))
+    assert sandbox.webhooks_drain(30)
+    log = [(a.type.split(".")[1], a.status) for a in sandbox.webhooks.log]
+    assert log == [
+        ("FAILED", 409),
+        ("REFUND_COMPLETED", 400),
+        ("REFUND_COMPLETED", 404),
+        ("REFUND_COMPLETED", 200),
     ]
 
 
