@@ -16,6 +16,7 @@ from paylens._version import __version__
 if TYPE_CHECKING:
     from paylens.client import Client
     from paylens.ops import Plan
+    from paylens.sandbox import Sandbox
     from paylens.warehouse import SyncKeywords
 
 #: Errors that say the command cannot run as typed or configured (exit 2, as a usage error):
@@ -41,12 +42,25 @@ def served_secret(seed: int) -> str:
     return f"sk_sandbox_{digest[:32]}"
 
 
+def _write_webhook_key(sandbox: Sandbox, args: argparse.Namespace) -> str:
+    """Write the served sandbox's webhook public key (PEM) and return the file's path."""
+    import tempfile
+    from pathlib import Path
+
+    default = Path(tempfile.gettempdir()) / f"paylens-sandbox-seed{args.seed}-webhook-key.pem"
+    path = Path(args.webhook_public_key_file or default)
+    path.write_text(sandbox.webhook_public_key_pem)
+    return str(path)
+
+
 def _sandbox_serve(args: argparse.Namespace) -> int:
     from paylens.sandbox import Sandbox
     from paylens.sandbox.wire.server import check_loopback_host
 
     check_loopback_host(args.host)  # refused before the sandbox is generated
     started = time.perf_counter()
+    from paylens.sandbox.wire.webhooks import seeded_key
+
     sandbox = Sandbox(
         seed=args.seed,
         transactions=args.transactions,
@@ -54,6 +68,8 @@ def _sandbox_serve(args: argparse.Namespace) -> int:
         scenarios=args.scenarios,
         clock=args.clock,
         profile=args.profile,
+        webhook_url=args.webhook_url,
+        webhook_key=seeded_key(args.seed),
     )
     sandbox.faults.configure(
         latency=args.latency, rate_429=args.rate_429, rate_limit=args.rate_limit
@@ -67,7 +83,18 @@ def _sandbox_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    for name, value in sandbox.env(server).items():
+    lines = sandbox.env(server)
+    if args.webhook_url is not None:
+        try:
+            lines["PAYLENS_WEBHOOK_PUBLIC_KEY_FILE"] = _write_webhook_key(sandbox, args)
+        except OSError as exc:
+            print(
+                f"paylens sandbox serve: cannot write the webhook public key: {exc}",
+                file=sys.stderr,
+            )
+            server.stop()
+            return 1
+    for name, value in lines.items():
         print(f"{name}={value}")
     print(
         f"# paylens sandbox (SANDBOX DATA): {args.transactions:,} transactions "

@@ -368,6 +368,18 @@ def _add_sandbox(commands: Any) -> None:
         help="wall: history ends now and time follows the wall clock; fixed: time moves only "
         "with `paylens sandbox advance` (reproducible)",
     )
+    serve.add_argument(
+        "--webhook-url",
+        help="post every transition of the sandbox there as the interface's signed webhook "
+        "(its public key is written to --webhook-public-key-file, printed as "
+        "PAYLENS_WEBHOOK_PUBLIC_KEY_FILE) (default: none, no webhooks are sent)",
+    )
+    serve.add_argument(
+        "--webhook-public-key-file",
+        help="where to write the webhooks' public key (PEM), derived from --seed: the same on "
+        "every start (default: paylens-sandbox-seed<SEED>-webhook-key.pem in the temporary "
+        "directory)",
+    )
     advance = _command(sandbox_commands, "advance", _sandbox_advance)
     advance.add_argument(
         "--hours", type=_amount(0.0, MAX_HOURS), required=True, help="how far to jump ahead"

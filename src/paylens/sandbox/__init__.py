@@ -7,6 +7,7 @@
     sandbox.advance(timedelta(days=1))        # settle, fail, expire what is due; new activity
     sandbox.faults.configure(latency=0.05, rate_429=0.1)
     paylens.Sandbox(clock="wall")             # history ends now; time follows the wall clock
+    paylens.Sandbox(webhook_url="http://127.0.0.1:9000/webhooks")  # posts every transition
 
 Everything it serves is sandbox data and says so: its URLs carry "sandbox", its answers carry
 an `X-Paylens-Sandbox` header, and paylens labels what it stores from it.
@@ -27,10 +28,12 @@ from .wire.app import RequestLog, SandboxApp
 from .wire.faults import Faults
 from .wire.server import SandboxServer
 from .wire.transport import AsyncSandboxTransport, SandboxTransport
+from .wire.webhooks import Delivery, WebhookSender
 from .world.world import World
 
 if TYPE_CHECKING:
     import pandas as pd
+    from cryptography.hazmat.primitives.asymmetric import ec
 
     from paylens.client import AsyncClient, Client
 
@@ -59,6 +62,11 @@ class Sandbox:
     world) fix the data. Credentials are `client_id` and a random `client_secret` (or yours).
     `clock="fixed"` (the default: reproducible) ends the history at `end` and moves time only
     with `advance`; `clock="wall"` ends it now and follows the wall clock (see `clock`).
+
+    `webhook_url`: every transition of the world is posted there as the interface's webhook,
+    signed with `webhook_key` (a P-256 private key; default a new random one, its public half in
+    `webhook_public_key_pem`), from background threads (`webhooks`, see `wire.webhooks`;
+    `webhooks_drain` waits for them).
     """
 
     def __init__(
@@ -69,6 +77,8 @@ class Sandbox:
         client_id: str = SANDBOX_CLIENT_ID,
         client_secret: str | None = None,
         clock: str | WallClock = "fixed",
+        webhook_url: str | None = None,
+        webhook_key: ec.EllipticCurvePrivateKey | None = None,
         **world_options: Any,
     ) -> None:
         self.seed = seed
@@ -83,6 +93,13 @@ class Sandbox:
         self.app = SandboxApp(
             self.world, self.faults, client_id, self._client_secret, API_VERSION, time
         )
+        #: the webhook sender (its `url` is None when no endpoint is configured)
+        self.webhooks = WebhookSender(
+            webhook_url, self.faults, key=webhook_key, on_answer=self._apply_decision
+        )
+        if webhook_url is not None:
+            self.world.on_transition = self.webhooks
+            self.world.test_webhook = self._send_test_webhook
 
     def __repr__(self) -> str:
         return f"Sandbox(seed={self.seed}, transactions={self.world.transaction_count()}, now={self.now.isoformat()})"
@@ -103,6 +120,41 @@ class Sandbox:
         with `clock="wall"` it follows the wall clock (plus every `advance`)."""
         self.app.catch_up()
         return self.world.now
+
+    @property
+    def webhook_public_key_pem(self) -> str:
+        """The public key (PEM) that verifies this sandbox's `X-Service-Signature`s."""
+        return self.webhooks.public_key_pem
+
+    def webhooks_drain(self, timeout: float = 30.0) -> bool:
+        """Wait until every webhook queued so far is answered (or given up after its retries);
+        False when `timeout` seconds passed first."""
+        return self.webhooks.drain(timeout)
+
+    def _apply_decision(self, delivery: Delivery, status: int) -> None:
+        """The platform's answer to a pending incoming payment's webhook, applied when it
+        still waits for one (200 approves, 403 rejects)."""
+        if delivery.type != "INCOMING_PAYMENT.PENDING" or status not in (200, 403):
+            return
+        with self.app.lock:
+            try:
+                if status == 200:
+                    self.world.approve(delivery.key)
+                else:
+                    self.world.reject(delivery.key)
+            except ServiceError:  # decided already, or its window closed
+                pass
+
+    def _send_test_webhook(self) -> dict[str, Any]:
+        import httpx
+
+        try:
+            status, body = self.webhooks.send_test(self.world.now_us)
+        except httpx.HTTPError as exc:
+            raise ServiceError(
+                400, "WEBHOOK_DELIVERY_ERROR", f"the webhook endpoint could not be reached: {exc}"
+            ) from None
+        return {"url": self.webhooks.url, "response_status": status, "response_body": body}
 
     def reference_rates(self) -> pd.DataFrame:
         """The mid-market rates the sandbox trades around (they move daily, see `midrates`),

@@ -9,6 +9,9 @@ the service lets a platform trigger that the real service only lets the outside 
   answers the InternalAccount.
 - `POST /sandbox/cards/{id}/simulate/authorization|clearing|return`: card events (see
   `world.cards`); answer 202 with the issuer transaction token.
+- `POST /sandbox/webhooks/test`: posts the TEST webhook to the configured endpoint and answers
+  what the endpoint answered (`TestWebhookResponse`); 400 `WEBHOOK_ENDPOINT_NOT_SET` without
+  one, 400 `WEBHOOK_DELIVERY_ERROR` when it cannot be reached (see `wire.webhooks`).
 
 These routes are the service's, not paylens' own control channel (`/_control/...`, see `wire.app`).
 """
@@ -25,6 +28,7 @@ from ..generate.entities import NO_ROW
 from ..generate.schema import CARD
 from ..wire.request import INT64_MAX, Request, is_int
 from ..world.cards import CardEventRefused, authorize, clear, refund
+from ..world.events import Transition
 from ..world.funding import FundingRefused, send_funds
 from ..world.incoming import receive_uma_payment
 from .registry import route
@@ -37,6 +41,14 @@ def _object(request: Request) -> dict[str, Any]:
     if not isinstance(request.body, dict):
         raise invalid([{"field": "body", "message": "must be a JSON object"}])
     return request.body
+
+
+@route("POST", "/sandbox/webhooks/test")
+def send_test_webhook(r: Request) -> tuple[int, Any]:
+    send = r.world.test_webhook
+    if send is None:
+        raise ServiceError(400, "WEBHOOK_ENDPOINT_NOT_SET", "no webhook endpoint is configured")
+    return 200, send()
 
 
 @route("POST", "/sandbox/uma/receive")
@@ -109,7 +121,11 @@ def fund_internal_account(request: Request) -> tuple[int, Any]:
     if balance + amount > INT64_MAX:
         raise invalid([{"field": "amount", "message": "the balance would pass the int64 range"}])
     acc.balance[row] = balance + amount
-    return 200, world.views.internal_account(row)
+    account = world.views.internal_account(row)
+    world.announce(
+        [Transition("internal_account", "INTERNAL_ACCOUNT.BALANCE_UPDATED", account, world.now_us)]
+    )
+    return 200, account
 
 
 def _card_event(

@@ -25,6 +25,16 @@ class FaultDecision:
     retry_after: float | None = None
 
 
+@dataclass(frozen=True)
+class WebhookFaultDecision:
+    """What the faults make of one webhook event (see `wire.webhooks`)."""
+
+    delay: float = 0.0  # seconds before its first post
+    duplicate: bool = False  # posted again (same id and body) once answered
+    reorder: bool = False  # held back and posted after the next event of its lane
+    forge: bool = False  # a copy signed with another key is posted first
+
+
 @dataclass
 class Faults:
     """Fault settings of a sandbox. Change them any time (`sandbox.faults.latency = 0.1`) or
@@ -42,6 +52,14 @@ class Faults:
       429 `RATE_LIMITED` with the `Retry-After` until the next token.
     - `corrupt_ids`: records served with a malformed amount (a float), wherever they appear,
       as a buggy service version might send them.
+
+    Webhooks (the sandbox's posts to the platform, see `wire.webhooks`), per event:
+    - `webhook_delay`: seconds before an event's first post.
+    - `webhook_duplicate`, `webhook_reorder`, `webhook_forge`: fractions of events posted twice
+      (same id), held back behind the next event of their lane, or preceded by a copy signed
+      with another key.
+    - `webhook_next(count, duplicate=..., reorder=..., forge=..., delay=...)`: the next `count`
+      events get exactly these faults (before any drawn by the fractions).
     """
 
     latency: float = 0.0
@@ -52,6 +70,11 @@ class Faults:
     rate_limit: float | None = None
     seed: int = 0
     corrupt_ids: set[str] = field(default_factory=set)
+    webhook_delay: float = 0.0
+    webhook_duplicate: float = 0.0
+    webhook_reorder: float = 0.0
+    webhook_forge: float = 0.0
+    _webhook_script: deque[WebhookFaultDecision] = field(default_factory=deque, repr=False)
     #: scripted decisions, each for the next request whose path ends with its suffix ("": any)
     _script: deque[tuple[str, FaultDecision]] = field(default_factory=deque, repr=False)
     _rng: random.Random = field(init=False, repr=False)
@@ -73,8 +96,11 @@ class Faults:
         self.latency = self.latency_jitter = self.rate_429 = self.drop_rate = 0.0
         self.rate_limit = None
         self.corrupt_ids = set()
+        self.webhook_delay = self.webhook_duplicate = self.webhook_reorder = 0.0
+        self.webhook_forge = 0.0
         with self._lock:
             self._script.clear()
+            self._webhook_script.clear()
 
     def inject(
         self,
@@ -130,6 +156,31 @@ class Faults:
                     delay=delay, status=429, code="RATE_LIMITED", retry_after=self.retry_after
                 )
             return FaultDecision(delay=delay)
+
+    def webhook_next(
+        self,
+        count: int = 1,
+        *,
+        duplicate: bool = False,
+        reorder: bool = False,
+        forge: bool = False,
+        delay: float = 0.0,
+    ) -> None:
+        """Give the next `count` webhook events exactly these faults."""
+        decision = WebhookFaultDecision(delay, duplicate, reorder, forge)
+        with self._lock:
+            self._webhook_script.extend([decision] * count)
+
+    def decide_webhook(self) -> WebhookFaultDecision:
+        """What the faults make of the next webhook event."""
+        with self._lock:
+            if self._webhook_script:
+                return self._webhook_script.popleft()
+            draws = [
+                bool(rate) and self._rng.random() < rate
+                for rate in (self.webhook_duplicate, self.webhook_reorder, self.webhook_forge)
+            ]
+            return WebhookFaultDecision(self.webhook_delay, *draws)
 
     def _scripted(self, path: str) -> FaultDecision | None:
         """The first scripted decision for `path` (taken off the script), if any."""

@@ -4,6 +4,7 @@ change)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ from ..generate.entities import (
 from ..generate.schema import AWAITING_APPROVAL, STATUS_CODE
 from ..generate.transactions import settle_durations
 from .entities import EntityViews
+from .events import Transition, TransitionHook, row_transitions
 from .idempotency import IdempotencyKeys
 from .lifecycle import Lifecycle
 from .render import TransactionViews
@@ -44,6 +46,11 @@ class WorldBase:
     idempotency: IdempotencyKeys
     _advances: int
     lifecycle: Lifecycle
+    #: called with each transition of a record (see `events`); None: nobody listens
+    on_transition: TransitionHook | None = None
+    #: posts the TEST webhook and answers the TestWebhookResponse (`POST /sandbox/webhooks/test`);
+    #: None: no webhook endpoint is configured
+    test_webhook: Callable[[], dict[str, Any]] | None = None
 
     @property
     def now_us(self) -> int:
@@ -55,8 +62,31 @@ class WorldBase:
     def _update(self, row: int, **values: Any) -> None:
         """Change fields of a row through the interface: the store re-plans it and its kept
         wire text is dropped."""
+        rows = np.array([row])
+        before = self.store.col("status")[rows].copy()
+        was = self.tx.snapshot(rows, self._now)[0] if self.on_transition is not None else None
         self.store.update(row, self._now, **values)
         self.tx.forget(row)
+        if was is not None:  # announced unless the record reads as it did
+            found = row_transitions(
+                self, rows, self._now - 1, self._now, before=before, always=True
+            )
+            self.announce([t for t in found if t.record != was])
+
+    def announce(self, transitions: list[Transition]) -> None:
+        """Hand `transitions` to the hook, in order (nothing when no hook is installed)."""
+        hook = self.on_transition
+        if hook is None:
+            return
+        for transition in transitions:
+            hook(transition)
+
+    def announce_new(self, row: int) -> None:
+        """Announce a transaction row the interface just created (and its steps up to now)."""
+        if self.on_transition is not None:
+            rows = np.array([row])
+            created = int(self.store.col("created")[row])
+            self.announce(row_transitions(self, rows, created - 1, self._now, born=rows))
 
     def _touch(self) -> int:
         """The time of a change made now, at whole milliseconds."""

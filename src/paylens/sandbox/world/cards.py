@@ -43,6 +43,7 @@ from ..generate.schema import (
     status_at,
 )
 from .base import WorldBase
+from .events import Transition
 from .incoming import next_created
 from .render import merchant_code
 
@@ -92,6 +93,7 @@ def authorize(world: World, card: int, amount: int, merchant: dict[str, Any]) ->
         cols[name][0] = value
     cols["status"] = status_at(cols, world.now_us)
     row = int(world.store.append(cols, world.now_us)[0])
+    world.announce_new(row)
     return {"issuerTransactionToken": _token(world, row)}
 
 
@@ -207,4 +209,9 @@ class CardOps(WorldBase):
         if has_max_spend:
             cards.max_spend[row] = max_spend
         cards.updated[row] = self._touch()
-        return self.views.card(row)
+        card = self.views.card(row)
+        if state is not None:
+            self.announce([Transition("card", "CARD.STATE_CHANGE", card, self._now)])
+        if sources is not None and state != "CLOSED":
+            self.announce([Transition("card", "CARD.FUNDING_SOURCE_CHANGE", card, self._now)])
+        return card

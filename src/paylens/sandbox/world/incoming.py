@@ -77,6 +77,7 @@ def receive_uma_payment(world: WorldBase, account: int, amount: int, sender: str
     cols["status"] = status_at(cols, world.now_us)
     row = int(world.store.append(cols, world.now_us)[0])
     world.tx.name_uma_sender(row, sender)
+    world.announce_new(row)
     return row
 
 

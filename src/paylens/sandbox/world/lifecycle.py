@@ -93,7 +93,7 @@ class Lifecycle:
         waiting = np.flatnonzero(
             (s.col("flags") & AWAITING_APPROVAL != 0) & (s.col("status") == STATUS_CODE["PENDING"])
         )
-        waiting = self._kept(waiting)
+        waiting = self.kept(waiting)
         chosen = waiting[rng.random(len(waiting)) < self.approvals]
         approve = rng.random(len(chosen)) < 0.5
         for row, yes in zip(chosen.tolist(), approve.tolist(), strict=True):
@@ -112,14 +112,14 @@ class Lifecycle:
             & (s.col("receipt") == 0)
             & (s.col("created") < old_enough)
         )
-        candidates = self._kept(candidates)
+        candidates = self.kept(candidates)
         chosen = rng.choice(candidates, min(self.receipts, len(candidates)), replace=False)
         for row in np.sort(chosen).tolist():
             wire_id = self.world.tx.transactions(np.array([row]), self.world.now_us)[0]["id"]
             self.world.confirm_receipt(wire_id, None)
         return len(chosen)
 
-    def _kept(self, rows: np.ndarray) -> np.ndarray:
+    def kept(self, rows: np.ndarray) -> np.ndarray:
         """`rows` without the deleted ones: nobody acts on a record that is gone."""
         if not self.deleted:
             return rows

@@ -227,6 +227,7 @@ class QuoteOps(WorldBase):
         cols["status"] = status_at(cols, self._now)
         row = int(self.store.append(cols, self._now)[0])
         self.tx.describe(row, req.description)
+        self.announce_new(row)
         if req.execute:
             self._execute(row)
         return self.tx.quote(row, self._now)

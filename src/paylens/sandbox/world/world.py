@@ -81,6 +81,7 @@ from ..generate.transactions import generate, plant_scenarios, scenario_count
 from ..midrates import mid_rates
 from .cards import CardOps
 from .entities import EntityViews
+from .events import row_transitions
 from .idempotency import IdempotencyKeys
 from .lifecycle import Lifecycle
 from .platform import PlatformOps
@@ -213,6 +214,7 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
         old, new = self._now, self._now + delta // timedelta(microseconds=1)
         due = self.store.due(new)
         before = self.store.col("status")[due].copy()
+        born = np.zeros(0, np.int64)
         self.store.refresh(due, new)
         after = self.store.col("status")[due]
         codes, counts = np.unique(after[after != before], return_counts=True)
@@ -232,8 +234,12 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
                 self._active_cards(),
                 self.seed,
             )
-            self.store.append(cols, new)
+            born = self.store.append(cols, new)
         self._now = new
+        if self.on_transition is not None:
+            rows = np.concatenate([due, born])
+            was = np.concatenate([before, np.zeros(len(born), before.dtype)])
+            self.announce(row_transitions(self, rows, old, new, born=born, before=was))
         others = self.lifecycle.advance()
         return {"created": len(created), **others} | {
             STATUSES[c].lower(): int(k)

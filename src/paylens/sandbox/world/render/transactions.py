@@ -25,6 +25,7 @@ from ...generate.schema import (
     OUTGOING,
     SRC_FUNDING,
     US_PER_SECOND,
+    status_at,
 )
 from ..entities import EntityViews, iso
 from ..store import TransactionStore
@@ -121,6 +122,11 @@ class TransactionViews:
             events = np.stack([c["t1"], c["t2"], c["t3"], pull_settles])
             self._until[part] = np.where(events > now, events, NEVER).min(axis=0)
 
+    def snapshot(self, rows: np.ndarray, at: int) -> list[dict[str, Any]]:
+        """The rows as they were (or will be) at clock time `at`, as planned: rendered with
+        their status at `at` and not kept (the webhooks of past steps carry these)."""
+        return decode(self._render(np.asarray(rows, dtype=np.int64), at, as_planned=True))
+
     def _grow(self) -> None:
         """Make room for rows the store appended (unrendered)."""
         grown = self.store.n - len(self._texts)
@@ -151,14 +157,20 @@ class TransactionViews:
         self.descriptions[row] = description
         self.forget(row)
 
-    def _render(self, rows: np.ndarray, now: int) -> list[bytes]:
-        """The JSON text of each row, in the order of `rows`."""
+    def _render(self, rows: np.ndarray, now: int, *, as_planned: bool = False) -> list[bytes]:
+        """The JSON text of each row, in the order of `rows` (`as_planned`: with the status
+        the row's plan gives at `now`, not the one stored)."""
         if not len(rows):
             return []
         kind = self.store.col("kind")[rows]
         order = np.argsort(kind, kind="stable")  # each type's rows become one slice
         first_out, first_card = np.searchsorted(kind[order], [OUTGOING, CARD]).tolist()
-        batch = Batch(rows[order], self.store.gather(rows[order], _GATHERED), now)
+        cols = self.store.gather(rows[order], _GATHERED)
+        if as_planned:  # and without the changes made after `now` (a receipt confirmed later)
+            cols["status"] = status_at(self.store.gather(rows[order]), now)
+            for name in ("receipt", "touched"):
+                cols[name] = np.where(cols[name] <= now, cols[name], 0)
+        batch = Batch(rows[order], cols, now)
         texts = self._payments(batch.part(0, first_out), INCOMING)
         texts += self._payments(batch.part(first_out, first_card), OUTGOING)
         texts += self._cards(batch.part(first_card, len(rows)))
