@@ -48,7 +48,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.DEBUG if args.verbose > 1 else max(level, logging.INFO)
     )
     name = " ".join(
-        n for n in ("paylens", args.command, getattr(args, "sandbox_command", None)) if n
+        n
+        for n in (
+            "paylens",
+            args.command,
+            getattr(args, "sandbox_command", None),
+            getattr(args, "webhooks_command", None),
+        )
+        if n
     )
     code = _run(args, name)
     if argv is None and args.command == "sync":

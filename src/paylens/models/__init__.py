@@ -104,6 +104,7 @@ if TYPE_CHECKING:
         TransactionBase,
         UnknownTransaction,
     )
+    from ._webhooks import WebhookEnvelope, WebhookType, parse_webhook
     from .enums import (
         COARSE_PAYOUT_FAILURE_REASON,
         GRANULAR_PAYOUT_FAILURE_REASONS,
@@ -257,6 +258,9 @@ _WHERE = {
     "Transaction": "_transactions",
     "TransactionBase": "_transactions",
     "UnknownTransaction": "_transactions",
+    "WebhookEnvelope": "_webhooks",
+    "WebhookType": "_webhooks",
+    "parse_webhook": "_webhooks",
 }
 
 
@@ -380,6 +384,8 @@ __all__ = [
     "UnknownTransaction",
     "UtcDatetime",
     "WalletOperationProcessing",
+    "WebhookEnvelope",
+    "WebhookType",
     "WireData",
     "WireModel",
     "format_minor",
@@ -387,5 +393,6 @@ __all__ = [
     "parse_customer",
     "parse_page",
     "parse_transaction",
+    "parse_webhook",
     "whole_number",
 ]

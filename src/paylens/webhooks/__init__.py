@@ -4,6 +4,8 @@ The event store (`EventStore`, a SQLite file beside the warehouse at `events_pat
 every receiver process writes and where the sync reads; see `paylens.webhooks._store` for why.
 """
 
+from paylens.webhooks._approve import Verdict, approve_where
+from paylens.webhooks._receive import app
 from paylens.webhooks._store import (
     Decision,
     Event,
@@ -13,4 +15,14 @@ from paylens.webhooks._store import (
     merge_intervals,
 )
 
-__all__ = ["Decision", "Event", "EventStore", "StoredEvent", "events_path", "merge_intervals"]
+__all__ = [
+    "Decision",
+    "Event",
+    "EventStore",
+    "StoredEvent",
+    "Verdict",
+    "app",
+    "approve_where",
+    "events_path",
+    "merge_intervals",
+]
