@@ -281,6 +281,7 @@ def make_plan(
         [ids],
     )
     done = wh.journal_outcomes(action.name, (action.verb, *FINAL_REFUSALS), ids)
+    decided = receiver_decisions(wh) if action.name in ("approve", "reject") else {}
     by_id = {str(r["id"]): {str(k): v for k, v in r.items()} for r in known.to_dict("records")}
     rows: list[dict[str, Any]] = []
     for tid in ids:
@@ -289,7 +290,9 @@ def make_plan(
             rows.append({"id": tid, "eligibility": "skipped: not found in the warehouse"})
             continue
         verdict = action.check(row)
-        if done.get(tid) == action.verb:
+        if tid in decided:
+            verdict = f"skipped: decided by the webhook receiver ({decided[tid]})"
+        elif done.get(tid) == action.verb:
             verdict = f"skipped: already {action.verb} (journal)"
         elif tid in done:  # asked again, the service would only refuse again
             verdict = f"skipped: refused by the service before ({done[tid]}, journal)"
@@ -301,6 +304,26 @@ def make_plan(
     return Plan(wh, action, items, body)
 
 
+def receiver_decisions(wh: Warehouse) -> dict[str, str]:
+    """The payments the webhook receiver decided (`EventStore.decisions` of the store beside
+    the warehouse, when there is one), each with what it answered: approved (200), rejected
+    (403) or more information asked (422). A 202 decided nothing (the platform was to approve
+    or reject by a call, which a plan may make), so it is left out."""
+    from paylens.webhooks import EventStore, events_path
+    from paylens.webhooks._approve import VERDICTS
+
+    path = events_path(wh.path)
+    if not path.exists():
+        return {}
+    with EventStore(path) as store:
+        decisions = store.decisions()
+    return {
+        d.transaction_id: f"{VERDICTS[d.status]}, {d.status}, {d.decided_at}"
+        for d in decisions
+        if d.status != 202
+    }
+
+
 def plan_cancel(wh: Warehouse, select: Selection, *, reason: str | None = None) -> Plan:
     """Plan cancelling pending bank transfers (ACH push/pull, wire; spec §4.1). `select` is a
     list of transaction ids, a DataFrame with an `id` column, or a SQL filter over the
@@ -309,12 +332,14 @@ def plan_cancel(wh: Warehouse, select: Selection, *, reason: str | None = None) 
 
 
 def plan_approve(wh: Warehouse, select: Selection) -> Plan:
-    """Plan approving agent-initiated transactions waiting for platform approval."""
+    """Plan approving agent-initiated transactions waiting for platform approval. A payment
+    the webhook receiver decided is skipped, saying so (`receiver_decisions`)."""
     return make_plan(wh, "approve", select, {})
 
 
 def plan_reject(wh: Warehouse, select: Selection, *, reason: str | None = None) -> Plan:
-    """Plan rejecting agent-initiated transactions waiting for platform approval."""
+    """Plan rejecting agent-initiated transactions waiting for platform approval. A payment
+    the webhook receiver decided is skipped, saying so (`receiver_decisions`)."""
     return make_plan(wh, "reject", select, {} if reason is None else {"reason": reason})
 
 
