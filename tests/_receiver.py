@@ -144,3 +144,36 @@ def start_cli(db: Path, *keys: Path, extra: tuple[str, ...] = ()) -> tuple[subpr
         process.wait(timeout=30)
         raise RuntimeError(f"serve exited {process.returncode}: {process.stderr.read()}")
     return process, line
+
+
+#: A receiver process on a slow disk: each commit takes `delay` seconds more before it is made,
+#: so an answer sent before its event's commit would be seen by a kill test.
+_SLOW_DISK = """
+import sys, time
+from pathlib import Path
+from paylens.webhooks import EventStore
+from paylens.webhooks._serve import serve
+
+class SlowDisk(EventStore):
+    def append(self, events):
+        time.sleep(float(sys.argv[3]))
+        return super().append(events)
+
+serve(SlowDisk.beside(sys.argv[1]), public_keys=[Path(sys.argv[2])], port=0,
+      ready=lambda url: print(url, flush=True))
+"""
+
+
+def start_slow_disk(db: Path, key: Path, delay: float) -> tuple[subprocess.Popen[str], str]:
+    """A receiver process whose commits are `delay` s slower; (process, URL) once ready."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_DISK, str(db), str(key), str(delay)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env(),
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    if not line:
+        raise RuntimeError(f"the slow-disk receiver exited {process.wait(timeout=30)}")
+    return process, line

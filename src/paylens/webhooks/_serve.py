@@ -15,10 +15,11 @@ from typing import Any
 
 from ._approve import Policy
 from ._receive import MAX_BODY_BYTES, app
+from ._store import EventStore
 
 
 def serve(
-    db: str | Path,
+    db_or_store: str | Path | EventStore,
     *,
     public_keys: Sequence[str | bytes | Path],
     host: str = "127.0.0.1",
@@ -27,11 +28,11 @@ def serve(
     max_body_bytes: int = MAX_BODY_BYTES,
     ready: Callable[[str], Any] | None = None,
 ) -> None:
-    """Serve the receiver of the warehouse `db`'s events on `host`:`port` (0: any free port)
-    until interrupted; `ready(url)` is called once it takes requests, with the endpoint's URL."""
+    """Serve the receiver (`app`, the same arguments) on `host`:`port` (0: any free port) until
+    interrupted; `ready(url)` is called once it takes requests, with the endpoint's URL."""
     import uvicorn
 
-    asgi = app(db, public_keys=public_keys, approve=approve, max_body_bytes=max_body_bytes)
+    asgi = app(db_or_store, public_keys=public_keys, approve=approve, max_body_bytes=max_body_bytes)
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
