@@ -80,7 +80,12 @@ def incoming_pending(
         "platformCustomerId": "18d3e5f7b4a9c2",
         "receivedAmount": {
             "amount": amount,
-            "currency": {"code": "USD", "name": "United States Dollar", "symbol": "$", "decimals": 2},
+            "currency": {
+                "code": "USD",
+                "name": "United States Dollar",
+                "symbol": "$",
+                "decimals": 2,
+            },
         },
         "createdAt": "2025-08-15T14:25:18Z",
     }
@@ -130,9 +135,21 @@ def env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
-def start_cli(db: Path, *keys: Path, extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen[str], str]:
+def start_cli(
+    db: Path, *keys: Path, extra: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen[str], str]:
     """`paylens webhooks serve` in its own process; (process, URL) once it printed its URL."""
-    args = [sys.executable, "-m", "paylens.cli", "webhooks", "serve", "--db", str(db), "--port", "0"]
+    args = [
+        sys.executable,
+        "-m",
+        "paylens.cli",
+        "webhooks",
+        "serve",
+        "--db",
+        str(db),
+        "--port",
+        "0",
+    ]
     for key in keys:
         args += ["--public-key", str(key)]
     process = subprocess.Popen(

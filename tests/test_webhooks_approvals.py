@@ -212,7 +212,9 @@ def test_the_bulk_actions_skip_what_the_receiver_decided(tmp_path: Path) -> None
         assert len(waiting) >= 3
         with EventStore.beside(wh.path) as store:
             store.decide(Decision(waiting[0], "Webhook:1", 403, "no", "2025-10-01T00:00:00+00:00"))
-            store.decide(Decision(waiting[1], "Webhook:2", 202, "later", "2025-10-01T00:00:00+00:00"))
+            store.decide(
+                Decision(waiting[1], "Webhook:2", 202, "later", "2025-10-01T00:00:00+00:00")
+            )
         for plan in (ops.plan_approve(wh, waiting[:3]), ops.plan_reject(wh, waiting[:3])):
             assert list(plan.items["eligibility"]) == [
                 "skipped: decided by the webhook receiver (rejected, 403, "

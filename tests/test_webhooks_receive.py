@@ -19,7 +19,7 @@ from paylens.webhooks import Event, EventStore, app, events_path
 from paylens.webhooks._store import stamp
 
 from ._helpers import run_cli
-from ._receiver import Signer, card_event, env, served_app, start_cli
+from ._receiver import Signer, card_event, served_app, start_cli
 
 pytestmark = pytest.mark.http
 
@@ -248,9 +248,7 @@ def test_the_heartbeat_moves_the_receivers_last_seen(signer: Signer, store: Even
     asgi = app(store, public_keys=[signer.public_pem], heartbeat_s=0.05, receiver_id="r1")
 
     def last_seen() -> str:
-        return str(
-            store._con.execute("SELECT last_seen_at FROM receiver_intervals").fetchone()[0]
-        )
+        return str(store._con.execute("SELECT last_seen_at FROM receiver_intervals").fetchone()[0])
 
     with served_app(asgi):
         first = last_seen()
@@ -290,9 +288,7 @@ def test_cli_errors_are_one_line(signer: Signer, tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        run = run_cli(
-            "webhooks", "serve", "--db", db, f"--public-key={key}", "--port", str(port)
-        )
+        run = run_cli("webhooks", "serve", "--db", db, f"--public-key={key}", "--port", str(port))
     assert run.returncode == 1
     assert run.stderr.strip() == (
         f"paylens webhooks serve: cannot listen on 127.0.0.1 port {port}: Address already in "

@@ -96,7 +96,11 @@ def parse_webhook(body: bytes) -> tuple[WebhookEnvelope | None, str]:
     except ValidationError as exc:
         first = exc.errors(include_url=False, include_input=False)[0]
         where = ".".join(str(part) for part in first["loc"]) or "body"
-        said = "not one of the interface's WebhookType values" if first["type"] == "enum" else first["msg"]
+        said = (
+            "not one of the interface's WebhookType values"
+            if first["type"] == "enum"
+            else first["msg"]
+        )
         return None, f"{where}: {said}"
     if not envelope.id:
         return None, "id: empty"

@@ -36,8 +36,9 @@ class Verdict:
     def __post_init__(self) -> None:
         if self.status not in VERDICTS:
             raise InvalidArgumentError(
-                "status", f"{self.status} is not 200, 202, 403 or 422 (approve, defer, reject, "
-                "more information)"
+                "status",
+                f"{self.status} is not 200, 202, 403 or 422 (approve, defer, reject, "
+                "more information)",
             )
 
     @classmethod

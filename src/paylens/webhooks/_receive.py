@@ -23,6 +23,7 @@ import os
 import queue
 import socket
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -96,16 +97,17 @@ class _Writer:
         return future
 
     def _run(self) -> None:
-        beat = _monotonic()
+        beat = time.monotonic()
         while True:
             try:
                 item = self._queue.get(timeout=self.heartbeat_s)
+                idle = False
             except queue.Empty:
-                item = ...
-            if _monotonic() - beat >= self.heartbeat_s:
+                item, idle = None, True
+            if time.monotonic() - beat >= self.heartbeat_s:
                 self._beat()
-                beat = _monotonic()
-            if item is ...:
+                beat = time.monotonic()
+            if idle:
                 continue
             if item is None:
                 return
@@ -134,12 +136,6 @@ class _Writer:
             self.store.receiver_alive(self.receiver_id)
         except Exception:  # a heartbeat missed is a shorter up interval, never a lost event
             logger.exception("the receiver's heartbeat failed")
-
-
-def _monotonic() -> float:
-    import time
-
-    return time.monotonic()
 
 
 def _settle(future: asyncio.Future[bool], outcome: bool | BaseException) -> None:

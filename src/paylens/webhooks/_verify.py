@@ -38,12 +38,13 @@ def load_public_keys(keys: Iterable[str | bytes | Path]) -> list[ec.EllipticCurv
     for position, key in enumerate(keys, 1):
         if isinstance(key, Path):
             try:
-                key = key.read_bytes()
+                pem = key.read_bytes()
             except OSError as exc:
                 raise InvalidArgumentError(
                     "public_keys", f"key {position}: cannot read {key}: {exc.strerror or exc}"
                 ) from None
-        pem = key.encode() if isinstance(key, str) else key
+        else:
+            pem = key.encode() if isinstance(key, str) else key
         try:
             public = serialization.load_pem_public_key(pem)
         except (ValueError, TypeError):
