@@ -466,8 +466,7 @@ def _webhooks_serve(args: argparse.Namespace) -> int:
     """Serve the webhook receiver until interrupted; one line on stdout, its URL, once ready."""
     from pathlib import Path
 
-    from paylens.webhooks import approve_where
-    from paylens.webhooks._serve import serve
+    from paylens.webhooks import approve_where, serve
 
     folder = Path(args.db).resolve().parent
     if not folder.is_dir():
@@ -486,8 +485,8 @@ def _webhooks_serve(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             approve=policy,
-            max_body_bytes=args.max_body_bytes,
             ready=ready,
+            **({} if args.max_body_bytes is None else {"max_body_bytes": args.max_body_bytes}),
         )
     except OSError as exc:
         print(

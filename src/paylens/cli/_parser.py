@@ -559,8 +559,6 @@ def _add_demo(commands: Any) -> None:
 
 def _add_webhooks(commands: Any) -> None:
     """`paylens webhooks serve`."""
-    from paylens.webhooks._receive import MAX_BODY_BYTES
-
     webhooks = _command(commands, "webhooks", None)
     webhooks_commands = webhooks.add_subparsers(
         dest="webhooks_command", required=True, metavar="{serve}"
@@ -589,6 +587,6 @@ def _add_webhooks(commands: Any) -> None:
     serve.add_argument(
         "--max-body-bytes",
         type=_whole(1),
-        default=MAX_BODY_BYTES,
-        help="larger bodies are refused (413)",
+        default=None,
+        help="larger bodies are refused (413) (default: 1 MiB, paylens.webhooks.MAX_BODY_BYTES)",
     )

@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 import pandas as pd
 
+from paylens._select import select_ids
 from paylens.errors import InvalidArgumentError
 from paylens.models import format_minor
-
-from ._select import select_ids
 
 if TYPE_CHECKING:
     from paylens.client import Client
@@ -309,8 +308,7 @@ def receiver_decisions(wh: Warehouse) -> dict[str, str]:
     the warehouse, when there is one), each with what it answered: approved (200), rejected
     (403) or more information asked (422). A 202 decided nothing (the platform was to approve
     or reject by a call, which a plan may make), so it is left out."""
-    from paylens.webhooks import EventStore, events_path
-    from paylens.webhooks._approve import VERDICTS
+    from paylens.webhooks import VERDICTS, EventStore, events_path
 
     path = events_path(wh.path)
     if not path.exists():

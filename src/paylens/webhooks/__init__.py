@@ -4,8 +4,9 @@ The event store (`EventStore`, a SQLite file beside the warehouse at `events_pat
 every receiver process writes and where the sync reads; see `paylens.webhooks._store` for why.
 """
 
-from paylens.webhooks._approve import Verdict, approve_where
-from paylens.webhooks._receive import app
+from paylens.webhooks._approve import VERDICTS, Verdict, approve_where
+from paylens.webhooks._receive import MAX_BODY_BYTES, app
+from paylens.webhooks._serve import serve
 from paylens.webhooks._store import (
     Decision,
     Event,
@@ -16,6 +17,8 @@ from paylens.webhooks._store import (
 )
 
 __all__ = [
+    "MAX_BODY_BYTES",
+    "VERDICTS",
     "Decision",
     "Event",
     "EventStore",
@@ -25,4 +28,5 @@ __all__ = [
     "approve_where",
     "events_path",
     "merge_intervals",
+    "serve",
 ]

@@ -91,8 +91,8 @@ def approve_where(condition: str) -> Policy:
     table's columns, as `paylens approve --where` takes) holds and rejecting the others. The
     condition is checked now (a column that is not there is refused naming the columns), then
     evaluated on each payment alone, in a private in-memory database that reaches no file."""
+    from paylens._select import checked_query, rows_where
     from paylens.frames import to_arrow
-    from paylens.ops._select import checked_query, rows_where
 
     query = checked_query(condition, "transactions")
     empty = to_arrow("transactions", []).drop_columns(["raw"])

@@ -1,7 +1,8 @@
-"""A plan's selection from a SQL filter: one boolean expression over one table, checked to be a
-single SELECT and evaluated on a copy of the table in a private in-memory database that can
-reach no file, no network and no extension. Nothing a filter says, not even a bug in paylens,
-can write to the warehouse."""
+"""A selection by a SQL filter: one boolean expression over one table, checked to be a single
+SELECT and evaluated on a copy of the table in a private in-memory database that can reach no
+file, no network and no extension. Nothing a filter says, not even a bug in paylens, can write
+to the warehouse. Shared by the bulk actions' plans (`paylens.ops`) and the webhook receiver's
+approvals (`paylens.webhooks.approve_where`), so it belongs to neither."""
 
 from __future__ import annotations
 
