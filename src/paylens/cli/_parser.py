@@ -581,8 +581,8 @@ def _add_webhooks(commands: Any) -> None:
         metavar="CONDITION",
         default=None,
         help="approve incoming payments on approval rails where this SQL condition over the "
-        "transactions table holds, reject the others (as `paylens approve --where` selects); "
-        "default: answer 202 and decide nothing",
+        "transactions table holds, reject the others (as `paylens approve --where` selects) "
+        "(default: none; such payments are answered 202 and nothing is decided)",
     )
     serve.add_argument(
         "--max-body-bytes",
