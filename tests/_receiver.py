@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+from paylens.webhooks import EventStore
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -47,6 +50,18 @@ class Signer:
 
     def headers(self, body: bytes) -> dict[str, str]:
         return {"X-Service-Signature": self.sign(body), "Content-Type": "application/json"}
+
+
+@pytest.fixture
+def signer() -> Signer:
+    """A new key pair (the service's, as far as a test's receiver knows)."""
+    return Signer()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> EventStore:
+    """The event store beside a warehouse path of the test's own."""
+    return EventStore.beside(tmp_path / "wh.duckdb")
 
 
 def card_event(n: int, status: str = "SETTLED") -> bytes:

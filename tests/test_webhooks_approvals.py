@@ -18,19 +18,11 @@ import pytest
 from paylens import Sandbox, ops
 from paylens.webhooks import Decision, EventStore, Verdict, app, events_path
 
-from ._receiver import Signer, env, incoming_pending, served_app, start_cli
+from ._receiver import Signer, env, incoming_pending, served_app, signer, start_cli, store
+
+__all__ = ["signer", "store"]  # the fixtures this module uses
 
 pytestmark = pytest.mark.http
-
-
-@pytest.fixture
-def signer() -> Signer:
-    return Signer()
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> EventStore:
-    return EventStore.beside(tmp_path / "wh.duckdb")
 
 
 def _post(url: str, body: bytes, signer: Signer) -> httpx.Response:

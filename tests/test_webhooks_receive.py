@@ -19,19 +19,11 @@ from paylens.webhooks import Event, EventStore, app, events_path
 from paylens.webhooks._store import stamp
 
 from ._helpers import run_cli
-from ._receiver import Signer, card_event, served_app, start_cli
+from ._receiver import Signer, card_event, served_app, signer, start_cli, store
+
+__all__ = ["signer", "store"]  # the fixtures this module uses
 
 pytestmark = pytest.mark.http
-
-
-@pytest.fixture
-def signer() -> Signer:
-    return Signer()
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> EventStore:
-    return EventStore.beside(tmp_path / "wh.duckdb")
 
 
 def _post(url: str, body: bytes, headers: dict[str, str]) -> httpx.Response:
