@@ -82,13 +82,43 @@ def _events(key: ec.EllipticCurvePrivateKey, count: int, prefix: str) -> list[tu
     return signed
 
 
-def _start(db: Path, key: Path) -> tuple[subprocess.Popen[str], str]:
+#: The receiver as `paylens webhooks serve` runs it, each request's time in the receiver (from
+#: its first byte parsed to its answer's start) written to a file: the receiver's own share of
+#: an acknowledgement's latency, apart from the poster's and the kernel's.
+_TIMED = """
+import sys, time
+from pathlib import Path
+from paylens.webhooks import app
+from paylens.webhooks._serve import serve
+import paylens.webhooks._serve as served
+
+out = open(sys.argv[3], "a")
+inner = app(sys.argv[1], public_keys=[Path(sys.argv[2])])
+
+async def timed(scope, receive, send):
+    if scope["type"] != "http":
+        return await inner(scope, receive, send)
+    started = time.perf_counter()
+    async def answer(message):
+        if message["type"] == "http.response.start":
+            out.write(f"{time.perf_counter() - started}\\n")
+            out.flush()
+        await send(message)
+    await inner(scope, receive, answer)
+
+served.app = lambda *a, **k: timed
+serve(sys.argv[1], public_keys=[Path(sys.argv[2])], port=0, ready=lambda u: print(u, flush=True))
+"""
+
+
+def _start(db: Path, key: Path, timings: Path | None = None) -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "PYTHONPATH": SRC}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "paylens.cli", "webhooks", "serve", "--db", str(db),
-         "--public-key", str(key), "--port", "0"],
-        stdout=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
+    if timings is None:
+        command = [sys.executable, "-m", "paylens.cli", "webhooks", "serve", "--db", str(db),
+                   "--public-key", str(key), "--port", "0"]  # fmt: skip
+    else:
+        command = [sys.executable, "-c", _TIMED, str(db), str(key), str(timings)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
     assert process.stdout is not None
     return process, process.stdout.readline().strip()
 
@@ -163,8 +193,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         receivers = [_start(db, pem) for _ in range(args.receivers)]
         try:
             cpu_before = sum(_cpu_seconds(p.pid) for p, _ in receivers)
+            poster_before = _cpu_seconds(os.getpid())
             seconds = asyncio.run(_flood([u for _, u in receivers], flood, args.connections))
             cpu = sum(_cpu_seconds(p.pid) for p, _ in receivers) - cpu_before
+            poster = _cpu_seconds(os.getpid()) - poster_before
         finally:
             for process, _ in receivers:
                 process.terminate()
@@ -174,24 +206,32 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "connections": args.connections, "seconds": round(seconds, 2),
             "events_per_s": round(args.events / seconds),
             "receiver_cpu_s_per_1000": round(1000 * cpu / args.events, 3),
-            "events_per_receiver_cpu_s": round(args.events / cpu), "load": load,
+            "events_per_receiver_cpu_s": round(args.events / cpu),
+            "poster_cpu_s_per_1000": round(1000 * poster / args.events, 3),
+            # what 2 cores sustain when receivers and poster have them to themselves
+            "events_per_s_on_2_cores": round(2 * args.events / (cpu + poster)),
+            "load": load,
         }  # fmt: skip
         print(json.dumps({"throughput": results["throughput"]}), flush=True)
 
         load = _uptime()
-        process, url = _start(db, pem)
+        timings = Path(tmp) / "timings.txt"
+        process, url = _start(db, pem, timings)
         try:
             latencies = asyncio.run(_steady(url, steady, args.rate))
         finally:
             process.terminate()
             process.wait()
+        inside = sorted(float(line) for line in timings.read_text().split())
 
-        def at(q: float) -> float:
-            return round(1000 * latencies[min(len(latencies) - 1, int(q * len(latencies)))], 1)
+        def at(values: list[float], q: float) -> float:
+            return round(1000 * values[min(len(values) - 1, int(q * len(values)))], 1)
 
         results["latency"] = {
-            "events": len(latencies), "rate_per_s": args.rate, "p50_ms": at(0.50),
-            "p99_ms": at(0.99), "max_ms": round(1000 * latencies[-1], 1), "load": load,
+            "events": len(latencies), "rate_per_s": args.rate,
+            "poster_p50_ms": at(latencies, 0.50), "poster_p99_ms": at(latencies, 0.99),
+            "receiver_p50_ms": at(inside, 0.50), "receiver_p99_ms": at(inside, 0.99),
+            "receiver_max_ms": round(1000 * inside[-1], 1), "load": load,
         }  # fmt: skip
         print(json.dumps({"latency": results["latency"]}), flush=True)
     return results
