@@ -16,7 +16,8 @@ commit (group commits) and answer. Measured:
   scheduled instant, whatever the answers before it), to one receiver; p50/p99/max of the time
   from sending to its 2xx.
 
-Prints one JSON line per measurement, and the load (`uptime`) before each.
+Prints one JSON line per measurement, and the load (`uptime`) before each; `--out FILE` also
+writes them to FILE.
 """
 
 from __future__ import annotations
@@ -160,9 +161,8 @@ async def _steady(url: str, events: list[tuple[bytes, str]], rate: float) -> lis
         started = time.perf_counter()
         tasks = []
         for n, (body, signature) in enumerate(events):
-            delay = started + n / rate - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            # yield at each send, even when late, so the answers are read as they come
+            await asyncio.sleep(max(0.0, started + n / rate - time.perf_counter()))
             tasks.append(asyncio.create_task(one(body, signature)))
         await asyncio.gather(*tasks)
     return sorted(latencies)
@@ -175,6 +175,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--rate", type=float, default=500.0)
     parser.add_argument("--latency-events", type=int, default=5_000)
+    parser.add_argument("--out", type=Path, help="also write the results here (JSON)")
     args = parser.parse_args(argv)
     key = ec.generate_private_key(ec.SECP256R1())
     results: dict[str, Any] = {}
@@ -234,6 +235,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "receiver_max_ms": round(1000 * inside[-1], 1), "load": load,
         }  # fmt: skip
         print(json.dumps({"latency": results["latency"]}), flush=True)
+    if args.out is not None:
+        args.out.write_text(json.dumps(results, indent=2) + "\n")
     return results
 
 
