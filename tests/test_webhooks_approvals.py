@@ -218,3 +218,22 @@ def test_the_bulk_actions_skip_what_the_receiver_decided(tmp_path: Path) -> None
         assert list(applied["outcome"]) == ["skipped"]
         sent = [p for m, p, _ in sandbox.requests.entries if m == "POST" and "/approve" in p]
         assert sent == []
+
+
+def test_a_verdict_is_one_of_the_four_answers_and_a_policy_answers_one(
+    signer: Signer, store: EventStore
+) -> None:
+    from paylens.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="500 is not 200, 202, 403 or 422"):
+        Verdict(500)
+    with pytest.raises(InvalidArgumentError, match="name the counterparty fields wanted"):
+        Verdict.more_information([])
+
+    def confused(payment: dict[str, Any]) -> Any:
+        return "yes"
+
+    with served_app(app(store, public_keys=[signer.public_pem], approve=confused)) as url:
+        answer = _post(url, incoming_pending("Webhook:1", "Transaction:a"), signer)
+    assert (answer.status_code, answer.json()["code"]) == (500, "APPROVAL_POLICY_FAILED")
+    assert store.decisions() == []
