@@ -216,7 +216,26 @@ def test_the_bulk_actions_skip_what_the_receiver_decided(tmp_path: Path) -> None
             ]
         applied = ops.plan_approve(wh, waiting[:1]).apply(client, progress=False)
         assert list(applied["outcome"]) == ["skipped"]
-        sent = [p for m, p, _ in sandbox.requests.entries if m == "POST" and "/approve" in p]
+        # decided by the receiver after the plan was made: skipped when applied, journaled
+        plan = ops.plan_reject(wh, waiting[2:3])
+        assert list(plan.items["eligibility"]) == ["eligible"]
+        with EventStore.beside(wh.path) as store:
+            store.decide(Decision(waiting[2], "Webhook:3", 200, "ok", "2025-10-02T00:00:00+00:00"))
+        applied = plan.apply(client, progress=False)
+        said = (
+            "decided by the webhook receiver since the plan (approved, 200, "
+            "2025-10-02T00:00:00+00:00)"
+        )
+        assert list(zip(applied["outcome"], applied["message"], strict=True)) == [
+            ("skipped_changed", said)
+        ]
+        journal = wh.journal()
+        assert list(journal[journal["transaction_id"] == waiting[2]]["message"]) == [said]
+        sent = [
+            p
+            for m, p, _ in sandbox.requests.entries
+            if m == "POST" and ("/approve" in p or "/reject" in p)
+        ]
         assert sent == []
 
 
