@@ -7,6 +7,7 @@ paylens report --db data/paylens.duckdb --start 2025-09-01 --end 2025-10-01 --ou
 paylens cancel|approve|reject|confirm-receipt --where "..." --dry-run
 paylens sync-wallets
 paylens revoke-sessions --where "..." --dry-run
+paylens webhooks serve --db data/paylens.duckdb --public-key service.pem [--approve-where "..."]
 
 Exit status: see `paylens --help` (`_parser.EXIT_STATUS`). The handlers are in `_commands`, the
 parser in `_parser`; this module runs a command line in its process.
