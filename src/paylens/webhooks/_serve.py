@@ -57,6 +57,9 @@ def serve(
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=10,
+        # longer than a proxy's idle upstream connections live (nginx: 60 s), so the proxy never
+        # sends a request on a connection the receiver is closing (uvicorn's default is 5 s)
+        timeout_keep_alive=75,
         server_header=False,
     )
     _Server(config).run(sockets=[sock])
