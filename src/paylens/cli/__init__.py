@@ -7,6 +7,7 @@ paylens report --db data/paylens.duckdb --start 2025-09-01 --end 2025-10-01 --ou
 paylens cancel|approve|reject|confirm-receipt --where "..." --dry-run
 paylens sync-wallets
 paylens revoke-sessions --where "..." --dry-run
+paylens webhooks serve --db data/paylens.duckdb --public-key service.pem [--approve-where "..."]
 
 Exit status: see `paylens --help` (`_parser.EXIT_STATUS`). The handlers are in `_commands`, the
 parser in `_parser`; this module runs a command line in its process.
@@ -48,7 +49,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.DEBUG if args.verbose > 1 else max(level, logging.INFO)
     )
     name = " ".join(
-        n for n in ("paylens", args.command, getattr(args, "sandbox_command", None)) if n
+        n
+        for n in (
+            "paylens",
+            args.command,
+            getattr(args, "sandbox_command", None),
+            getattr(args, "webhooks_command", None),
+        )
+        if n
     )
     code = _run(args, name)
     if argv is None and args.command == "sync":

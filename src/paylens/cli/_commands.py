@@ -545,3 +545,39 @@ def _sandbox_advance(args: argparse.Namespace) -> int:
     changed = advance_served(timedelta(hours=args.hours))
     print(" ".join(f"{name}={count}" for name, count in sorted(changed.items())))
     return 0
+
+
+def _webhooks_serve(args: argparse.Namespace) -> int:
+    """Serve the webhook receiver until interrupted; one line on stdout, its URL, once ready."""
+    from pathlib import Path
+
+    from paylens.webhooks import approve_where, serve
+
+    folder = Path(args.db).resolve().parent
+    if not folder.is_dir():
+        raise errors.InvalidArgumentError(
+            "db", f"{folder} is no folder: the event store is kept beside the warehouse file"
+        )
+    policy = None if args.approve_where is None else approve_where(args.approve_where)
+
+    def ready(url: str) -> None:
+        print(url, flush=True)
+
+    try:
+        serve(
+            args.db,
+            public_keys=[Path(p) for p in args.public_key],
+            host=args.host,
+            port=args.port,
+            approve=policy,
+            ready=ready,
+            **({} if args.max_body_bytes is None else {"max_body_bytes": args.max_body_bytes}),
+        )
+    except OSError as exc:
+        print(
+            f"paylens webhooks serve: cannot listen on {args.host} port {args.port}: "
+            f"{exc.strerror or exc} (choose another with --port, or 0 for any free port)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0

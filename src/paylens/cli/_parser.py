@@ -26,6 +26,7 @@ from ._commands import (
     _sandbox_serve,
     _sync,
     _sync_wallets,
+    _webhooks_serve,
 )
 
 #: How every command exits, shown under `--help`.
@@ -128,6 +129,8 @@ _HELPS = {
     "sandbox": "the embedded simulator of the service",
     "serve": "serve a sandbox over HTTP on loopback and print the PAYLENS_* lines to export",
     "advance": "move a served sandbox's clock ahead (PAYLENS_* variables)",
+    "webhooks": "the service's webhooks: verified, stored once beside the warehouse",
+    "webhooks serve": "receive the service's webhooks at /webhooks (prints its URL when ready)",
     "sync": "bring a warehouse file in step with the service (PAYLENS_* variables)",
     "cancel": "cancel pending ACH and wire transfers selected from the warehouse",
     "approve": "approve payments waiting for platform approval, selected from the warehouse",
@@ -151,12 +154,14 @@ def _command(
     parent: Any,  # what add_subparsers returned
     name: str,
     run: Callable[[argparse.Namespace], int] | None,
+    *,
+    key: str | None = None,  # its line in _HELPS, when not its name (`webhooks serve`)
     **options: Any,
 ) -> argparse.ArgumentParser:
     """A subcommand that runs `run` (None: a group of subcommands), its help with defaults."""
     options.setdefault("epilog", EXIT_STATUS if run is not None else None)
     command: argparse.ArgumentParser = parent.add_parser(
-        name, help=_HELPS[name], formatter_class=_Formatter, **options
+        name, help=_HELPS[key or name], formatter_class=_Formatter, **options
     )
     if run is not None:
         command.set_defaults(run=run)
@@ -313,6 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_close,
         _add_export,
         _add_demo,
+        _add_webhooks,
     ):
         add(commands)
     return parser
@@ -590,4 +596,39 @@ def _add_demo(commands: Any) -> None:
     )
     demo.add_argument(
         "--currencies", type=_whole(0), default=6, help="currencies shown in the headline figures"
+    )
+
+
+def _add_webhooks(commands: Any) -> None:
+    """`paylens webhooks serve`."""
+    webhooks = _command(commands, "webhooks", None)
+    webhooks_commands = webhooks.add_subparsers(
+        dest="webhooks_command", required=True, metavar="{serve}"
+    )
+    serve = _command(webhooks_commands, "serve", _webhooks_serve, key="webhooks serve")
+    _db_option(serve, "warehouse file beside which the event store is kept (never opened)")
+    serve.add_argument(
+        "--public-key",
+        action="append",
+        required=True,
+        metavar="PEM_FILE",
+        help="the service's P-256 public key (PEM); repeat it during a key rotation",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument(
+        "--port", type=_whole(0, 65535), default=8780, help="port to listen on (0: any free)"
+    )
+    serve.add_argument(
+        "--approve-where",
+        metavar="CONDITION",
+        default=None,
+        help="approve incoming payments on approval rails where this SQL condition over the "
+        "transactions table holds, reject the others (as `paylens approve --where` selects) "
+        "(default: none; such payments are answered 202 and nothing is decided)",
+    )
+    serve.add_argument(
+        "--max-body-bytes",
+        type=_whole(1),
+        default=None,
+        help="larger bodies are refused (413) (default: 1 MiB, paylens.webhooks.MAX_BODY_BYTES)",
     )

@@ -105,6 +105,7 @@ if TYPE_CHECKING:
         TransactionBase,
         UnknownTransaction,
     )
+    from ._webhooks import WebhookEnvelope, WebhookType, parse_webhook
     from .enums import (
         COARSE_PAYOUT_FAILURE_REASON,
         GRANULAR_PAYOUT_FAILURE_REASONS,
@@ -258,6 +259,9 @@ _WHERE = {
     "Transaction": "_transactions",
     "TransactionBase": "_transactions",
     "UnknownTransaction": "_transactions",
+    "WebhookEnvelope": "_webhooks",
+    "WebhookType": "_webhooks",
+    "parse_webhook": "_webhooks",
 }
 
 
@@ -368,6 +372,8 @@ __all__ = [
     "UnknownTransaction",
     "UtcDatetime",
     "WalletOperationProcessing",
+    "WebhookEnvelope",
+    "WebhookType",
     "WireData",
     "WireModel",
     "format_minor",
@@ -375,6 +381,7 @@ __all__ = [
     "parse_customer",
     "parse_page",
     "parse_transaction",
+    "parse_webhook",
     "whole_number",
 ]
 

@@ -314,3 +314,22 @@ ACTIONS = {
         ),
     )
 }
+
+
+def receiver_decisions(wh: Warehouse) -> dict[str, str]:
+    """The payments the webhook receiver decided (`EventStore.decisions` of the store beside
+    the warehouse, when there is one), each with what it answered: approved (200), rejected
+    (403) or more information asked (422). A 202 decided nothing (the platform was to approve
+    or reject by a call, which a plan may make), so it is left out."""
+    from paylens.webhooks import VERDICTS, EventStore, events_path
+
+    path = events_path(wh.path)
+    if not path.exists():
+        return {}
+    with EventStore(path) as store:
+        decisions = store.decisions()
+    return {
+        d.transaction_id: f"{VERDICTS[d.status]}, {d.status}, {d.decided_at}"
+        for d in decisions
+        if d.status != 202
+    }

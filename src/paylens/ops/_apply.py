@@ -47,7 +47,7 @@ from paylens.errors import (
     WarehouseError,
 )
 
-from ._actions import ELIGIBLE, FINAL_REFUSALS, Planned
+from ._actions import ELIGIBLE, FINAL_REFUSALS, Planned, receiver_decisions
 
 if TYPE_CHECKING:
     from paylens.warehouse import Warehouse
@@ -381,6 +381,11 @@ class _Run:
         if (moved := self.kind.changed(row, current)) is not None:
             outcome = _Outcome(tid, "skipped_changed", message=moved, answer=current)
             return self._finish(entry, outcome)
+        if action.name in ("approve", "reject") and (
+            decided := receiver_decisions(self.wh).get(tid)
+        ):  # the webhook receiver decided it after the plan was made: never decided twice
+            said = f"decided by the webhook receiver since the plan ({decided})"
+            return self._finish(entry, _Outcome(tid, "skipped_changed", message=said))
         self.wh.journal_requested(claim.entry_id)
         return self._finish(entry, self._send(row))
 

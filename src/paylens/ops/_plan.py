@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pandas as pd
 
+from paylens._select import select_ids
 from paylens.errors import InvalidArgumentError
 from paylens.models import format_minor
 
-from ._actions import ACTIONS, ELIGIBLE, FINAL_REFUSALS, Action
+from ._actions import ACTIONS, ELIGIBLE, FINAL_REFUSALS, Action, receiver_decisions
 from ._apply import apply_plan
-from ._select import select_ids
 
 if TYPE_CHECKING:
     from paylens.client import Client
@@ -160,6 +160,7 @@ def make_plan(
         [ids],
     )
     done = wh.journal_outcomes(action.name, (action.verb, *FINAL_REFUSALS), ids)
+    decided = receiver_decisions(wh) if action.name in ("approve", "reject") else {}
     by_id = {str(r["id"]): {str(k): v for k, v in r.items()} for r in known.to_dict("records")}
     rows: list[dict[str, Any]] = []
     for tid in ids:
@@ -168,7 +169,9 @@ def make_plan(
             rows.append({"id": tid, "eligibility": "skipped: not found in the warehouse"})
             continue
         verdict = action.eligibility(row)
-        if done.get(tid) == action.verb:
+        if tid in decided:
+            verdict = f"skipped: decided by the webhook receiver ({decided[tid]})"
+        elif done.get(tid) == action.verb:
             verdict = f"skipped: already {action.verb} (journal)"
         elif tid in done:  # asked again, the service would only refuse again
             verdict = f"skipped: refused by the service before ({done[tid]}, journal)"
@@ -188,12 +191,14 @@ def plan_cancel(wh: Warehouse, select: Selection, *, reason: str | None = None) 
 
 
 def plan_approve(wh: Warehouse, select: Selection) -> Plan:
-    """Plan approving agent-initiated transactions waiting for platform approval."""
+    """Plan approving agent-initiated transactions waiting for platform approval. A payment
+    the webhook receiver decided is skipped, saying so (`receiver_decisions`)."""
     return make_plan(wh, "approve", select, {})
 
 
 def plan_reject(wh: Warehouse, select: Selection, *, reason: str | None = None) -> Plan:
-    """Plan rejecting agent-initiated transactions waiting for platform approval."""
+    """Plan rejecting agent-initiated transactions waiting for platform approval. A payment
+    the webhook receiver decided is skipped, saying so (`receiver_decisions`)."""
     return make_plan(wh, "reject", select, {} if reason is None else {"reason": reason})
 
 

@@ -4,6 +4,9 @@ The event store (`EventStore`, a SQLite file beside the warehouse at `events_pat
 every receiver process writes and where the sync reads; see `paylens.webhooks._store` for why.
 """
 
+from paylens.webhooks._approve import VERDICTS, Verdict, approve_where
+from paylens.webhooks._receive import MAX_BODY_BYTES, app
+from paylens.webhooks._serve import serve
 from paylens.webhooks._store import (
     Decision,
     Event,
@@ -16,12 +19,18 @@ from paylens.webhooks._store import (
 )
 
 __all__ = [
+    "MAX_BODY_BYTES",
+    "VERDICTS",
     "Decision",
     "Event",
     "EventStore",
     "StoredEvent",
+    "Verdict",
+    "app",
+    "approve_where",
     "events_path",
     "merge_intervals",
     "now_text",
+    "serve",
     "stamp",
 ]

@@ -1,7 +1,8 @@
-"""A plan's selection from a SQL filter: one boolean expression over one table, checked to be a
-single SELECT and evaluated on a copy of the table in a private in-memory database that can
-reach no file, no network and no extension. Nothing a filter says, not even a bug in paylens,
-can write to the warehouse."""
+"""A selection by a SQL filter: one boolean expression over one table, checked to be a single
+SELECT and evaluated on a copy of the table in a private in-memory database that can reach no
+file, no network and no extension. Nothing a filter says, not even a bug in paylens, can write
+to the warehouse. Shared by the bulk actions' plans (`paylens.ops`) and the webhook receiver's
+approvals (`paylens.webhooks.approve_where`), so it belongs to neither."""
 
 from __future__ import annotations
 
@@ -29,6 +30,13 @@ _PRIVATE: dict[str, str | bool | int | float | list[str]] = {
 
 def select_ids(wh: Warehouse, expression: str, table: str) -> list[str]:
     """Ids of `table`'s rows for which `expression` is true, oldest first."""
+    query = checked_query(expression, table)
+    return rows_where(wh.snapshot(table), expression, table, query=query)
+
+
+def checked_query(expression: str, table: str) -> str:
+    """The query selecting the ids of `table`'s rows where `expression` holds, once the
+    expression is known to be one condition (no stacked statement, DDL or DML)."""
     if not expression.strip():
         raise InvalidArgumentError("select", f"an empty filter; give a condition over {table}")
     try:  # DuckDB takes UTF-8 only: a byte of a command line that is not (read as a lone
@@ -56,7 +64,22 @@ def select_ids(wh: Warehouse, expression: str, table: str) -> list[str]:
         ) from None
     if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
         raise InvalidArgumentError("select", refused)
-    snapshot = wh.snapshot(table)
+    return query
+
+
+def rows_where(
+    snapshot: pa.Table,
+    expression: str,
+    table: str,
+    *,
+    query: str | None = None,
+    misspelt: bool = True,
+) -> list[str]:
+    """Ids of the rows of `snapshot` (a copy of `table`'s rows) for which `expression` is true,
+    evaluated in a private in-memory database; `misspelt=False` lets a quoted value that no
+    row holds select nothing instead of being refused as a misspelling (a snapshot of one row,
+    the webhook receiver's, holds few values)."""
+    query = checked_query(expression, table) if query is None else query
     private = duckdb.connect(":memory:", config=_PRIVATE)
     try:
         private.register(table, snapshot)
@@ -77,7 +100,7 @@ def select_ids(wh: Warehouse, expression: str, table: str) -> list[str]:
         ) from None
     finally:
         private.close()
-    if not rows:
+    if not rows and misspelt:
         _refuse_a_misspelt_value(expression, snapshot)
     return [str(r[0]) for r in rows]
 
