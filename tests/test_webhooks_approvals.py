@@ -230,7 +230,7 @@ def test_the_bulk_actions_skip_what_the_receiver_decided(tmp_path: Path) -> None
             ("skipped_changed", said)
         ]
         journal = wh.journal()
-        assert list(journal[journal["transaction_id"] == waiting[2]]["message"]) == [said]
+        assert list(journal[journal["item_id"] == waiting[2]]["message"]) == [said]
         sent = [
             p
             for m, p, _ in sandbox.requests.entries
