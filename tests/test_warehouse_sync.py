@@ -20,6 +20,7 @@ from paylens.client import RetryPolicy
 from paylens.errors import PaylensError
 from paylens.sandbox.routes import dispatch
 from paylens.warehouse import (
+    SCHEMA_VERSION,
     SyncOptions,
     Warehouse,
     WarehouseError,
@@ -759,6 +760,26 @@ def test_a_transaction_the_service_deleted_is_kept_removed_and_no_reader_counts_
         )
 
 
+def test_an_older_file_keeps_its_one_balance_read_when_opened(tmp_path: Path) -> None:
+    """Layout 5 keeps every read of a balance (`balance_reads`): a file of layout 4 starts it
+    with the one read it kept, the accounts as last read, stamped with that read's time."""
+    path = tmp_path / "w.duckdb"
+    with Warehouse(path) as wh:
+        wh.sync(Sandbox(seed=6, transactions=50).client(), progress=False)
+        accounts = wh.sql(
+            "SELECT id, total_balance_minor FROM internal_accounts ORDER BY id"
+        ).values.tolist()
+        (read_at,) = wh.sql(
+            "SELECT read_at FROM resource_reads WHERE resource = 'internal_accounts'"
+        )["read_at"]
+        wh._con.execute("DROP TABLE balance_reads")
+        wh._con.execute("UPDATE paylens_meta SET value = '4' WHERE key = 'schema_version'")
+    with Warehouse(path) as wh:
+        reads = wh.balance_reads()
+        assert reads[["account_id", "total_balance_minor"]].values.tolist() == accounts
+        assert set(reads["read_at"]) == {read_at} and len(accounts) > 0
+
+
 def test_an_older_file_gains_removed_at_on_transactions_when_opened(tmp_path: Path) -> None:
     """Layout 4 adds `removed_at` to transactions: a file of layout 3 gets it on opening for
     writing, its rows kept (all current); opened read-only first, every row is current."""
@@ -771,6 +792,6 @@ def test_an_older_file_gains_removed_at_on_transactions_when_opened(tmp_path: Pa
     with Warehouse(path, read_only=True) as wh:
         assert len(wh.transactions()) == 200 and len(wh.fees()) > 0
     with Warehouse(path) as wh:
-        assert wh._meta()["schema_version"] == "4"
+        assert wh._meta()["schema_version"] == str(SCHEMA_VERSION)
         assert wh.sql("SELECT count(removed_at) AS n FROM transactions")["n"][0] == 0
         assert len(wh.transactions()) == 200

@@ -53,6 +53,7 @@ from ._plots_close import plot_platform_pnl, plot_refunds_owed
 from ._pnl import platform_pnl, settlement_period
 from ._refunds import refund_summary
 from ._revenue import revenue
+from ._rollforward import balance_rollforward
 from ._settlement import settlement_times
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "By",
     "Data",
     "ReferenceRates",
+    "balance_rollforward",
     "card_summary",
     "export",
     "failure_breakdown",

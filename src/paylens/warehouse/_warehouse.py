@@ -437,6 +437,14 @@ class Warehouse:
         self.require_data()
         return self.sql("SELECT * FROM internal_accounts ORDER BY created_at")
 
+    def balance_reads(self) -> pd.DataFrame:
+        """Every read of an internal account's balance a sync made: `account_id`, `currency`,
+        `decimals`, `balance_minor` (available), `total_balance_minor` (with pending and held
+        funds), `read_at` (the service's time of the read, UTC) and `run_id` (the sync); one
+        row per account, currency and read, oldest first."""
+        self.require_data()
+        return self.sql("SELECT * FROM balance_reads ORDER BY account_id, currency, read_at")
+
     def external_accounts(self) -> pd.DataFrame:
         self.require_data()
         return self.sql("SELECT * FROM external_accounts ORDER BY id")

@@ -188,6 +188,8 @@ def commit(
     with _store.transaction(con):
         _store.upsert(con, resource, table, run_id=run_id, now=at)
         _store.record_rejects(con, rejects)
+        if resource == "internal_accounts":
+            _store.record_balance_reads(con, table, read_at=service_now, run_id=run_id)
         if whole:
             # the rejected ids as a parameter: a list of str made into an Arrow array would
             # have pyarrow import pandas
