@@ -1,0 +1,124 @@
+"""The report's balance roll-forward: the months of `analysis.balance_rollforward` that overlap
+the report's period (in its currency), as a table per account and currency, and its tie-out:
+each row's closing is the balance read at the month's end and its movements are the ones it
+lists."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from paylens.analysis import balance_rollforward
+from paylens.models import format_minor
+
+from ._format import MISSING_LABEL, format_instant
+from ._tables import records
+
+if TYPE_CHECKING:
+    from ._figures import Period
+
+_KEYS = ["account_id", "currency", "period"]
+
+#: The movement columns as the table heads them.
+_MOVED = {
+    "incoming_credits_minor": "incoming credits",
+    "outgoing_debits_minor": "outgoing debits",
+    "outgoing_fees_minor": "fees paid",
+    "refunds_credited_minor": "refunds credited",
+    "card_pulls_minor": "card pulls",
+    "card_refunds_minor": "card refunds",
+}
+
+
+def _months(period: Period, frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the months overlapping [start, end), in the period's currency."""
+    keep = pd.Series(True, index=frame.index)
+    if period.start is not None:
+        keep &= frame["period_end"] > period.start
+    if period.end is not None:
+        keep &= frame["period_start"] < period.end
+    if period.currency is not None:
+        keep &= frame["currency"] == period.currency
+    return frame[keep]
+
+
+def rollforward(period: Period) -> pd.DataFrame:
+    """The monthly roll-forward rows of the report's period (`balance_rollforward`)."""
+    rows = _months(period, balance_rollforward(period.wh, period="month"))
+    return rows.reset_index(drop=True)
+
+
+def rollforward_check(period: Period) -> tuple[str, object, object]:
+    """A tie-out: roll-forward rows whose closing is not the last balance read at or before
+    the month's end (read straight from `balance_reads`), whose expected closing is not the
+    opening plus the movements it lists (`movements=True`), or whose break is not the
+    closing less the expected closing. Expected 0."""
+    rows = rollforward(period)
+    reads = period.wh.sql(
+        "SELECT account_id, currency, read_at, total_balance_minor FROM balance_reads"
+    )
+    listed = balance_rollforward(period.wh, period="month", movements=True)
+    sums = listed.groupby(_KEYS)["amount_minor"].sum()
+    wrong = 0
+    for row in records(rows):
+        mine = reads[
+            (reads["account_id"] == row.account_id)
+            & (reads["currency"] == row.currency)
+            & (reads["read_at"] <= row.period_end)
+        ].sort_values("read_at")
+        last = mine.iloc[-1] if len(mine) else None
+        moved = int(sums.get((row.account_id, row.currency, row.period), 0))
+        wrong += bool(
+            last is None
+            or int(last["total_balance_minor"]) != row.closing_balance_minor
+            or row.opening_balance_minor + moved != row.expected_closing_minor
+            or row.closing_balance_minor - row.expected_closing_minor != row.break_minor
+        )
+    return (
+        "balance roll-forward rows not tying to the balances read and the movements listed",
+        0,
+        wrong,
+    )
+
+
+def rollforward_table(rows: pd.DataFrame, first: int = 40) -> tuple[str, pd.DataFrame]:
+    """A heading and the table of the roll-forward rows, breaks first (largest first), then
+    the rest by account: money in each currency's major units, the reads to the second."""
+    order = rows.assign(_size=rows["break_minor"].abs()).sort_values(
+        ["_size", "account_id", "currency", "period"], ascending=[False, True, True, True]
+    )
+    shown = order.head(first)
+
+    def money(column: str) -> list[str]:
+        return [
+            MISSING_LABEL if pd.isna(v) else format_minor(int(v), int(d))
+            for v, d in zip(shown[column], shown["decimals"], strict=True)
+        ]
+
+    table = pd.DataFrame(
+        {
+            "account": list(shown["account_id"]),
+            "currency": list(shown["currency"]),
+            "month": list(shown["period"]),
+            "opening (read at)": [
+                f"{o} ({format_instant(t)})"
+                for o, t in zip(
+                    money("opening_balance_minor"), shown["opening_read_at"], strict=True
+                )
+            ],
+            **{name: money(column) for column, name in _MOVED.items()},
+            "expected closing": money("expected_closing_minor"),
+            "reported closing (read at)": [
+                f"{c} ({format_instant(t)})"
+                for c, t in zip(
+                    money("closing_balance_minor"), shown["closing_read_at"], strict=True
+                )
+            ],
+            "break": money("break_minor"),
+        }
+    )
+    breaks = int((rows["break_minor"] != 0).sum())
+    more = f"; the first {first} shown" if len(rows) > first else ""
+    heading = f"{len(rows):,} account-months, {breaks:,} with a break{more}"
+    return heading, table
