@@ -721,7 +721,7 @@ def test_the_balance_rollforward_ties_out_to_the_reads_and_its_movements(
         assert period.tie_outs().loc[check, "actual"] == 0
         heading, table = _balances.rollforward_table(rows)
         assert heading.startswith(f"{len(rows):,} account-months")
-        assert list(table.columns)[-1] == "break"
+        assert list(table.columns)[-1] == "break" and "balances read at" in heading
         real = _balances.balance_rollforward
 
         def off_by_one(data: Warehouse, **kw: object) -> pd.DataFrame:

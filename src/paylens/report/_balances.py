@@ -83,10 +83,11 @@ def rollforward_check(period: Period) -> tuple[str, object, object]:
 
 
 def rollforward_table(rows: pd.DataFrame, first: int = 40) -> tuple[str, pd.DataFrame]:
-    """A heading and the table of the roll-forward rows, breaks first (largest first), then
-    the rest by account: money in each currency's major units, the reads to the second."""
-    order = rows.assign(_size=rows["break_minor"].abs()).sort_values(
-        ["_size", "account_id", "currency", "period"], ascending=[False, True, True, True]
+    """A heading and the table of the roll-forward rows, those with a break first, each part
+    by currency, account and month: money in each currency's major units, the account by the
+    start of its uuid; the heading names the reads the months roll between."""
+    order = rows.assign(_clean=rows["break_minor"] == 0).sort_values(
+        ["_clean", "currency", "account_id", "period"]
     )
     shown = order.head(first)
 
@@ -96,29 +97,30 @@ def rollforward_table(rows: pd.DataFrame, first: int = 40) -> tuple[str, pd.Data
             for v, d in zip(shown[column], shown["decimals"], strict=True)
         ]
 
+    def read(value: object) -> str:
+        return format_instant(value).removesuffix(":00 UTC").removesuffix(" UTC")
+
     table = pd.DataFrame(
         {
-            "account": list(shown["account_id"]),
+            # the uuid's first 8 characters: the full id would push the breaks off the page
+            "account": [
+                str(a).removeprefix("InternalAccount:")[:8] + "…" for a in shown["account_id"]
+            ],
             "currency": list(shown["currency"]),
             "month": list(shown["period"]),
-            "opening (read at)": [
-                f"{o} ({format_instant(t)})"
-                for o, t in zip(
-                    money("opening_balance_minor"), shown["opening_read_at"], strict=True
-                )
-            ],
+            "opening": money("opening_balance_minor"),
             **{name: money(column) for column, name in _MOVED.items()},
             "expected closing": money("expected_closing_minor"),
-            "reported closing (read at)": [
-                f"{c} ({format_instant(t)})"
-                for c, t in zip(
-                    money("closing_balance_minor"), shown["closing_read_at"], strict=True
-                )
-            ],
+            "reported closing": money("closing_balance_minor"),
             "break": money("break_minor"),
         }
     )
     breaks = int((rows["break_minor"] != 0).sum())
-    more = f"; the first {first} shown" if len(rows) > first else ""
-    heading = f"{len(rows):,} account-months, {breaks:,} with a break{more}"
+    more = f"; the first {first} shown, breaks first" if len(rows) > first else ""
+    reads = sorted({*rows["opening_read_at"], *rows["closing_read_at"]})
+    said = ", ".join(read(r) for r in reads[:6]) + (", …" if len(reads) > 6 else "")
+    heading = (
+        f"{len(rows):,} account-months, {breaks:,} with a break{more}; rolled between the "
+        f"balances read at {said or MISSING_LABEL} (UTC)"
+    )
     return heading, table
