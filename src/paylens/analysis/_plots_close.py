@@ -38,6 +38,26 @@ def _major(frame: pd.DataFrame, column: str) -> pd.Series:
     return frame[column].astype(float) / np.power(10.0, frame["decimals"].astype(float))
 
 
+def _busiest(
+    frame: pd.DataFrame, count: str, currencies: int | None
+) -> tuple[list[str], list[str]]:
+    """Every currency, busiest first by `count`, and those drawn (the first `currencies`)."""
+    order = frame.groupby("currency")[count].sum().sort_values(ascending=False)
+    codes = [str(c) for c in order.index]
+    return codes, codes if currencies is None else codes[:currencies]
+
+
+def _grid_title(
+    title: str, frame: pd.DataFrame, codes: list[str], kept: list[str], most: str
+) -> str:
+    """A small-multiples title naming the currencies not drawn and the data's source."""
+    if left_out := codes[len(kept) :]:
+        title += f"\nthe {len(kept)} currencies with most {most}; not drawn: {', '.join(left_out)}"
+    if source := frame.attrs.get("source"):
+        title += f"\n{source}"
+    return title
+
+
 def plot_platform_pnl(
     data: Data,
     *,
@@ -83,9 +103,7 @@ def plot_refunds_owed(data: Data, *, as_of: datetime | str, currencies: int | No
     owed = refunds_owed(data, as_of=as_of)
     if owed.empty:
         return _nothing(owed, "No refunds owed to senders in this data.")
-    order = owed.groupby("currency")["transaction_count"].sum().sort_values(ascending=False)
-    codes = [str(c) for c in order.index]
-    kept = codes if currencies is None else codes[:currencies]
+    codes, kept = _busiest(owed, "transaction_count", currencies)
     ages = [label for label, _, _ in AGE_BUCKETS]
     parts = {"refund pending": "refund_pending", "refund failed": "refund_failed"}
     colors = {name: to_rgba(f"C{i}") for i, name in enumerate(parts)}
@@ -104,11 +122,9 @@ def plot_refunds_owed(data: Data, *, as_of: datetime | str, currencies: int | No
         }
         _bars(ax, ages, series, stacked=True, colors=colors)
         _finish(ax, owed, currency, f"{currency} owed", "owed for", key=False)
-    title = f"Refunds owed to senders as of {pd.Timestamp(as_of):%d %b %Y}"
-    if left_out := codes[len(kept) :]:
-        title += f"\nthe {len(kept)} currencies with most owed; not drawn: {', '.join(left_out)}"
-    if source := owed.attrs.get("source"):
-        title += f"\n{source}"
+    title = _grid_title(
+        f"Refunds owed to senders as of {pd.Timestamp(as_of):%d %b %Y}", owed, codes, kept, "owed"
+    )
     drawn = set(owed["lifecycle"])
     handles = [Patch(color=colors[n], label=n) for n, lc in parts.items() if lc in drawn]
     place(fig, axes, grid=True, title=title, handles=handles)
@@ -140,9 +156,7 @@ def plot_balance_rollforward(
     rolled = balance_rollforward(data, period=period)
     if rolled.empty:
         return _nothing(rolled, "No balance read in this data: nothing to roll forward.")
-    order = rolled.groupby("currency")["movement_count"].sum().sort_values(ascending=False)
-    codes = [str(c) for c in order.index]
-    kept = codes if currencies is None else codes[:currencies]
+    codes, kept = _busiest(rolled, "movement_count", currencies)
     names = {**_MOVEMENT_NAMES, "break_minor": "break (reported - expected)"}
     colors = {name: to_rgba(f"C{i}") for i, name in enumerate(names.values())}
     colors[names["break_minor"]] = to_rgba("black")
@@ -173,13 +187,13 @@ def plot_balance_rollforward(
         ax.set_title(currency)
         ax.set_xlabel(f"{currency} moved, over its accounts")
         ax.grid(axis="x", alpha=0.3)
-    title = f"Balance roll-forward by {period.lower()}: movements and breaks"
-    if left_out := codes[len(kept) :]:
-        title += (
-            f"\nthe {len(kept)} currencies with most movements; not drawn: {', '.join(left_out)}"
-        )
-    if source := rolled.attrs.get("source"):
-        title += f"\n{source}"
+    title = _grid_title(
+        f"Balance roll-forward by {period.lower()}: movements and breaks",
+        rolled,
+        codes,
+        kept,
+        "movements",
+    )
     handles = [Patch(color=colors[n], label=n) for n in names.values()]
     place(fig, axes, grid=True, title=title, handles=handles)
     return fig
