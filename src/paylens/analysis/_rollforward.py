@@ -102,14 +102,10 @@ def _movements_sql(transactions: str, cards: str) -> str:
     """
 
 
-def _start(stamps: pd.Series, freq: str) -> pd.Series:
-    """The UTC start of the period holding each instant."""
-    naive = pd.to_datetime(stamps, utc=True).dt.tz_convert("UTC").dt.tz_localize(None)
-    return naive.dt.to_period(freq).dt.start_time.dt.tz_localize("UTC")
-
-
 def _label(starts: pd.Series, unit: str) -> pd.Series:
-    return starts.dt.strftime("%Y-%m" if unit == "MONTH" else "%Y-%m-%d")
+    """A period by its start: `2025-09` for a month, the first day's date otherwise."""
+    labels: pd.Series = starts.dt.strftime("%Y-%m" if unit == "MONTH" else "%Y-%m-%d")
+    return labels
 
 
 def _reads(wh: Warehouse) -> pd.DataFrame:
