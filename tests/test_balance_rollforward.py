@@ -16,6 +16,8 @@ import pytest
 
 from paylens import Sandbox
 from paylens.analysis import balance_rollforward
+from paylens.analysis._rollforward import ROLLFORWARD_COLUMNS
+from paylens.errors import InvalidArgumentError
 from paylens.sandbox.routes import dispatch
 from paylens.warehouse import Warehouse
 
@@ -253,3 +255,19 @@ def test_a_movement_no_record_shows_is_a_break_listed_in_its_window(tmp_path: Pa
     # the day after the second read opens on it: the hidden movement is in its balance
     later = broken[(broken["account_id"] == account) & (broken["period"] == "2025-09-27")]
     assert later["break_minor"].tolist() == [0]
+
+
+def test_rollforward_refuses_what_it_cannot_roll_and_reads_one_read_plainly(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(InvalidArgumentError, match="period"):
+        balance_rollforward(pd.DataFrame(), period="year")
+    with pytest.raises(InvalidArgumentError, match="pass a Warehouse"):
+        balance_rollforward(pd.DataFrame())
+    with Warehouse(tmp_path / "w.duckdb") as wh:  # accounts, no transaction, one read
+        wh.sync(Sandbox(seed=0, transactions=0).client(), progress=False)
+        got = balance_rollforward(wh)
+        assert list(got.columns) == ROLLFORWARD_COLUMNS and len(got) == len(wh.internal_accounts())
+        assert (got["opening_read_at"] == got["closing_read_at"]).all()
+        assert (got["break_minor"] == 0).all() and (got["movement_count"] == 0).all()
+        assert len(balance_rollforward(wh, movements=True)) == 0

@@ -13,7 +13,6 @@ from paylens.analysis import balance_rollforward
 from paylens.models import format_minor
 
 from ._format import MISSING_LABEL, format_instant
-from ._tables import records
 
 if TYPE_CHECKING:
     from ._figures import Period
@@ -55,26 +54,35 @@ def rollforward_check(period: Period) -> tuple[str, object, object]:
     opening plus the movements it lists (`movements=True`), or whose break is not the
     closing less the expected closing. Expected 0."""
     rows = rollforward(period)
+    keys = {"account_id": object, "currency": object}
     reads = period.wh.sql(
-        "SELECT account_id, currency, read_at, total_balance_minor FROM balance_reads"
-    )
+        "SELECT account_id, currency, read_at AS _read_at, total_balance_minor AS _read_minor"
+        " FROM balance_reads ORDER BY read_at"
+    ).astype(keys)
     listed = balance_rollforward(period.wh, period="month", movements=True)
-    sums = listed.groupby(_KEYS)["amount_minor"].sum()
-    wrong = 0
-    for row in records(rows):
-        mine = reads[
-            (reads["account_id"] == row.account_id)
-            & (reads["currency"] == row.currency)
-            & (reads["read_at"] <= row.period_end)
-        ].sort_values("read_at")
-        last = mine.iloc[-1] if len(mine) else None
-        moved = int(sums.get((row.account_id, row.currency, row.period), 0))
-        wrong += bool(
-            last is None
-            or int(last["total_balance_minor"]) != row.closing_balance_minor
-            or row.opening_balance_minor + moved != row.expected_closing_minor
-            or row.closing_balance_minor - row.expected_closing_minor != row.break_minor
-        )
+    sums = listed.groupby(_KEYS)["amount_minor"].sum().rename("_moved").reset_index()
+    ends = rows.astype(keys).assign(_end=rows["period_end"].astype("datetime64[us, UTC]"))
+    reads["_read_at"] = reads["_read_at"].astype("datetime64[us, UTC]")
+    tied = pd.merge_asof(
+        ends.sort_values("_end"),
+        reads,
+        left_on="_end",
+        right_on="_read_at",
+        by=list(keys),
+        direction="backward",
+    ).merge(sums.astype(keys), on=_KEYS, how="left")
+    moved = tied["_moved"].fillna(0)
+    wrong = int(
+        (
+            tied["_read_minor"].isna()
+            | (tied["_read_minor"] != tied["closing_balance_minor"])
+            | (tied["opening_balance_minor"] + moved != tied["expected_closing_minor"])
+            | (
+                tied["closing_balance_minor"] - tied["expected_closing_minor"]
+                != tied["break_minor"]
+            )
+        ).sum()
+    )
     return (
         "balance roll-forward rows not tying to the balances read and the movements listed",
         0,
