@@ -224,7 +224,7 @@ def test_a_failed_tie_out_fails_the_report_loudly(warehouse: Path, tmp_path: Pat
     args = ["--db", str(broken), "--out", "reports", "--quiet"]
     done = _paylens("report", *args, cwd=tmp_path, tty=True)
     assert done.returncode == 1
-    assert "TIE-OUT FAILED: 2 of 10 checks" in done.stderr
+    assert "TIE-OUT FAILED: 2 of 11 checks" in done.stderr
     assert "computing the figures" not in done.stderr  # --quiet: no progress, even in a tty
     text = _text((tmp_path / done.stdout.strip()).read_text(encoding="utf-8"))
     assert "TIE-OUT FAILED" in text
