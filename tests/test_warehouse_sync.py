@@ -761,7 +761,7 @@ def test_a_transaction_the_service_deleted_is_kept_removed_and_no_reader_counts_
 
 
 def test_an_older_file_keeps_its_one_balance_read_when_opened(tmp_path: Path) -> None:
-    """Layout 5 keeps every read of a balance (`balance_reads`): a file of layout 4 starts it
+    """Layout 6 keeps every read of a balance (`balance_reads`): a file of layout 4 starts it
     with the one read it kept, the accounts as last read, stamped with that read's time."""
     path = tmp_path / "w.duckdb"
     with Warehouse(path) as wh:

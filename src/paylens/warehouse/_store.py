@@ -17,8 +17,9 @@ from paylens.frames import TABLES, arrow_schema
 
 #: Version of the file layout; `ensure_schema` brings older files up to it (2: resource_reads,
 #: removed_at of the smaller resources; 3: currency decimals SMALLINT, not TINYINT, and a
-#: card's expiry year BIGINT, not SMALLINT; 4: removed_at of transactions; 5: balance_reads).
-SCHEMA_VERSION = 5
+#: card's expiry year BIGINT, not SMALLINT; 4: removed_at of transactions; 6: balance_reads, every
+#: read of an internal account's balance; 5 is main's journal item_id and item_kind).
+SCHEMA_VERSION = 6
 
 #: Keys of the record tables (payment instructions hang off their transaction); unique by
 #: construction (see `upsert`), not by an index.
@@ -206,7 +207,7 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     for table in TABLES:
         con.execute(_ddl(table))
         _add_missing_columns(con, table)
-    if version is not None and version < 5:
+    if version is not None and version < 6:
         # a file from before balance_reads: the one read it kept (the accounts as last read)
         con.execute(
             """INSERT INTO balance_reads
