@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 from paylens import Sandbox, analysis
@@ -52,6 +53,18 @@ def draw(out: Path, transactions: int = 5_000, dpi: int = 72) -> list[Path]:
                 path = out / f"{name}.png"
                 chart(wh, sandbox).savefig(path, dpi=dpi)  # type: ignore[attr-defined]
                 written.append(path)
+        with Warehouse(Path(scratch) / "rolled.duckdb") as rolled:
+            # balances read by a sync a week for four weeks: something to roll forward
+            later = Sandbox(seed=0, transactions=transactions)
+            rolled.sync(later.client(), progress=False)
+            for _ in range(4):
+                later.advance(timedelta(days=7))
+                rolled.sync(later.client(), progress=False)
+            path = out / "balance_rollforward.png"
+            analysis.plot_balance_rollforward(rolled, period="week", currencies=4).savefig(
+                path, dpi=dpi
+            )
+            written.append(path)
         with Warehouse(Path(scratch) / "empty.duckdb") as empty:
             # synced from a service with nothing yet (a file never synced is refused instead)
             empty.sync(Sandbox(seed=0, transactions=0).client(), progress=False)

@@ -83,6 +83,9 @@ class Habits:
     late: float = 0.15  # share of new records that arrive late
     bursts: bool = True  # many records created in one instant
     burst: tuple[int, int] = (5, 60)  # how many
+    #: balances move with the money the records move (`SecondService.post`), each posted when
+    #: it happens, instead of being set at random now and then
+    ledger: bool = False
 
 
 def fmt(ns: int, habits: Habits) -> str:
@@ -138,6 +141,9 @@ class SecondService:
         self.external: dict[str, dict[str, Any]] = {}
         self.requests: list[httpx.Request] = []
         self.platform_external = _platform_external(self.seed)
+        #: (account id, when (ns), amount): what moved each balance, when `habits.ledger`
+        self.postings: list[tuple[str, int, int]] = []
+        self.opening: dict[str, int] = {}  # each account's balance before any posting
         for _ in range(12):
             self._new_customer()
         if self.manual:
@@ -247,6 +253,7 @@ class SecondService:
             if rng.random() < 0.8:
                 r["status"] = "COMPLETED"
                 r["settledAt"] = fmt(self.now, self.habits)
+                self._post_transfer(r, 1)
                 if self.habits.returns and r["type"] == "OUTGOING" and rng.random() < 0.3:
                     self._later(item, 24, 24 * 8)  # may be returned later
                 else:
@@ -257,6 +264,8 @@ class SecondService:
                     "QUOTE_EXECUTION_FAILED" if r["type"] == "OUTGOING" else "COLLECTION_FAILED"
                 )
                 if rng.random() < 0.7:
+                    if r["type"] == "OUTGOING":  # debited, to be refunded
+                        self._post_transfer(r, 1)
                     r["refund"] = {
                         "reference": f"RF-{rng.randrange(16**8):08X}",
                         "initiatedAt": fmt(self.now, self.habits),
@@ -268,6 +277,8 @@ class SecondService:
                     item.due = 2**62
         elif status == "FAILED" and (r.get("refund") or {}).get("status") == "PENDING":
             r["refund"]["status"] = "COMPLETED" if rng.random() < 0.85 else "FAILED"
+            if r["type"] == "OUTGOING" and r["refund"]["status"] == "COMPLETED":
+                self._post_transfer(r, -1)
             r["refund"]["settledAt"] = fmt(self.now, self.habits)
             item.due = 2**62
         elif status == "COMPLETED" and self.habits.returns:
@@ -306,15 +317,16 @@ class SecondService:
             refund = settled if rng.random() < 0.5 else settled // 3
             r["status"] = "REFUNDED"
             r["refundedAmount"] = _money(refund, r["authorizedAmount"]["currency"]["code"])
+            self.post(r["accountId"], refund)
             r["refundSummary"] = {"count": 1, "totalAmount": refund}
             r["lastEventAt"] = event
             item.due = 2**62
         else:
             item.due = 2**62
 
-    @staticmethod
-    def _settle(r: dict[str, Any], amount: int, event: str) -> None:
+    def _settle(self, r: dict[str, Any], amount: int, event: str) -> None:
         code = r["authorizedAmount"]["currency"]["code"]
+        self.post(r["accountId"], -(amount - r["pullSummary"]["totalAmount"]))
         count = r["settlementSummary"]["count"] + 1
         r["settledAmount"] = _money(amount, code)
         r["settlementSummary"] = {"count": count, "totalAmount": amount}
@@ -426,6 +438,7 @@ class SecondService:
         aid = f"InternalAccount:{uuid.UUID(int=self.rng.getrandbits(128), version=4)}"
         stamp = fmt(self.now, self.habits)
         balance = self.rng.randrange(0, 10**7)
+        self.opening[aid] = balance
         self.internal[aid] = {
             "id": aid,
             "customerId": cid,
@@ -485,6 +498,8 @@ class SecondService:
             c["isDeleted"] = True
             c["updatedAt"] = stamp
         for a in rng.sample(list(self.internal.values()), min(3, len(self.internal))):
+            if self.habits.ledger:
+                continue
             a["balance"] = _money(rng.randrange(0, 10**7))
             a["totalBalance"] = a["balance"]
             a["updatedAt"] = stamp
@@ -536,6 +551,25 @@ class SecondService:
         del self.txs[rid]
         self.deleted.add(rid)
 
+    def post(self, account_id: str, amount: int) -> None:
+        """Move an account's balance by `amount` now (a posting no listed record need show)."""
+        if amount:
+            self.postings.append((account_id, self.now, amount))
+
+    def _post_transfer(self, r: dict[str, Any], sign: int) -> None:
+        """A transfer's money moves now: an outgoing one debits its source account by what
+        was sent (`sign` -1: a refund credits it back), an incoming one credits its
+        destination with what was received."""
+        if r["type"] == "OUTGOING":
+            self.post(r["source"]["accountId"], -sign * r["sentAmount"]["amount"])
+        else:
+            self.post(r["destination"]["accountId"], sign * r["receivedAmount"]["amount"])
+
+    def balance(self, account_id: str) -> int:
+        """An account's balance now, when `habits.ledger`: its opening plus every posting."""
+        moved = sum(a for i, at, a in self.postings if i == account_id and at <= self.now)
+        return self.opening[account_id] + moved
+
     def tick(self, delta: timedelta) -> None:
         """The clock moves on; nothing else happens."""
         self.now += int(delta.total_seconds() * NS)
@@ -584,6 +618,10 @@ class SecondService:
             if path == "/cards":
                 return self._list_plain(q, list(self.cards.values()), desc_default=True)
             if path == "/customers/internal-accounts":
+                if self.habits.ledger:
+                    for a in self.internal.values():
+                        a["balance"] = _money(self.balance(a["id"]))
+                        a["totalBalance"] = _money(self.balance(a["id"]))
                 rows = [a for a in self.internal.values() if _match(a, q, "balance")]
                 return self._list_plain(q, rows)
             if path == "/customers/external-accounts":

@@ -17,11 +17,12 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from unittest import mock
 
 import duckdb
+import pandas as pd
 import pytest
 
 from paylens import Sandbox
@@ -223,7 +224,7 @@ def test_a_failed_tie_out_fails_the_report_loudly(warehouse: Path, tmp_path: Pat
     args = ["--db", str(broken), "--out", "reports", "--quiet"]
     done = _paylens("report", *args, cwd=tmp_path, tty=True)
     assert done.returncode == 1
-    assert "TIE-OUT FAILED: 2 of 10 checks" in done.stderr
+    assert "TIE-OUT FAILED: 2 of 11 checks" in done.stderr
     assert "computing the figures" not in done.stderr  # --quiet: no progress, even in a tty
     text = _text((tmp_path / done.stdout.strip()).read_text(encoding="utf-8"))
     assert "TIE-OUT FAILED" in text
@@ -263,7 +264,7 @@ def test_demo_syncs_reports_and_prints_headline_figures(tmp_path: Path) -> None:
     executed = page.with_suffix(".ipynb").read_text(encoding="utf-8")
     text = _text(content)
     assert "SANDBOX DATA — simulated by paylens' sandbox, not the service" in text
-    assert "checks: ✓ 10 of 10 passed" in text
+    assert "checks: ✓ 11 of 11 passed" in text
     # the summary's row of each currency, the amounts with the currency's own decimals
     summary = _expected_summary(warehouse)
     assert len(summary) > 5
@@ -345,7 +346,7 @@ def test_period_bounds_are_start_inclusive_end_exclusive_in_one_currency(
     assert set(period.fees["sent_amount_currency"]) == {"USD"}
     assert set(period.cards["authorized_amount_currency"]) <= {"USD"}
     assert list(period.headline().index) == ["USD"]
-    assert Period.assert_tie_outs(period.tie_outs()) == "all 10 tie-out checks passed"
+    assert Period.assert_tie_outs(period.tie_outs()) == "all 11 tie-out checks passed"
     header = repr(period.run_header())
     assert "currency: USD" in header and "(exclusive)" in header
 
@@ -358,7 +359,7 @@ def test_report_survives_an_empty_period(warehouse: Path, tmp_path: Path) -> Non
     assert re.search(r"computing the figures \(running the notebook\).* \d+/\d+", empty.stderr)
     assert "report: rendering the HTML" in empty.stderr
     text = _text((tmp_path / empty.stdout.strip().splitlines()[-1]).read_text(encoding="utf-8"))
-    assert "checks: ✓ 10 of 10 passed" in text and "nothing to show" not in text
+    assert "checks: ✓ 11 of 11 passed" in text and "nothing to show" not in text
     assert "No transactions in this period." in text
     assert "2031-01-01 00:00:00 UTC to 2031-01-31 23:59:59 UTC" in text
 
@@ -519,7 +520,7 @@ def test_reference_rates_come_from_the_operators_file(warehouse: Path, tmp_path:
     # the failure reason the service wrote as markup is in the exceptions, as text
     assert HOSTILE not in content and html.escape(HOSTILE) in content
     text = _text(content)
-    assert "currency USD" in text and "checks: ✓ 10 of 10 passed" in text
+    assert "currency USD" in text and "checks: ✓ 11 of 11 passed" in text
     assert "partial" in text
 
 
@@ -699,3 +700,35 @@ def test_the_report_reads_at_1400_px_in_a_real_browser(warehouse: Path, tmp_path
     assert measured["scrollWidth"] <= measured["width"]  # no horizontal scrolling
     assert measured["wide"] == 0  # no table or figure past the window
     assert measured["tables"] >= 10 and measured["images"] == 6
+
+
+def test_the_balance_rollforward_ties_out_to_the_reads_and_its_movements(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report's roll-forward rows tie to the balances read and the movements listed; a
+    helper whose closing were not the balance read at the month's end fails the check."""
+    from paylens.report import _balances
+
+    check = "balance roll-forward rows not tying to the balances read and the movements listed"
+    sandbox = Sandbox(seed=3, transactions=800)
+    with Warehouse(tmp_path / "w.duckdb") as wh:  # two reads of the balances, 20 days apart
+        wh.sync(sandbox.client(), progress=False)
+        sandbox.advance(timedelta(days=20))
+        wh.sync(sandbox.client(), progress=False)
+        period = Period(wh)
+        rows = _balances.rollforward(period)
+        assert len(rows) > 0 and rows["movement_count"].sum() > 0
+        assert period.tie_outs().loc[check, "actual"] == 0
+        heading, table = _balances.rollforward_table(rows)
+        assert heading.startswith(f"{len(rows):,} account-months")
+        assert list(table.columns)[-1] == "break" and "balances read at" in heading
+        real = _balances.balance_rollforward
+
+        def off_by_one(data: Warehouse, **kw: object) -> pd.DataFrame:
+            frame = real(data, **kw).copy()  # type: ignore[arg-type]
+            if "closing_balance_minor" in frame:
+                frame.loc[frame.index[0], "closing_balance_minor"] += 1
+            return frame
+
+        monkeypatch.setattr(_balances, "balance_rollforward", off_by_one)
+        assert period.tie_outs().loc[check, "actual"] == 1

@@ -760,6 +760,26 @@ def test_a_transaction_the_service_deleted_is_kept_removed_and_no_reader_counts_
         )
 
 
+def test_an_older_file_keeps_its_one_balance_read_when_opened(tmp_path: Path) -> None:
+    """Layout 6 keeps every read of a balance (`balance_reads`): a file of layout 4 starts it
+    with the one read it kept, the accounts as last read, stamped with that read's time."""
+    path = tmp_path / "w.duckdb"
+    with Warehouse(path) as wh:
+        wh.sync(Sandbox(seed=6, transactions=50).client(), progress=False)
+        accounts = wh.sql(
+            "SELECT id, total_balance_minor FROM internal_accounts ORDER BY id"
+        ).values.tolist()
+        (read_at,) = wh.sql(
+            "SELECT read_at FROM resource_reads WHERE resource = 'internal_accounts'"
+        )["read_at"]
+        wh._con.execute("DROP TABLE balance_reads")
+        wh._con.execute("UPDATE paylens_meta SET value = '4' WHERE key = 'schema_version'")
+    with Warehouse(path) as wh:
+        reads = wh.balance_reads()
+        assert reads[["account_id", "total_balance_minor"]].values.tolist() == accounts
+        assert set(reads["read_at"]) == {read_at} and len(accounts) > 0
+
+
 def test_an_older_file_gains_removed_at_on_transactions_when_opened(tmp_path: Path) -> None:
     """Layout 4 adds `removed_at` to transactions: a file of layout 3 gets it on opening for
     writing, its rows kept (all current); opened read-only first, every row is current."""

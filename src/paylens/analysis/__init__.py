@@ -6,6 +6,7 @@
     settlement_times(wh, by=["rail", "source_type"])   # Kaplan–Meier p50/p90/p99, breaches
     failure_breakdown(wh, by="rail")                   # per lifecycle and reason, rates
     refund_summary(wh, by="month")                     # refund rate, latency, status
+    balance_rollforward(wh, period="month")            # opening + movements = closing, breaks
     card_summary(wh, by="mcc")                         # holds, clearings, refunds, exceptions
     plot_fee_breakdown(wh, by="corridor")              # each helper's plot_ twin: a Figure
     export(platform_pnl(wh), "pnl.xlsx")               # to .csv, .parquet or .xlsx, exactly
@@ -49,10 +50,11 @@ from ._plots import (
     plot_settlement_times,
     words,
 )
-from ._plots_close import plot_platform_pnl, plot_refunds_owed
+from ._plots_close import plot_balance_rollforward, plot_platform_pnl, plot_refunds_owed
 from ._pnl import platform_pnl, settlement_period
 from ._refunds import refund_summary
 from ._revenue import revenue
+from ._rollforward import balance_rollforward
 from ._settlement import settlement_times
 
 __all__ = [
@@ -63,6 +65,7 @@ __all__ = [
     "By",
     "Data",
     "ReferenceRates",
+    "balance_rollforward",
     "card_summary",
     "export",
     "failure_breakdown",
@@ -70,6 +73,7 @@ __all__ = [
     "is_fraction",
     "month_label",
     "platform_pnl",
+    "plot_balance_rollforward",
     "plot_card_summary",
     "plot_failure_breakdown",
     "plot_fee_breakdown",

@@ -30,6 +30,7 @@ from paylens.errors import InvalidArgumentError, TieOutError
 from paylens.models import format_minor
 from paylens.warehouse import SANDBOX_LABEL, Warehouse
 
+from ._balances import rollforward_check
 from ._bounds import instant
 from ._format import MISSING_LABEL, _when, format_check, format_duration, format_rate
 from ._tables import records
@@ -292,6 +293,7 @@ class Period:
                 str(last_run["status"]) if last_run else "never synced",
             ),
         ]
+        checks.append(rollforward_check(self))
         frame = pd.DataFrame(checks, columns=["check", "expected", "actual"]).set_index("check")
         frame["passed"] = [e == a for _, e, a in checks]
         frame.attrs["source"] = txs.attrs.get("source")

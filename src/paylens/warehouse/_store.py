@@ -20,8 +20,9 @@ from .sync import catalog
 #: Version of the file layout; `ensure_schema` brings older files up to it (2: resource_reads,
 #: removed_at of the smaller resources; 3: currency decimals SMALLINT, not TINYINT, and a
 #: card's expiry year BIGINT, not SMALLINT; 4: removed_at of transactions; 5: the journal's
-#: item_id and item_kind, for transactions and wallet sessions alike, were transaction_id).
-SCHEMA_VERSION = 5
+#: item_id and item_kind, for transactions and wallet sessions alike, were transaction_id;
+#: 6: balance_reads, every read of an internal account's balance).
+SCHEMA_VERSION = 6
 
 #: Keys of the record tables (the catalogue's: `sync.catalog`); unique by construction (see
 #: `upsert`), not by an index.
@@ -54,6 +55,12 @@ _BOOKKEEPING = [
     """CREATE TABLE IF NOT EXISTS resource_reads (
         resource VARCHAR PRIMARY KEY, read_at TIMESTAMPTZ, whole_at TIMESTAMPTZ, run_id BIGINT,
         records BIGINT)""",
+    # every read of an internal account's balance, kept with the service's time of the read
+    # (the accounts table keeps only the latest); a re-run of the same read adds nothing
+    """CREATE TABLE IF NOT EXISTS balance_reads (
+        account_id VARCHAR, currency VARCHAR, decimals SMALLINT, balance_minor BIGINT,
+        total_balance_minor BIGINT, read_at TIMESTAMPTZ, run_id BIGINT,
+        PRIMARY KEY (account_id, currency, read_at))""",
     """CREATE TABLE IF NOT EXISTS status_history (
         id VARCHAR, type VARCHAR, previous_status VARCHAR, status VARCHAR,
         record_updated_at TIMESTAMPTZ, observed_at TIMESTAMPTZ, run_id BIGINT)""",
@@ -207,6 +214,17 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     for table in PRIMARY_KEYS:
         con.execute(_ddl(table))
         _add_missing_columns(con, table)
+    if version is not None and version < 6:
+        # a file from before balance_reads: the one read it kept (the accounts as last read)
+        con.execute(
+            """INSERT INTO balance_reads
+               SELECT a.id, a.balance_currency, a.balance_decimals, a.balance_minor,
+                      a.total_balance_minor, r.read_at, a.sync_run_id
+               FROM internal_accounts a, resource_reads r
+               WHERE r.resource = 'internal_accounts' AND a.removed_at IS NULL
+                 AND a.id IS NOT NULL AND a.balance_currency IS NOT NULL
+               ON CONFLICT DO NOTHING"""
+        )
     set_meta(con, schema_version=str(SCHEMA_VERSION), record_tables=_RECORD_TABLES)
 
 
@@ -422,3 +440,24 @@ def record_rejects(con: duckdb.DuckDBPyConnection, rows: list[tuple[Any, ...]]) 
                                  WHERE run_id = ? AND resource = ? AND raw = ?)""",
             [(*row, row[0], row[1], row[6]) for row in dict.fromkeys(rows)],
         )
+
+
+def record_balance_reads(
+    con: duckdb.DuckDBPyConnection, accounts: pa.Table, *, read_at: datetime, run_id: int
+) -> None:
+    """Append each listed internal account's balance to `balance_reads`, stamped with the
+    service's time of the read; the same read stored again (same account, currency and time)
+    adds nothing. Call inside the transaction that lands the accounts."""
+    con.register("_accounts_read", accounts)
+    try:
+        con.execute(
+            """INSERT INTO balance_reads
+               SELECT id, balance_currency, balance_decimals, balance_minor,
+                      total_balance_minor, $at, $run
+               FROM _accounts_read
+               WHERE id IS NOT NULL AND balance_currency IS NOT NULL
+               ON CONFLICT DO NOTHING""",
+            {"at": read_at, "run": run_id},
+        )
+    finally:
+        con.unregister("_accounts_read")

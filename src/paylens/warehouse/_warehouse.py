@@ -415,6 +415,14 @@ class Warehouse:
     def internal_accounts(self) -> pd.DataFrame:
         return self.records("internal_accounts")
 
+    def balance_reads(self) -> pd.DataFrame:
+        """Every read of an internal account's balance a sync made: `account_id`, `currency`,
+        `decimals`, `balance_minor` (available), `total_balance_minor` (with pending and held
+        funds), `read_at` (the service's time of the read, UTC) and `run_id` (the sync); one
+        row per account, currency and read, oldest first."""
+        self.require_data()
+        return self.sql("SELECT * FROM balance_reads ORDER BY account_id, currency, read_at")
+
     def external_accounts(self) -> pd.DataFrame:
         """The customers' external accounts (the platform's: `records("platform_external_accounts")`)."""
         return self.records("external_accounts")

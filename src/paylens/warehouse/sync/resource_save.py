@@ -204,6 +204,8 @@ def commit(
         _store.record_rejects(con, rejects)
         if resource == "customers":  # what changed up to now is stored: no mark to keep
             con.execute("DELETE FROM paylens_meta WHERE key = ?", [CUSTOMERS_MARK])
+        elif resource == "internal_accounts":
+            _store.record_balance_reads(con, table, read_at=service_now, run_id=run_id)
         if whole:
             # the rejected ids as a parameter: a list of str made into an Arrow array would
             # have pyarrow import pandas
