@@ -155,6 +155,18 @@ def test_the_cli_exports_a_helper_and_a_closed_month(db: Path, tmp_path: Path) -
     ]
 
 
+def test_the_cli_exports_the_balance_rollforward(db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "roll.csv"
+    done = run_cli("export", "--db", str(db), "--what", "balance_rollforward", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    with Warehouse(db, create=False) as wh:
+        roll = analysis.balance_rollforward(wh)
+    assert len(roll) > 0
+    written = pd.read_csv(out)
+    for column in ("opening_balance_minor", "closing_balance_minor", "break_minor"):
+        assert written[column].tolist() == roll[column].tolist()
+
+
 @pytest.mark.parametrize(
     ("what", "said"),
     [
