@@ -23,6 +23,16 @@ PNL_COLUMNS = [
     "fx_margin_unknown_count",
 ]
 
+#: Who earns each money column of `platform_pnl`, as tables and charts name it.
+PNL_PARTS = {
+    "platform revenue (platform fees)": "platform_revenue_minor",
+    "service fees (outgoing)": "service_fees_minor",
+    "service fees (incoming)": "service_incoming_fees_minor",
+    "service FX margin": "service_fx_margin_minor",
+    "counterparty pass-through": "counterparty_fees_minor",
+    "fees no party explains": "unattributed_fees_minor",
+}
+
 _MONEY = [c for c in PNL_COLUMNS if c.endswith("_minor")]
 
 
