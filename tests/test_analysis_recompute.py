@@ -21,8 +21,8 @@ from paylens.analysis import (
     card_summary,
     failure_breakdown,
     fee_breakdown,
+    fees_collected,
     refund_summary,
-    revenue,
     settlement_times,
 )
 from paylens.warehouse import Warehouse
@@ -279,7 +279,7 @@ def test_revenue_from_raw(data: DataSet) -> None:
         mid = pair[pair["at"] <= pd.Timestamp(r["createdAt"])]["mid_rate"].iloc[-1]
         cost = half_up(r["receivedAmount"]["amount"] * shift * (x - mid))
         margin[key] = margin.get(key, 0) + cost
-    frame = revenue(data.wh, reference_rates=data.rates)
+    frame = fees_collected(data.wh, reference_rates=data.rates)
     assert len(frame) == len(own)
     for got, want in zip(frame.itertuples(), own.itertuples(), strict=True):
         key = (want.s, want.settlement_month)
@@ -320,7 +320,7 @@ def test_fee_breakdown_defaults_to_completed_and_says_when_no_reference(data: Da
     assert len(fee_breakdown(data.wh)) == completed
     every = fee_breakdown(data.wh, status=None)
     assert len(every) == len(records(data.wh, "OUTGOING")) > completed
-    blind = revenue(data.wh, by=[])
+    blind = fees_collected(data.wh, by=[])
     unknown = (
         blind["fx_margin_status"] == "no reference rate: FX margin unknown (pass reference_rates=)"
     )
@@ -449,7 +449,7 @@ def test_every_helper_plot_and_report_figure_on_a_single_kind(tmp_path: Path, ki
         plot_card_summary,
         plot_failure_breakdown,
         plot_fee_breakdown,
-        plot_revenue,
+        plot_fees_collected,
         plot_settlement_times,
     )
     from paylens.report import Period
@@ -460,12 +460,12 @@ def test_every_helper_plot_and_report_figure_on_a_single_kind(tmp_path: Path, ki
         ]
         wh.store_transactions(chosen)
         if not chosen:  # a file nothing was ever stored into: each says so, in one line
-            for helper in (revenue, fee_breakdown, settlement_times, plot_revenue):
+            for helper in (fees_collected, fee_breakdown, settlement_times, plot_fees_collected):
                 with pytest.raises(WarehouseEmptyError, match="has no data: run `paylens sync"):
                     helper(wh)
             return
         for frame in (
-            revenue(wh, reference_rates=second.mid_series()),
+            fees_collected(wh, reference_rates=second.mid_series()),
             fee_breakdown(wh, "corridor"),
             settlement_times(wh, "rail"),
             settlement_times(wh, "month", type="INCOMING"),
@@ -475,7 +475,7 @@ def test_every_helper_plot_and_report_figure_on_a_single_kind(tmp_path: Path, ki
         ):
             assert isinstance(frame, pd.DataFrame)
         for fig in (
-            plot_revenue(wh),
+            plot_fees_collected(wh),
             plot_fee_breakdown(wh),
             plot_settlement_times(wh),
             plot_failure_breakdown(wh, type="INCOMING"),

@@ -730,11 +730,11 @@ def test_fee_breakdown_groups(wh: Any, by: str) -> None:
 
 @pytest.mark.parametrize("by", ["settlement_month", "month", "rail", "corridor"])
 def test_revenue_groups(wh: Any, by: str) -> None:
-    from paylens.analysis import revenue
+    from paylens.analysis import fees_collected
 
     column = {"customer": "customer_id"}.get(by, by)
     expected = fee_groups([column])
-    frame = revenue(wh, by=by)
+    frame = fees_collected(wh, by=by)
     # the figures recomputed here that `revenue` also gives (it renames the FX ones)
     fields = [f for f in next(iter(expected.values())) if f in frame.columns]
     expected = {k: {f: v[f] for f in fields} for k, v in expected.items()}
@@ -747,10 +747,10 @@ def test_revenue_groups(wh: Any, by: str) -> None:
 def test_revenue_fx_margin_with_a_reference_rate(wh: Any) -> None:
     """fx_margin = round_half_up(received * 10^(dS - dR) * (x - mid)), per transfer, summed;
     fx_margin_rate = margin / (received * 10^(dS-dR) * mid) over the rows with a reference."""
-    from paylens.analysis import revenue
+    from paylens.analysis import fees_collected
 
     mid = {("USD", "JPY"): 0.0065}
-    frame = revenue(wh, by="corridor", reference_rates=mid)
+    frame = fees_collected(wh, by="corridor", reference_rates=mid)
     rows = [fee_row(r) for r in of_type("OUTGOING") if r["status"] == "COMPLETED"]
     usdjpy = [r for r in rows if r["corridor"] == "USD→JPY"]
     margin = sum(
@@ -1396,7 +1396,7 @@ def test_the_take_rate_is_over_transfers_whose_fees_are_known() -> None:
     whose record carries no `fees`: the take rate known is 50 / 10000 = 0.005; observed
     50 / 15000 (the unknown fee read as 0), while all_in_cost_rate beside it is taken over
     rows with a known total only."""
-    from paylens.analysis import fee_breakdown, revenue
+    from paylens.analysis import fee_breakdown, fees_collected
 
     with_fees = outgoing(
         18,
@@ -1411,7 +1411,7 @@ def test_the_take_rate_is_over_transfers_whose_fees_are_known() -> None:
         group = fee_breakdown(wh, by="corridor").iloc[0]
         assert group["fees_minor"] == 50 and group["sent_minor"] == 15_000
         assert group["all_in_cost_rate"] == 0.005
-        assert close(na(revenue(wh, by="corridor").iloc[0]["take_rate"]), 0.005)
+        assert close(na(fees_collected(wh, by="corridor").iloc[0]["take_rate"]), 0.005)
         assert close(na(group["take_rate"]), 0.005)  # read 0.00333...
 
 

@@ -503,7 +503,7 @@ def run_analysis(wh: Any) -> None:
         lambda: analysis.failure_breakdown(wh),
         lambda: analysis.card_summary(wh),
         lambda: analysis.refund_summary(wh),
-        lambda: analysis.revenue(wh, status=None),
+        lambda: analysis.fees_collected(wh, status=None),
     ]
     for helper in helpers:
         try:
@@ -521,7 +521,7 @@ def check_analysis(wh: Any, sent: list[dict[str, Any]]) -> None:
     analysis.failure_breakdown(wh)
     cards = analysis.card_summary(wh)
     analysis.refund_summary(wh)
-    analysis.revenue(wh, status=None)
+    analysis.fees_collected(wh, status=None)
 
     def sums(
         records: list[dict[str, Any]],

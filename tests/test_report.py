@@ -282,7 +282,8 @@ def test_demo_syncs_reports_and_prints_headline_figures(tmp_path: Path) -> None:
     # every plot, embedded as a vector figure whose words are text, not drawn glyphs
     figures = _figures(content)
     titles = [
-        "Revenue of completed transfers by settlement month",
+        "Who earns what on completed transfers, by settlement month",
+        "Fees collected on completed transfers by settlement month",
         "Fees of outgoing transfers by corridor",
         "Settlement times of outgoing transfers by rail",
         "Unsuccessful outgoing transfers by rail",
@@ -704,4 +705,4 @@ def test_the_report_reads_at_1400_px_in_a_real_browser(warehouse: Path, tmp_path
     assert measured["summaryBottom"] <= 900  # the summary on the first screen
     assert measured["scrollWidth"] <= measured["width"]  # no horizontal scrolling
     assert measured["wide"] == 0  # no table or figure past the window
-    assert measured["tables"] >= 10 and measured["images"] == 6
+    assert measured["tables"] >= 11 and measured["images"] == 7

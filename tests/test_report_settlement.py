@@ -54,9 +54,7 @@ def wh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Warehouse]:
         yield wh
 
 
-def _raw_figures(
-    wh: Warehouse, start: str | None, end: str | None
-) -> dict[str, dict[str, int]]:
+def _raw_figures(wh: Warehouse, start: str | None, end: str | None) -> dict[str, dict[str, int]]:
     """Per currency, from the raw JSON: completed transfers settled in [start, end) (UTC),
     their fees and platform fees (outgoing, in the sending currency), the amounts sent and
     received, and per settlement month the fees (`fees YYYY-MM`)."""
@@ -99,8 +97,9 @@ def test_headline_revenue_summary_and_pnl_count_a_transfer_in_the_period_it_sett
     period = Period(wh, start, end)
     want = _raw_figures(wh, start, end)
     places = dict(
-        wh.sql("SELECT DISTINCT currency, decimals FROM transactions WHERE decimals IS NOT NULL")
-        .itertuples(index=False)
+        wh.sql(
+            "SELECT DISTINCT currency, decimals FROM transactions WHERE decimals IS NOT NULL"
+        ).itertuples(index=False)
     )
     headline = period.headline()
     summary = period.summary(period.tie_outs()).counts.set_index("currency")
@@ -127,9 +126,9 @@ def test_headline_revenue_summary_and_pnl_count_a_transfer_in_the_period_it_sett
         if w["incoming"]:
             assert headline.loc[code, "incoming completed"] == f"{w['incoming']:,}", code
             assert headline.loc[code, "received"] == format_minor(w["received"], d), code
-        assert summary.loc[code, "completed transfers"] == (
-            f"{w['outgoing'] + w['incoming']:,}"
-        ), code
+        assert summary.loc[code, "completed transfers"] == (f"{w['outgoing'] + w['incoming']:,}"), (
+            code
+        )
     # nothing settled outside the period shows in its money
     outgoing = {c for c, w in want.items() if w["outgoing"]}
     assert set(by_currency.index) == outgoing

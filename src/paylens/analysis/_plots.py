@@ -26,13 +26,13 @@ import numpy as np
 import pandas as pd
 
 from ._cards import card_summary
+from ._collected import COMPLETE, SAME_CURRENCY, fees_collected
 from ._common import By, Data, History, source
 from ._failures import failure_breakdown
 from ._fees import ReferenceRates, fee_breakdown
 from ._layout import figure, place
 from ._lifecycle import UNSUCCESSFUL
 from ._refunds import REFUND_STATUSES, refund_summary
-from ._revenue import COMPLETE, SAME_CURRENCY, revenue
 from ._settlement import settlement_times
 
 if TYPE_CHECKING:
@@ -307,7 +307,7 @@ def plot_fee_breakdown(
     return _one_panel(frame, labels, series, titles, note)
 
 
-def plot_revenue(
+def plot_fees_collected(
     data: Data,
     by: By = "settlement_month",
     *,
@@ -315,22 +315,23 @@ def plot_revenue(
     top: int = 15,
     currencies: int | None = 6,
 ) -> Figure:
-    """Revenue of completed transfers per group (settlement month by default, in time
-    order): service, platform and counterparty fees and the FX margin, stacked, in major units
+    """Fees collected on completed transfers per group (settlement month by default, in time
+    order), by who earns them: the service's fees, the platform's fee (its revenue), the
+    counterparty's pass-through and the service's FX margin, stacked, in major units
     of each sending currency, one panel per currency in a grid of small multiples: the
     `currencies` busiest by transaction count (None: every one), the figure naming those left
     out. A group without a reference rate shows no FX margin and says so in its label. A part
     has one colour in every panel; above the panels, the figure's title gives the data's
     source and one legend every part drawn in any panel."""
     keys = _keys(by)
-    frame = revenue(data, keys, reference_rates=reference_rates, major=True)
+    frame = fees_collected(data, keys, reference_rates=reference_rates, major=True)
     if frame.empty:
-        return _nothing(frame, "No completed outgoing transfers in this data: no revenue to show.")
+        return _nothing(frame, "No completed outgoing transfers in this data: no fees to show.")
     parts = {
         "service fees": ("service_fixed_fee_major", "service_variable_fee_major"),
-        "platform fee": ("platform_fee_major",),
-        "counterparty fee": ("counterparty_fixed_fee_major",),
-        "FX margin": ("fx_margin_major",),
+        "platform fee (platform revenue)": ("platform_fee_major",),
+        "counterparty fee (pass-through)": ("counterparty_fixed_fee_major",),
+        "service FX margin": ("fx_margin_major",),
     }
     # each part's amount per row of the frame, computed once (panels take their rows from it)
     amounts = {
@@ -346,7 +347,8 @@ def plot_revenue(
         frame,
         keys,
         amounts,
-        f"Revenue of completed transfers by {grouping}, in each sending currency (major units)",
+        f"Fees collected on completed transfers by {grouping}, by who earns them, in each"
+        " sending currency (major units)",
         lambda currency: currency,
         data_span(data, "outgoing_fees"),
         top=top,

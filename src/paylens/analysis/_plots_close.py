@@ -20,6 +20,7 @@ from ._pnl import PNL_COLUMNS, PNL_PARTS, platform_pnl
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+
 def _major(frame: pd.DataFrame, column: str) -> pd.Series:
     """A minor-unit column in major units of each row's currency, for drawing only."""
     return frame[column].astype(float) / np.power(10.0, frame["decimals"].astype(float))

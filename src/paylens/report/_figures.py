@@ -20,8 +20,8 @@ from paylens.analysis import (
     card_summary,
     failure_breakdown,
     fee_breakdown,
+    fees_collected,
     refund_summary,
-    revenue,
     settlement_times,
     words,
 )
@@ -345,7 +345,7 @@ class Period:
         head = fee_breakdown(self.settled_fees, by=[], status="COMPLETED")
         head_fees = head.groupby("sent_currency")["fees_minor"].sum()
         head_platform = head.groupby("sent_currency")["platform_fee_minor"].sum()
-        table = revenue(
+        table = fees_collected(
             self.settled_fees, by="settlement_month", reference_rates=self.reference_rates
         )
         cells = {
@@ -365,7 +365,7 @@ class Period:
                 int(r.platform_revenue_minor),
                 int(r.service_fx_margin_minor),
             )
-            for r, f in zip(outgoing.itertuples(), charged, strict=True)
+            for r, f in zip(records(outgoing), charged, strict=True)
         }
         return [
             (
@@ -458,7 +458,7 @@ class Period:
                 put(code, d, completed=len(part), sent=amount)
             elif kind == "INCOMING":
                 put(code, d, completed=len(part), received=amount)
-        for r in records(revenue(self.settled_fees, by=[])):
+        for r in records(fees_collected(self.settled_fees, by=[])):
             put(r.sent_currency, r.sent_decimals, fees=int(r.fees_minor))
         for r in records(self.pnl()):
             if r.outgoing_count:

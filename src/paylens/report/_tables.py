@@ -13,9 +13,9 @@ import pandas as pd
 from paylens.analysis import (
     card_summary,
     failure_breakdown,
+    fees_collected,
     month_label,
     refund_summary,
-    revenue,
     settlement_times,
     words,
 )
@@ -67,7 +67,7 @@ def revenue_by_month(period: Period) -> pd.DataFrame:
     """Fees charged on transfers settled in the period, per sending currency (rows) and month
     (columns, 'Sep 2025', partial months marked), in each currency's major units: the 100-row
     long frame pivoted to one row a currency."""
-    frame = revenue(
+    frame = fees_collected(
         period.settled_fees, by="settlement_month", reference_rates=period.reference_rates
     )
     if frame.empty:
@@ -94,7 +94,7 @@ def revenue_by_currency(period: Period) -> pd.DataFrame:
     """Per sending currency, of the transfers settled in the period: how many, the amount
     sent, fees charged by party,
     take rate and FX margin against the reference rates (unknown without them)."""
-    frame = revenue(period.settled_fees, by=[], reference_rates=period.reference_rates)
+    frame = fees_collected(period.settled_fees, by=[], reference_rates=period.reference_rates)
     frame = frame.sort_values("transaction_count", ascending=False, kind="stable")
     rows = []
     for r in records(frame):
