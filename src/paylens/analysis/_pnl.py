@@ -117,9 +117,10 @@ def consolidate(
         )
     rates = _series_frame(reference_rates)
     rates["day"] = rates["at"].dt.strftime("%Y-%m-%d")
-    daily = rates.drop_duplicates(["day", "s", "r"], keep="last").set_index(["day", "s", "r"])
+    daily = rates.drop_duplicates(["day", "s", "r"], keep="last")
     mids: dict[tuple[str, str, str], float] = {
-        key: float(mid) for key, mid in daily["mid"].items()
+        (str(d), str(a), str(b)): float(m)
+        for d, a, b, m in zip(daily["day"], daily["s"], daily["r"], daily["mid"], strict=True)
     }
     places = rows.loc[rows["currency"] == target, "decimals"]
     if places.empty:
