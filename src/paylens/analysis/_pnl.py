@@ -227,8 +227,10 @@ def pnl_rows(
             .fillna(0)
             .astype("int64"),
             "unattributed_fees_minor": out["residual_minor"].fillna(0).astype("int64"),
+            # a transfer without a received currency (receivedAmount is optional) may be
+            # cross-currency: its margin is unknown too
             "fx_margin_unknown_count": (
-                (out["sent_currency"] != out["received_currency"])
+                out["sent_currency"].ne(out["received_currency"]).fillna(True)
                 & out["fx_spread_cost_minor"].isna()
             ).astype("int64"),
         }
