@@ -91,7 +91,10 @@ def lifecycle(r: dict[str, Any]) -> str:
 
 
 def km(times: list[float], settled: list[bool], q: float) -> float | None:
-    """Kaplan–Meier: the first settlement time where the share not yet settled is <= 1 - q."""
+    """Kaplan–Meier: the first settlement time where the share not yet settled is <= 1 - q;
+    None over fewer than 1/(1 - q) observations (2 for p50, 10 for p90, 100 for p99)."""
+    if len(times) < round(1 / (1 - q)):
+        return None
     survival = 1.0
     pairs = sorted(zip(times, settled, strict=True))
     for t in sorted(set(times)):
@@ -390,8 +393,11 @@ def test_cards_from_raw(data: DataSet) -> None:
         rows.append(
             {
                 "currency": r["authorizedAmount"]["currency"]["code"],
-                "open": max(auth - settled, 0) if holding else 0,
-                "stale": holding and age > 7,
+                # a hold older than the 30-day hold window is expired, not open
+                "open": max(auth - settled, 0) if holding and age <= 30 else 0,
+                "expired": max(auth - settled, 0) if holding and age > 30 else 0,
+                "is_expired": holding and age > 30,
+                "stale": holding and 7 < age <= 30,
                 "bucket": None
                 if not holding
                 else "0_7"
@@ -413,8 +419,10 @@ def test_cards_from_raw(data: DataSet) -> None:
         got = frame[frame["currency"] == currency].iloc[0]
         assert got["stale_hold_count"] == part["stale"].sum()
         assert got["stale_hold_minor"] == part.loc[part["stale"], "open"].sum()
+        assert got["expired_hold_count"] == part["is_expired"].sum()
+        assert got["expired_hold_minor"] == part["expired"].sum()
         for bucket in ("0_7", "8_30", "over_30"):
-            chosen = part[part["bucket"] == bucket]
+            chosen = part[(part["bucket"] == bucket) & ~part["is_expired"]]
             assert got[f"open_hold_{bucket}_count"] == len(chosen)
             assert got[f"open_hold_{bucket}_minor"] == chosen["open"].sum()
         assert (got["over_settled_count"], got["over_settled_minor"]) == (
