@@ -187,8 +187,8 @@ def test_plot_fees_collected_per_currency(sandbox: Sandbox, wh: Warehouse) -> No
     panels = [ax.get_tightbbox(renderer) for ax in fig.axes]
     assert legend.get_window_extent(renderer).y0 >= max(p.y1 for p in panels)
     assert [t.get_text() for t in legend.get_texts()] == [
-        "service fees",
         "platform fee (platform revenue)",
+        "service fees",
         "counterparty fee (pass-through)",
         "service FX margin",
     ]

@@ -8,35 +8,19 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 import pandas as pd
 import pytest
 
-from paylens import Sandbox
 from paylens.analysis import platform_pnl
 from paylens.errors import InvalidArgumentError
 from paylens.warehouse import Warehouse
 
-from . import _second_generator as second
-from .test_platform_pnl import month
+from .test_platform_pnl import data, month
 
-
-@pytest.fixture(scope="module", params=["sandbox", "second"])
-def data(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[Warehouse, pd.DataFrame]]:
-    folder = tmp_path_factory.mktemp(f"consolidated-{request.param}")
-    with Warehouse(folder / "w.duckdb") as wh:
-        if request.param == "sandbox":
-            sandbox = Sandbox(seed=7, transactions=1_500)
-            wh.sync(sandbox.client(), progress=False)
-            yield wh, sandbox.reference_rates()
-        else:
-            wh.store_transactions(second.records())
-            yield wh, second.mid_series()
+__all__ = ["data"]  # the fixture, shared: the sandbox and the second generator
 
 
 def _daily(rates: pd.DataFrame) -> dict[tuple[str, str, str], float]:

@@ -316,7 +316,7 @@ def plot_fees_collected(
     currencies: int | None = 6,
 ) -> Figure:
     """Fees collected on completed transfers per group (settlement month by default, in time
-    order), by who earns them: the service's fees, the platform's fee (its revenue), the
+    order), by who earns them: the platform's fee (its revenue), the service's fees, the
     counterparty's pass-through and the service's FX margin, stacked, in major units
     of each sending currency, one panel per currency in a grid of small multiples: the
     `currencies` busiest by transaction count (None: every one), the figure naming those left
@@ -328,8 +328,9 @@ def plot_fees_collected(
     if frame.empty:
         return _nothing(frame, "No completed outgoing transfers in this data: no fees to show.")
     parts = {
-        "service fees": ("service_fixed_fee_major", "service_variable_fee_major"),
+        # the platform's part first: the colours of `plot_platform_pnl` (blue, orange, red)
         "platform fee (platform revenue)": ("platform_fee_major",),
+        "service fees": ("service_fixed_fee_major", "service_variable_fee_major"),
         "counterparty fee (pass-through)": ("counterparty_fixed_fee_major",),
         "service FX margin": ("fx_margin_major",),
     }
