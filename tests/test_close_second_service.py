@@ -124,9 +124,12 @@ def accruals_from_raw(records: list[dict[str, Any]], end: datetime) -> list[tupl
     return sorted(out)
 
 
-def owed_from_raw(records: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[int, int]]:
-    """Refunds owed to senders per (currency, refund status): count and amount debited."""
-    out: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+def owed_from_raw(
+    records: list[dict[str, Any]], as_of: datetime
+) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """Refunds owed to senders per (currency, refund status, age in whole days since the
+    record's last update: 0-7, 8-30, 31-90, over 90): count and amount debited."""
+    out: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     for r in records:
         refund = r.get("refund") or {}
         if r["status"] != "FAILED" or refund.get("status") not in ("PENDING", "FAILED"):
@@ -134,7 +137,13 @@ def owed_from_raw(records: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[
         if refund.get("reason") == "USER_CANCELLATION":
             continue
         amount = r["sentAmount"] if r["type"] == "OUTGOING" else r["receivedAmount"]
-        key = (amount["currency"]["code"], refund["status"])
+        days = (as_of - pd.Timestamp(r["updatedAt"]).to_pydatetime()).days
+        age = next(
+            label
+            for label, top in (("0-7 days", 7), ("8-30 days", 30), ("31-90 days", 90))
+            if days <= top
+        ) if days <= 90 else "over 90 days"  # fmt: skip
+        key = (amount["currency"]["code"], refund["status"], age)
         out[key][0] += 1
         out[key][1] += amount["amount"]
     return {k: (n, v) for k, (n, v) in out.items()}
@@ -151,12 +160,13 @@ def assert_pnl(frame: pd.DataFrame, want: dict[tuple[str, str], dict[str, int]])
 
 def assert_owed(wh: Warehouse, records: list[dict[str, Any]], as_of: datetime) -> None:
     owed = refunds_owed(wh, as_of=as_of)
-    got: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    got: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     for r in owed.itertuples():
-        key = (r.currency, "PENDING" if r.lifecycle == "refund_pending" else "FAILED")
+        key = (r.currency, "PENDING" if r.lifecycle == "refund_pending" else "FAILED", r.age)
         got[key][0] += r.transaction_count
         got[key][1] += r.owed_minor
-    assert {k: tuple(v) for k, v in got.items()} == owed_from_raw(records)
+    want = owed_from_raw(records, as_of)
+    assert want and {k: tuple(v) for k, v in got.items()} == want
 
 
 def test_close_over_the_wire_on_a_second_service(tmp_path: Path) -> None:
@@ -224,6 +234,7 @@ def test_close_over_the_wire_on_a_second_service(tmp_path: Path) -> None:
         got = sorted(zip(accruals["id"], accruals["amount_minor"], strict=True))
         assert got == accruals_from_raw(after, datetime(2025, 11, 1, tzinfo=UTC))
         assert_owed(wh, after, svc.clock)
+        assert any(k[1] == "FAILED" for k in owed_from_raw(after, svc.clock))  # the one that failed
 
         # the adjustments: in the month each change happened, summing to the difference
         moved = adjustments(wh)
