@@ -177,8 +177,8 @@ def _expected_summary(path: Path) -> dict[str, str]:
 
 def _expected_rates(path: Path, currency: str) -> str:
     """A currency's outgoing failure rate over resolved transfers and the Kaplan–Meier median
-    settlement time (open transfers censored at the latest instant of the data, over every
-    currency), from the file's rows."""
+    settlement time (open transfers censored at the sync's time: the service's clock when
+    it was read, or the newest instant of the transactions when later), from the file's rows."""
     con = duckdb.connect(str(path), read_only=True)
     try:
         (failed,) = con.execute(
@@ -193,9 +193,10 @@ def _expected_rates(path: Path, currency: str) -> str:
         ).fetchone()
         times = con.execute(
             """
-            WITH latest AS (SELECT epoch_us(greatest(max(created_at), max(updated_at),
-                                   max(settled_at) FILTER (WHERE status = 'COMPLETED'))) AS t
-                            FROM transactions WHERE type = 'OUTGOING')
+            WITH latest AS (SELECT epoch_us(greatest(
+                                (SELECT max(read_at) FROM resource_reads),
+                                max(created_at), max(updated_at), max(settled_at))) AS t
+                            FROM transactions)
             SELECT CASE WHEN status = 'COMPLETED' THEN epoch_us(settled_at) ELSE latest.t END
                        - epoch_us(created_at), status = 'COMPLETED'
             FROM outgoing_fees, latest

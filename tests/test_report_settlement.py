@@ -179,3 +179,28 @@ def test_the_checks_catch_a_headline_on_another_basis_than_the_pnl(
         "headline platform revenue = P&L, per currency (currencies that differ)": 1,
         "revenue table = P&L, per settlement month and currency (cells that differ)": 1,
     }
+
+
+def test_the_report_censors_open_transfers_at_the_syncs_time(wh: Warehouse) -> None:
+    """The report's settlement times count an open transfer as open until the sync read it
+    (the service's clock then, `Warehouse.synced_at`), not until the newest record."""
+    from paylens.analysis import settlement_times
+    from paylens.report import format_duration
+
+    period = Period(wh)
+    synced = pd.Timestamp(wh.synced_at())
+    assert period.as_of == max(
+        synced, pd.Timestamp(wh.sql("SELECT max(updated_at) AS t FROM transactions")["t"][0])
+    )
+    overdue = period.exceptions()
+    overdue = overdue[overdue["kind"] == "open past its expected settlement"]
+    assert len(overdue)
+    created = wh.sql("SELECT id, created_at FROM transactions").set_index("id")["created_at"]
+    for r in overdue.itertuples():
+        age = (period.as_of - pd.Timestamp(created[r.id])).total_seconds()
+        assert r.detail == f"open for {format_duration(age)}", r.id
+    rates = period.rates()
+    whole = settlement_times(wh, by=[])  # a Warehouse: censored at the sync's time by default
+    assert rates.loc["median outgoing settlement time", "value"] == format_duration(
+        whole["p50_seconds"].iloc[0]
+    )

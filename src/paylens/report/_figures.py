@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html
 import os
 from collections.abc import Callable
@@ -172,6 +173,19 @@ class Period:
         rows = _TABLES[table][1]
         return self.wh.sql(f"SELECT * FROM ({rows}) WHERE {where} ORDER BY created_at, id", params)
 
+    @functools.cached_property
+    def as_of(self) -> pd.Timestamp | None:
+        """What settlement times are measured to: when the warehouse last read the service, in
+        the service's clock (`Warehouse.synced_at`; open transfers were open then), or the
+        newest instant of its transactions when that is later (records stored since)."""
+        newest = self.wh.sql(
+            "SELECT greatest(max(created_at), max(updated_at), max(settled_at)) AS t"
+            " FROM transactions"
+        )["t"].iloc[0]
+        found = [pd.Timestamp(t) for t in (self.wh.synced_at(), newest) if t is not None]
+        found = [t for t in found if not pd.isna(t)]
+        return max(found) if found else None
+
     def pnl(self) -> pd.DataFrame:
         """The platform's P&L of the period (`analysis.platform_pnl`'s rows and columns): the
         transfers that settled in [start, end) per the transactions table, summed per
@@ -272,7 +286,7 @@ class Period:
         per `check` (the index). `assert_tie_outs` raises when any did not."""
         txs, fees, cards = self.transactions, self.fees, self.cards
         kinds = txs["type"].value_counts()
-        settlement = settlement_times(fees, by=[], status_history=self.history)
+        settlement = settlement_times(fees, by=[], status_history=self.history, as_of=self.as_of)
         failures = failure_breakdown(txs)
         card_rows = card_summary(cards, by="status", status_history=self.history)
         fee_rows = fee_breakdown(fees, status=None)
@@ -467,7 +481,7 @@ class Period:
         for r in records(lives.drop_duplicates(["currency"])):
             put(r.currency, r.decimals, failure_rate=r.failure_rate)
         times = settlement_times(
-            self.fees, by=["sent_amount_currency"], status_history=self.history
+            self.fees, by=["sent_amount_currency"], status_history=self.history, as_of=self.as_of
         )
         for r in records(times):
             put(r.sent_amount_currency, None, p50=r.p50_seconds, p90=r.p90_seconds)
@@ -597,7 +611,7 @@ class Period:
         count as late), open transfers, refunds, stale card holds and exceptions; counts and
         times, so every currency is in them."""
         rows = failure_breakdown(self.transactions)
-        settled = settlement_times(self.fees, by=[], status_history=self.history)
+        settled = settlement_times(self.fees, by=[], status_history=self.history, as_of=self.as_of)
         cards = card_summary(self.cards, by=[], status_history=self.history)
         first = settled.iloc[0] if len(settled) else pd.Series(dtype=object)
 
@@ -633,7 +647,7 @@ class Period:
         expected or pending past their expectation, stale card holds, card transactions in
         EXCEPTION and those settled in another currency than authorized; newest first."""
         txs = self.transactions
-        settled = settlement_times(self.fees, status_history=self.history)
+        settled = settlement_times(self.fees, status_history=self.history, as_of=self.as_of)
         cards = card_summary(self.cards, status_history=self.history)
         lives = failure_breakdown(txs)
         amounts = txs.set_index("id")[["currency", "decimals", "amount_minor"]]

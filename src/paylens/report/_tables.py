@@ -142,7 +142,7 @@ def settlement_by_rail(period: Period) -> pd.DataFrame:
     counts, failure rate, Kaplan–Meier p50 and p90, the share settled later than expected,
     open ones overdue and instant transfers over a minute."""
     frame = settlement_times(
-        period.fees, by=["rail", "source_type"], status_history=period.history
+        period.fees, by=["rail", "source_type"], status_history=period.history, as_of=period.as_of
     ).sort_values("transaction_count", ascending=False, kind="stable")
     return pd.DataFrame(
         {
