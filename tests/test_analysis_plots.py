@@ -332,3 +332,30 @@ def test_an_empty_warehouse_says_so_in_one_sentence(tmp_path: Path) -> None:
             assert text.startswith("No ") and text.count(".") == 1 and "in this data" in text
             assert "no data" not in text
             render(fig)
+
+
+def test_a_negative_part_of_a_stacked_bar_is_drawn_left_of_zero() -> None:
+    """A negative FX margin (a quote better than mid) is drawn from zero leftwards, not over
+    the parts stacked before it; the axis then reaches below zero and marks it."""
+    from paylens.analysis import plot_platform_pnl
+    from paylens.analysis._pnl import PNL_COLUMNS
+
+    row = dict.fromkeys(PNL_COLUMNS, 0)
+    row.update(
+        period="2025-09",
+        currency="PHP",
+        decimals=2,
+        outgoing_count=3,
+        service_fees_minor=154_409,
+        service_fx_margin_minor=-288_378,
+        counterparty_fees_minor=6_494,
+    )
+    fig = plot_platform_pnl(pd.DataFrame([row], columns=PNL_COLUMNS))
+    (ax,) = fig.axes
+    bars = sorted((p.get_x(), p.get_width()) for p in ax.patches if p.get_width() != 0)
+    assert bars == [
+        (0.0, pytest.approx(-2_883.78)),
+        (0.0, pytest.approx(1_544.09)),
+        (pytest.approx(1_544.09), pytest.approx(64.94)),
+    ]
+    assert ax.get_xlim()[0] <= -2_883.78 and [line.get_xdata()[0] for line in ax.lines] == [0]

@@ -151,17 +151,20 @@ def _bars(
     stacked: bool,
     colors: Mapping[str, tuple[float, float, float, float]] | None = None,
 ) -> None:
-    """Horizontal bars from zero, one row per label: stacked, or side by side; `colors` gives
-    each series its own colour (else the axes' cycle, in order)."""
+    """Horizontal bars from zero, one row per label: stacked (positive parts to the right of
+    zero, negative ones, a negative FX margin say, to its left: never drawn over the others),
+    or side by side; `colors` gives each series its own colour (else the axes' cycle)."""
     y = np.arange(len(labels))
-    left = np.zeros(len(labels))
+    right, left = np.zeros(len(labels)), np.zeros(len(labels))
     height = 0.8 if stacked else 0.8 / max(len(series), 1)
     for i, (name, values) in enumerate(series.items()):
         v = np.nan_to_num(np.asarray(values, dtype=float))
         color = colors[name] if colors else None
         if stacked:
-            ax.barh(y, v, height, left=left, label=name, color=color)
-            left = left + v
+            start = np.where(v < 0, left, right)
+            ax.barh(y, v, height, left=start, label=name, color=color)
+            right = right + np.where(v > 0, v, 0)
+            left = left + np.where(v < 0, v, 0)
         else:
             ax.barh(y - 0.4 + height * (i + 0.5), v, height, label=name, color=color)
     ax.set_yticks(y, labels)
@@ -188,7 +191,11 @@ def _finish(
     if key and ax.get_legend_handles_labels()[0]:
         _legend(ax)
     if not log:
-        ax.set_xlim(left=0)
+        # from zero, unless a bar is negative: then zero is marked
+        low = min(0.0, float(ax.dataLim.x0)) if ax.patches else 0.0
+        ax.set_xlim(left=low)
+        if low < 0:
+            ax.axvline(0, color="0.3", linewidth=0.8)
     ax.grid(axis="x", alpha=0.3)
 
 
