@@ -19,7 +19,9 @@ from paylens.warehouse import Warehouse
 
 #: name -> how it is drawn from (warehouse, sandbox); the docs page shows them in this order.
 CHARTS: dict[str, Callable[[Warehouse, Sandbox], object]] = {
-    "revenue": lambda wh, sb: analysis.plot_revenue(wh, reference_rates=sb.reference_rates()),
+    "fees_collected": lambda wh, sb: analysis.plot_fees_collected(
+        wh, reference_rates=sb.reference_rates()
+    ),
     "fee_breakdown": lambda wh, sb: analysis.plot_fee_breakdown(wh, by="corridor"),
     "fee_breakdown_by_rail": lambda wh, sb: analysis.plot_fee_breakdown(
         wh, by="rail", reference_rates=sb.reference_rates(), top=12

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from paylens import Sandbox
-from paylens.analysis import failure_breakdown, fee_breakdown, revenue, settlement_times
+from paylens.analysis import failure_breakdown, fee_breakdown, fees_collected, settlement_times
 from paylens.errors import InvalidArgumentError
 from paylens.warehouse import Warehouse
 
@@ -139,7 +139,7 @@ def test_fee_components_per_transaction(fees_wh: Warehouse) -> None:
 def test_rates_are_fractions_named_rate(fees_wh: Warehouse) -> None:
     rows = fee_breakdown(fees_wh, reference_rates=MID, status=None)
     grouped = fee_breakdown(fees_wh, "corridor", reference_rates=MID, status=None)
-    earned = revenue(fees_wh, "corridor", reference_rates=MID, status=None)
+    earned = fees_collected(fees_wh, "corridor", reference_rates=MID, status=None)
     for frame in (rows, grouped, earned):
         assert not [c for c in frame.columns if c.endswith(("_bps", "_pct", "_percent"))]
     assert {"take_rate", "fx_spread_rate", "all_in_cost_rate"} <= set(grouped.columns)
@@ -525,4 +525,4 @@ def test_a_total_past_int64_is_a_typed_error_never_a_wrapped_number(tmp_path: Pa
         )
         assert len(fee_breakdown(wh)) > 0  # row by row, each amount fits
         with pytest.raises(InvalidArgumentError, match="past the int64 range of minor units"):
-            revenue(wh)
+            fees_collected(wh)

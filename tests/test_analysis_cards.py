@@ -150,3 +150,56 @@ def test_hold_age_buckets_count_whole_days(wh: Warehouse) -> None:
     )
     rows = card_summary(wh, as_of=AS_OF).set_index("id")["hold_age_bucket"].to_dict()
     assert rows == {"H7": "0–7 days", "H8": "8–30 days", "H30": "8–30 days", "H31": "> 30 days"}
+
+
+def test_holds_past_the_hold_window_are_expired_exposure_not_open(cards_wh: Warehouse) -> None:
+    """A hold older than the hold window (30 days by default, said in `attrs`) is expired
+    exposure: its held amount is in `expired_hold_minor`, not in the open hold, the stale
+    holds or the open age buckets; a hold of 30 days exactly is still open (C2, C3)."""
+    insert(
+        cards_wh,
+        "card_transactions",
+        [
+            card("H31", "AUTHORIZED", 9_000, authorized_at=AS_OF - pd.Timedelta(days=31)),
+            card(
+                "H45",
+                "PARTIALLY_SETTLED",
+                2_000,
+                **settled(500, HOUR),
+                authorized_at=AS_OF - pd.Timedelta(days=45),
+            ),
+        ],
+    )
+    frame = card_summary(cards_wh, as_of=AS_OF)
+    assert frame.attrs["hold_window"] == "30 days"
+    rows = by_id(frame)
+    for id, held in (("H31", 9_000), ("H45", 1_500)):
+        assert rows[id]["expired_hold"] and not rows[id]["stale_hold"], id
+        assert (rows[id]["open_hold_minor"], rows[id]["expired_hold_minor"]) == (0, held), id
+    assert not rows["C3"]["expired_hold"] and rows["C3"]["open_hold_minor"] == 3_000
+    usd = card_summary(cards_wh, [], as_of=AS_OF).set_index("currency").loc["USD"]
+    assert usd["open_hold_minor"] == 500 + 3_000 + 400  # as before the expired holds came
+    assert (usd["expired_hold_count"], usd["expired_hold_minor"]) == (2, 10_500)
+    assert (usd["stale_hold_count"], usd["stale_hold_minor"]) == (2, 3_500)
+    assert (usd["open_hold_over_30_count"], usd["open_hold_over_30_minor"]) == (0, 0)
+    wider = card_summary(cards_wh, [], as_of=AS_OF, hold_window=timedelta(days=60))
+    assert wider.attrs["hold_window"] == "60 days"
+    usd = wider.set_index("currency").loc["USD"]
+    assert usd["open_hold_minor"] == 500 + 3_000 + 400 + 10_500
+    assert (usd["expired_hold_count"], usd["open_hold_over_30_count"]) == (0, 2)
+
+
+def test_exception_items_are_aged(cards_wh: Warehouse) -> None:
+    """An EXCEPTION item's age is the time since its authorization, bucketed as holds are."""
+    insert(
+        cards_wh,
+        "card_transactions",
+        [card("E2", "EXCEPTION", 100, authorized_at=AS_OF - pd.Timedelta(days=2))],
+    )
+    rows = by_id(card_summary(cards_wh, as_of=AS_OF))
+    assert rows["C6"]["exception_age_seconds"] == 30 * 24 * HOUR
+    assert rows["E2"]["exception_age_seconds"] == 2 * 24 * HOUR
+    assert pd.isna(rows["C3"]["exception_age_seconds"])  # not an exception
+    usd = card_summary(cards_wh, [], as_of=AS_OF).set_index("currency").loc["USD"]
+    assert (usd["exception_0_7_count"], usd["exception_8_30_count"]) == (1, 1)
+    assert usd["exception_over_30_count"] == 0

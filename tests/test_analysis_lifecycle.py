@@ -17,8 +17,8 @@ from paylens.analysis import (
     card_summary,
     failure_breakdown,
     fee_breakdown,
+    fees_collected,
     refund_summary,
-    revenue,
     settlement_times,
 )
 from paylens.errors import InvalidArgumentError
@@ -257,7 +257,7 @@ def test_instant_rail_sla(wh: Warehouse) -> None:
     [
         (lambda wh: fee_breakdown(wh, status="NOPE"), "status", "COMPLETED"),
         (lambda wh: fee_breakdown(wh, status="complete"), "status", "did you mean 'COMPLETED'"),
-        (lambda wh: revenue(wh, status=["COMPLETED", 3]), "status", "FAILED"),
+        (lambda wh: fees_collected(wh, status=["COMPLETED", 3]), "status", "FAILED"),
         (lambda wh: settlement_times(wh, type="nope"), "type", "OUTGOING"),
         (lambda wh: failure_breakdown(wh, type="nope"), "type", "INCOMING"),
         (lambda wh: refund_summary(wh, type="CARD"), "type", "INCOMING"),
@@ -326,6 +326,6 @@ def test_a_dated_reference_series_is_joined_as_of_creation(wh: Warehouse) -> Non
     assert rows.loc["Transaction:second", "fx_spread_cost_minor"] == math.floor(
         9_000.0 * 1.0 * (1.1 - 1 / (1 / 1.05)) + 0.5
     )
-    summary = revenue(wh, by=[], reference_rates=one_way).iloc[0]
+    summary = fees_collected(wh, by=[], reference_rates=one_way).iloc[0]
     assert (summary["cross_currency_count"], summary["with_reference_count"]) == (3, 2)
     assert summary["fx_margin_status"].startswith("partial")

@@ -18,13 +18,13 @@ from matplotlib.figure import Figure
 from paylens import Sandbox
 from paylens.analysis import (
     card_summary,
+    fees_collected,
     plot_card_summary,
     plot_failure_breakdown,
     plot_fee_breakdown,
+    plot_fees_collected,
     plot_refund_summary,
-    plot_revenue,
     plot_settlement_times,
-    revenue,
 )
 from paylens.analysis._plots import month_label
 from paylens.warehouse import Warehouse
@@ -156,9 +156,9 @@ def test_month_labels_read_as_months_partial_ones_marked() -> None:
     assert month_label("2025-09-01", whole) == "Sep 2025"
 
 
-def test_plot_revenue_per_currency(sandbox: Sandbox, wh: Warehouse) -> None:
-    fig = plot_revenue(wh, reference_rates=sandbox.reference_rates())
-    currencies = revenue(wh)["sent_currency"]
+def test_plot_fees_collected_per_currency(sandbox: Sandbox, wh: Warehouse) -> None:
+    fig = plot_fees_collected(wh, reference_rates=sandbox.reference_rates())
+    currencies = fees_collected(wh)["sent_currency"]
     busiest = currencies.value_counts().index  # by months with revenue, close enough below
     assert len(fig.axes) == 6 < currencies.nunique()  # the six busiest, one panel each
     assert fig.axes[0].get_title() == "USD"  # the busiest first
@@ -167,7 +167,7 @@ def test_plot_revenue_per_currency(sandbox: Sandbox, wh: Warehouse) -> None:
     assert "not drawn: " in fig.get_suptitle()
     assert sorted(fig.get_suptitle().split("not drawn: ")[1].split("\n")[0].split(", ")) == left_out
     assert "USD" in busiest
-    every = plot_revenue(wh, reference_rates=sandbox.reference_rates(), currencies=None)
+    every = plot_fees_collected(wh, reference_rates=sandbox.reference_rates(), currencies=None)
     assert {ax.get_title() for ax in every.axes} == set(currencies)
     no_column_names(fig)
     for ax in fig.axes:  # each panel in its own currency's major units, bars from zero
@@ -179,21 +179,53 @@ def test_plot_revenue_per_currency(sandbox: Sandbox, wh: Warehouse) -> None:
     # small multiples: the figure's title says what and whose data, and one legend above
     # every panel names every part drawn
     title = fig.get_suptitle()
-    assert "Revenue of completed transfers by settlement month" in title
+    assert "Fees collected on completed transfers by settlement month, by who earns" in title
     assert "(major units)" in title
     assert "SANDBOX DATA" in title
     (legend,) = fig.legends
     renderer = FigureCanvasAgg(fig).get_renderer()
     panels = [ax.get_tightbbox(renderer) for ax in fig.axes]
     assert legend.get_window_extent(renderer).y0 >= max(p.y1 for p in panels)
-    assert "FX margin" in [t.get_text() for t in legend.get_texts()]
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "platform fee (platform revenue)",
+        "service fees",
+        "counterparty fee (pass-through)",
+        "service FX margin",
+    ]
     # no panel's bars, labels or title run into another's
     for i, a in enumerate(panels):
         assert not any(a.overlaps(b) for b in panels[i + 1 :])
     render(fig)
-    blind = plot_revenue(wh)
+    blind = plot_fees_collected(wh)
     labels = [t.get_text() for t in blind.axes[0].get_yticklabels()]
     assert any("(no FX ref.)" in label for label in labels)
+
+
+def test_no_figure_calls_the_service_or_the_counterpartys_money_revenue(
+    sandbox: Sandbox, wh: Warehouse
+) -> None:
+    """Revenue is the platform's: the helper that added every party's fees under that name is
+    `fees_collected` now, the old names say where to go, and wherever a figure of any plot
+    helper says "revenue" it is the platform's."""
+    import matplotlib.text
+
+    import paylens.analysis as analysis
+
+    for old, new in (("revenue", "fees_collected"), ("plot_revenue", "plot_fees_collected")):
+        with pytest.raises(AttributeError, match=f"renamed {new} .*platform"):
+            getattr(analysis, old)
+        assert old not in analysis.__all__
+    rates = sandbox.reference_rates()
+    figures = [
+        analysis.plot_fees_collected(wh, reference_rates=rates),
+        analysis.plot_platform_pnl(wh, reference_rates=rates),
+        analysis.plot_fee_breakdown(wh, by="corridor", reference_rates=rates),
+    ]
+    said = []
+    for fig in figures:
+        texts = [fig.get_suptitle(), *(t.get_text() for t in fig.findobj(matplotlib.text.Text))]
+        said += [t for t in texts if "revenue" in t.lower()]
+    assert said and all("platform revenue" in t for t in said), said
 
 
 def test_small_multiples_keep_large_amounts_legible() -> None:
@@ -288,7 +320,7 @@ def test_an_empty_warehouse_says_so_in_one_sentence(tmp_path: Path) -> None:
         empty.sync(Sandbox(seed=1, transactions=0).client(), progress=False)
         for fig in (
             plot_fee_breakdown(empty),
-            plot_revenue(empty),
+            plot_fees_collected(empty),
             plot_settlement_times(empty),
             plot_failure_breakdown(empty),
             plot_refund_summary(empty),
@@ -300,3 +332,30 @@ def test_an_empty_warehouse_says_so_in_one_sentence(tmp_path: Path) -> None:
             assert text.startswith("No ") and text.count(".") == 1 and "in this data" in text
             assert "no data" not in text
             render(fig)
+
+
+def test_a_negative_part_of_a_stacked_bar_is_drawn_left_of_zero() -> None:
+    """A negative FX margin (a quote better than mid) is drawn from zero leftwards, not over
+    the parts stacked before it; the axis then reaches below zero and marks it."""
+    from paylens.analysis import plot_platform_pnl
+    from paylens.analysis._pnl import PNL_COLUMNS
+
+    row = dict.fromkeys(PNL_COLUMNS, 0)
+    row.update(
+        period="2025-09",
+        currency="PHP",
+        decimals=2,
+        outgoing_count=3,
+        service_fees_minor=154_409,
+        service_fx_margin_minor=-288_378,
+        counterparty_fees_minor=6_494,
+    )
+    fig = plot_platform_pnl(pd.DataFrame([row], columns=PNL_COLUMNS))
+    (ax,) = fig.axes
+    bars = sorted((p.get_x(), p.get_width()) for p in ax.patches if p.get_width() != 0)
+    assert bars == [
+        (0.0, pytest.approx(-2_883.78)),
+        (0.0, pytest.approx(1_544.09)),
+        (pytest.approx(1_544.09), pytest.approx(64.94)),
+    ]
+    assert ax.get_xlim()[0] <= -2_883.78 and [line.get_xdata()[0] for line in ax.lines] == [0]

@@ -21,8 +21,8 @@ from paylens.analysis import (
     card_summary,
     failure_breakdown,
     fee_breakdown,
+    fees_collected,
     refund_summary,
-    revenue,
     settlement_times,
 )
 from paylens.warehouse import Warehouse
@@ -91,7 +91,10 @@ def lifecycle(r: dict[str, Any]) -> str:
 
 
 def km(times: list[float], settled: list[bool], q: float) -> float | None:
-    """Kaplan–Meier: the first settlement time where the share not yet settled is <= 1 - q."""
+    """Kaplan–Meier: the first settlement time where the share not yet settled is <= 1 - q;
+    None over fewer than 1/(1 - q) observations (2 for p50, 10 for p90, 100 for p99)."""
+    if len(times) < round(1 / (1 - q)):
+        return None
     survival = 1.0
     pairs = sorted(zip(times, settled, strict=True))
     for t in sorted(set(times)):
@@ -279,7 +282,7 @@ def test_revenue_from_raw(data: DataSet) -> None:
         mid = pair[pair["at"] <= pd.Timestamp(r["createdAt"])]["mid_rate"].iloc[-1]
         cost = half_up(r["receivedAmount"]["amount"] * shift * (x - mid))
         margin[key] = margin.get(key, 0) + cost
-    frame = revenue(data.wh, reference_rates=data.rates)
+    frame = fees_collected(data.wh, reference_rates=data.rates)
     assert len(frame) == len(own)
     for got, want in zip(frame.itertuples(), own.itertuples(), strict=True):
         key = (want.s, want.settlement_month)
@@ -320,7 +323,7 @@ def test_fee_breakdown_defaults_to_completed_and_says_when_no_reference(data: Da
     assert len(fee_breakdown(data.wh)) == completed
     every = fee_breakdown(data.wh, status=None)
     assert len(every) == len(records(data.wh, "OUTGOING")) > completed
-    blind = revenue(data.wh, by=[])
+    blind = fees_collected(data.wh, by=[])
     unknown = (
         blind["fx_margin_status"] == "no reference rate: FX margin unknown (pass reference_rates=)"
     )
@@ -390,8 +393,11 @@ def test_cards_from_raw(data: DataSet) -> None:
         rows.append(
             {
                 "currency": r["authorizedAmount"]["currency"]["code"],
-                "open": max(auth - settled, 0) if holding else 0,
-                "stale": holding and age > 7,
+                # a hold older than the 30-day hold window is expired, not open
+                "open": max(auth - settled, 0) if holding and age <= 30 else 0,
+                "expired": max(auth - settled, 0) if holding and age > 30 else 0,
+                "is_expired": holding and age > 30,
+                "stale": holding and 7 < age <= 30,
                 "bucket": None
                 if not holding
                 else "0_7"
@@ -413,8 +419,10 @@ def test_cards_from_raw(data: DataSet) -> None:
         got = frame[frame["currency"] == currency].iloc[0]
         assert got["stale_hold_count"] == part["stale"].sum()
         assert got["stale_hold_minor"] == part.loc[part["stale"], "open"].sum()
+        assert got["expired_hold_count"] == part["is_expired"].sum()
+        assert got["expired_hold_minor"] == part["expired"].sum()
         for bucket in ("0_7", "8_30", "over_30"):
-            chosen = part[part["bucket"] == bucket]
+            chosen = part[(part["bucket"] == bucket) & ~part["is_expired"]]
             assert got[f"open_hold_{bucket}_count"] == len(chosen)
             assert got[f"open_hold_{bucket}_minor"] == chosen["open"].sum()
         assert (got["over_settled_count"], got["over_settled_minor"]) == (
@@ -449,7 +457,7 @@ def test_every_helper_plot_and_report_figure_on_a_single_kind(tmp_path: Path, ki
         plot_card_summary,
         plot_failure_breakdown,
         plot_fee_breakdown,
-        plot_revenue,
+        plot_fees_collected,
         plot_settlement_times,
     )
     from paylens.report import Period
@@ -460,12 +468,12 @@ def test_every_helper_plot_and_report_figure_on_a_single_kind(tmp_path: Path, ki
         ]
         wh.store_transactions(chosen)
         if not chosen:  # a file nothing was ever stored into: each says so, in one line
-            for helper in (revenue, fee_breakdown, settlement_times, plot_revenue):
+            for helper in (fees_collected, fee_breakdown, settlement_times, plot_fees_collected):
                 with pytest.raises(WarehouseEmptyError, match="has no data: run `paylens sync"):
                     helper(wh)
             return
         for frame in (
-            revenue(wh, reference_rates=second.mid_series()),
+            fees_collected(wh, reference_rates=second.mid_series()),
             fee_breakdown(wh, "corridor"),
             settlement_times(wh, "rail"),
             settlement_times(wh, "month", type="INCOMING"),
@@ -475,7 +483,7 @@ def test_every_helper_plot_and_report_figure_on_a_single_kind(tmp_path: Path, ki
         ):
             assert isinstance(frame, pd.DataFrame)
         for fig in (
-            plot_revenue(wh),
+            plot_fees_collected(wh),
             plot_fee_breakdown(wh),
             plot_settlement_times(wh),
             plot_failure_breakdown(wh, type="INCOMING"),

@@ -182,8 +182,8 @@ def test_a_missing_value_is_na_in_every_frame() -> None:
         wh.sync(sandbox.client(), progress=False)
         mids = mid_rate_series("2025-04-01", "2025-10-31")
         frames = {
-            "revenue": analysis.revenue(wh, reference_rates=mids),
-            "revenue without rates": analysis.revenue(wh),
+            "revenue": analysis.fees_collected(wh, reference_rates=mids),
+            "revenue without rates": analysis.fees_collected(wh),
             "fee_breakdown": analysis.fee_breakdown(wh, by="corridor"),
             "fee_breakdown status=None": analysis.fee_breakdown(wh, by="corridor", status=None),
             "settlement_times": analysis.settlement_times(wh, by=["rail", "source_type"]),

@@ -17,8 +17,8 @@ from paylens.analysis import (
     card_summary,
     failure_breakdown,
     fee_breakdown,
+    fees_collected,
     refund_summary,
-    revenue,
     settlement_times,
 )
 from paylens.errors import (
@@ -149,7 +149,7 @@ MISTAKES: list[tuple[str, Call, str, str]] = [
     ),
     (
         "revenue status",
-        lambda w: revenue(w, status="COMPLETD"),
+        lambda w: fees_collected(w, status="COMPLETD"),
         "status",
         "did you mean 'COMPLETED'",
     ),

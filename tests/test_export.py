@@ -237,7 +237,7 @@ def test_the_cli_exports_from_the_embedded_sandbox_times_in_utc(tmp_path: Path) 
 
 def test_no_warehouse_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     missing, out = tmp_path / "typo.duckdb", tmp_path / "x.csv"
-    done = run_cli("export", "--db", str(missing), "--what", "revenue", "--out", str(out))
+    done = run_cli("export", "--db", str(missing), "--what", "fees_collected", "--out", str(out))
     assert done.returncode == 2
     assert done.stderr == (
         f"paylens export: no warehouse at {missing}: run `paylens sync --db {missing}` first\n"

@@ -159,7 +159,7 @@ def test_lake_gives_the_same_frames_and_helpers_and_any_sync_run(tmp_path: Path)
     with Warehouse(tmp_path / "w.duckdb") as wh:
         wh.sync(sandbox.client(), progress=False)
         publish(wh, catalog, "team", location=tmp_path / "lake")
-        run1 = {"transactions": wh.transactions(raw=True), "revenue": analysis.revenue(wh)}
+        run1 = {"transactions": wh.transactions(raw=True), "revenue": analysis.fees_collected(wh)}
         _round(sandbox, wh, 0)
         publish(wh, catalog, "team")
         with Lake(catalog=catalog, namespace="team") as lake:
@@ -169,14 +169,18 @@ def test_lake_gives_the_same_frames_and_helpers_and_any_sync_run(tmp_path: Path)
                 pd.testing.assert_frame_equal(getattr(lake, frame)(), getattr(wh, frame)())
             pd.testing.assert_frame_equal(lake.status_history(), wh.status_history())
             pd.testing.assert_frame_equal(lake.transactions(raw=True), wh.transactions(raw=True))
-            for helper in (analysis.revenue, analysis.fee_breakdown, analysis.settlement_times):
+            for helper in (
+                analysis.fees_collected,
+                analysis.fee_breakdown,
+                analysis.settlement_times,
+            ):
                 pd.testing.assert_frame_equal(helper(lake), helper(wh))
             with pytest.raises(WarehouseError, match="read-only"):
                 lake.journal_requested(1)
         with Lake(catalog=catalog, namespace="team", sync_run=1) as old:
             assert old.sync_run == 1
             pd.testing.assert_frame_equal(old.transactions(raw=True), run1["transactions"])
-            pd.testing.assert_frame_equal(analysis.revenue(old), run1["revenue"])
+            pd.testing.assert_frame_equal(analysis.fees_collected(old), run1["revenue"])
 
 
 def test_a_transaction_the_service_deleted_is_left_out_of_the_lake_too(tmp_path: Path) -> None:

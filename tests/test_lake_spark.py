@@ -40,7 +40,7 @@ def test_spark_recomputes_the_headline_figures(pg_catalog: str, tmp_path: Path) 
     with Warehouse(tmp_path / "w.duckdb") as wh:
         wh.sync(Sandbox(seed=35, transactions=2_000).client(), progress=False)
         wh.publish(pg_catalog, "team", location=tmp_path / "lake")
-        figures = analysis.revenue(wh, by="sent_currency")
+        figures = analysis.fees_collected(wh, by="sent_currency")
     ours = {
         r.sent_currency: (r.transaction_count, r.sent_minor, r.fees_minor)
         for r in figures.itertuples()

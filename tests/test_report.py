@@ -110,17 +110,21 @@ def _expected_headline(path: Path) -> dict[str, str]:
             """
             WITH incoming AS (
                 SELECT currency, any_value(decimals) AS d, count(*) AS n, sum(amount_minor) AS v
-                FROM transactions WHERE type = 'INCOMING' AND status = 'COMPLETED' GROUP BY 1),
+                FROM transactions WHERE type = 'INCOMING' AND status = 'COMPLETED'
+                AND settled_at IS NOT NULL GROUP BY 1),
             outgoing AS (
                 SELECT sent_amount_currency AS currency, any_value(sent_amount_decimals) AS d,
-                       count(*) AS n, sum(sent_amount_minor) AS v, sum(fees_minor) AS fees
-                FROM outgoing_fees WHERE status = 'COMPLETED' GROUP BY 1),
+                       count(*) AS n, sum(sent_amount_minor) AS v, sum(fees_minor) AS fees,
+                       sum(platform_fees_minor) AS platform
+                FROM outgoing_fees WHERE status = 'COMPLETED' AND settled_at IS NOT NULL
+                GROUP BY 1),
             card AS (
                 SELECT authorized_amount_currency AS currency, any_value(authorized_amount_decimals) AS d,
                        count(*) AS n,
                        sum(coalesce(settled_amount_minor, 0)) - sum(coalesce(refunded_amount_minor, 0)) AS v
                 FROM card_transactions GROUP BY 1)
-            SELECT currency, coalesce(i.d, o.d, c.d), i.n, i.v, o.n, o.v, o.fees, c.n, c.v
+            SELECT currency, coalesce(i.d, o.d, c.d), i.n, i.v, o.n, o.v, o.fees, o.platform,
+                   c.n, c.v
             FROM incoming i FULL JOIN outgoing o USING (currency) FULL JOIN card c USING (currency)
             """
         ).fetchall()
@@ -135,8 +139,8 @@ def _expected_headline(path: Path) -> dict[str, str]:
 
     return {
         cur: " ".join([cur, count(i_n), money(i_v, d), count(o_n), money(o_v, d), money(fees, d)])
-        + f" {count(c_n)} {money(c_v, d)}"
-        for cur, d, i_n, i_v, o_n, o_v, fees, c_n, c_v in rows
+        + f" {money(platform, d)} {count(c_n)} {money(c_v, d)}"
+        for cur, d, i_n, i_v, o_n, o_v, fees, platform, c_n, c_v in rows
     }
 
 
@@ -151,10 +155,12 @@ def _expected_summary(path: Path) -> dict[str, str]:
                 SELECT currency, any_value(decimals) AS d, count(*) AS n,
                        sum(amount_minor) FILTER (WHERE type = 'OUTGOING') AS sent,
                        sum(amount_minor) FILTER (WHERE type = 'INCOMING') AS received
-                FROM transactions WHERE status = 'COMPLETED' AND type <> 'CARD' GROUP BY 1),
+                FROM transactions WHERE status = 'COMPLETED' AND type <> 'CARD'
+                AND settled_at IS NOT NULL GROUP BY 1),
             f AS (
                 SELECT sent_amount_currency AS currency, sum(fees_minor) AS fees
-                FROM outgoing_fees WHERE status = 'COMPLETED' GROUP BY 1)
+                FROM outgoing_fees WHERE status = 'COMPLETED' AND settled_at IS NOT NULL
+                GROUP BY 1)
             SELECT currency, d, n, sent, received, fees FROM t LEFT JOIN f USING (currency)
             """
         ).fetchall()
@@ -172,8 +178,8 @@ def _expected_summary(path: Path) -> dict[str, str]:
 
 def _expected_rates(path: Path, currency: str) -> str:
     """A currency's outgoing failure rate over resolved transfers and the Kaplan–Meier median
-    settlement time (open transfers censored at the latest instant of the data, over every
-    currency), from the file's rows."""
+    settlement time (open transfers censored at the sync's time: the service's clock when
+    it was read, or the newest instant of the transactions when later), from the file's rows."""
     con = duckdb.connect(str(path), read_only=True)
     try:
         (failed,) = con.execute(
@@ -188,9 +194,10 @@ def _expected_rates(path: Path, currency: str) -> str:
         ).fetchone()
         times = con.execute(
             """
-            WITH latest AS (SELECT epoch_us(greatest(max(created_at), max(updated_at),
-                                   max(settled_at) FILTER (WHERE status = 'COMPLETED'))) AS t
-                            FROM transactions WHERE type = 'OUTGOING')
+            WITH latest AS (SELECT epoch_us(greatest(
+                                (SELECT max(read_at) FROM resource_reads),
+                                max(created_at), max(updated_at), max(settled_at))) AS t
+                            FROM transactions)
             SELECT CASE WHEN status = 'COMPLETED' THEN epoch_us(settled_at) ELSE latest.t END
                        - epoch_us(created_at), status = 'COMPLETED'
             FROM outgoing_fees, latest
@@ -224,7 +231,7 @@ def test_a_failed_tie_out_fails_the_report_loudly(warehouse: Path, tmp_path: Pat
     args = ["--db", str(broken), "--out", "reports", "--quiet"]
     done = _paylens("report", *args, cwd=tmp_path, tty=True)
     assert done.returncode == 1
-    assert "TIE-OUT FAILED: 2 of 11 checks" in done.stderr
+    assert "TIE-OUT FAILED: 2 of 14 checks" in done.stderr
     assert "computing the figures" not in done.stderr  # --quiet: no progress, even in a tty
     text = _text((tmp_path / done.stdout.strip()).read_text(encoding="utf-8"))
     assert "TIE-OUT FAILED" in text
@@ -264,7 +271,7 @@ def test_demo_syncs_reports_and_prints_headline_figures(tmp_path: Path) -> None:
     executed = page.with_suffix(".ipynb").read_text(encoding="utf-8")
     text = _text(content)
     assert "SANDBOX DATA — simulated by paylens' sandbox, not the service" in text
-    assert "checks: ✓ 11 of 11 passed" in text
+    assert "checks: ✓ 14 of 14 passed" in text
     # the summary's row of each currency, the amounts with the currency's own decimals
     summary = _expected_summary(warehouse)
     assert len(summary) > 5
@@ -277,7 +284,8 @@ def test_demo_syncs_reports_and_prints_headline_figures(tmp_path: Path) -> None:
     # every plot, embedded as a vector figure whose words are text, not drawn glyphs
     figures = _figures(content)
     titles = [
-        "Revenue of completed transfers by settlement month",
+        "Who earns what on completed transfers, by settlement month",
+        "Fees collected on completed transfers by settlement month",
         "Fees of outgoing transfers by corridor",
         "Settlement times of outgoing transfers by rail",
         "Unsuccessful outgoing transfers by rail",
@@ -346,7 +354,7 @@ def test_period_bounds_are_start_inclusive_end_exclusive_in_one_currency(
     assert set(period.fees["sent_amount_currency"]) == {"USD"}
     assert set(period.cards["authorized_amount_currency"]) <= {"USD"}
     assert list(period.headline().index) == ["USD"]
-    assert Period.assert_tie_outs(period.tie_outs()) == "all 11 tie-out checks passed"
+    assert Period.assert_tie_outs(period.tie_outs()) == "all 14 tie-out checks passed"
     header = repr(period.run_header())
     assert "currency: USD" in header and "(exclusive)" in header
 
@@ -359,7 +367,7 @@ def test_report_survives_an_empty_period(warehouse: Path, tmp_path: Path) -> Non
     assert re.search(r"computing the figures \(running the notebook\).* \d+/\d+", empty.stderr)
     assert "report: rendering the HTML" in empty.stderr
     text = _text((tmp_path / empty.stdout.strip().splitlines()[-1]).read_text(encoding="utf-8"))
-    assert "checks: ✓ 11 of 11 passed" in text and "nothing to show" not in text
+    assert "checks: ✓ 14 of 14 passed" in text and "nothing to show" not in text
     assert "No transactions in this period." in text
     assert "2031-01-01 00:00:00 UTC to 2031-01-31 23:59:59 UTC" in text
 
@@ -520,7 +528,7 @@ def test_reference_rates_come_from_the_operators_file(warehouse: Path, tmp_path:
     # the failure reason the service wrote as markup is in the exceptions, as text
     assert HOSTILE not in content and html.escape(HOSTILE) in content
     text = _text(content)
-    assert "currency USD" in text and "checks: ✓ 11 of 11 passed" in text
+    assert "currency USD" in text and "checks: ✓ 14 of 14 passed" in text
     assert "partial" in text
 
 
@@ -699,7 +707,7 @@ def test_the_report_reads_at_1400_px_in_a_real_browser(warehouse: Path, tmp_path
     assert measured["summaryBottom"] <= 900  # the summary on the first screen
     assert measured["scrollWidth"] <= measured["width"]  # no horizontal scrolling
     assert measured["wide"] == 0  # no table or figure past the window
-    assert measured["tables"] >= 10 and measured["images"] == 6
+    assert measured["tables"] >= 11 and measured["images"] == 7
 
 
 def test_the_balance_rollforward_ties_out_to_the_reads_and_its_movements(

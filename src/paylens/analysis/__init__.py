@@ -1,7 +1,8 @@
 """What analysts open the notebook for: read-only helpers over the warehouse, and their plots.
 
     from paylens.analysis import fee_breakdown, plot_fee_breakdown
-    revenue(wh, reference_rates=sandbox.reference_rates())  # per settlement month, currency
+    platform_pnl(wh)                                   # the platform's revenue, and who else earns what
+    fees_collected(wh, reference_rates=rates)          # what senders paid, by party, FX margin
     fee_breakdown(wh)                                  # one row per completed outgoing transfer
     settlement_times(wh, by=["rail", "source_type"])   # Kaplan–Meier p50/p90/p99, breaches
     failure_breakdown(wh, by="rail")                   # per lifecycle and reason, rates
@@ -32,6 +33,7 @@ writes a month as "Sep 2025", `is_fraction` tells a fraction column by its name,
 """
 
 from ._cards import card_summary
+from ._collected import fees_collected
 from ._common import MISSING_LABEL, By, Data, is_fraction
 from ._export import export
 from ._failures import failure_breakdown
@@ -45,15 +47,14 @@ from ._plots import (
     plot_card_summary,
     plot_failure_breakdown,
     plot_fee_breakdown,
+    plot_fees_collected,
     plot_refund_summary,
-    plot_revenue,
     plot_settlement_times,
     words,
 )
 from ._plots_close import plot_balance_rollforward, plot_platform_pnl, plot_refunds_owed
 from ._pnl import platform_pnl, settlement_period
 from ._refunds import refund_summary
-from ._revenue import revenue
 from ._rollforward import balance_rollforward
 from ._settlement import settlement_times
 
@@ -70,6 +71,7 @@ __all__ = [
     "export",
     "failure_breakdown",
     "fee_breakdown",
+    "fees_collected",
     "is_fraction",
     "month_label",
     "platform_pnl",
@@ -77,15 +79,30 @@ __all__ = [
     "plot_card_summary",
     "plot_failure_breakdown",
     "plot_fee_breakdown",
+    "plot_fees_collected",
     "plot_platform_pnl",
     "plot_refund_summary",
     "plot_refunds_owed",
-    "plot_revenue",
     "plot_settlement_times",
     "refund_summary",
     "refunds_owed",
-    "revenue",
     "settlement_period",
     "settlement_times",
     "words",
 ]
+
+
+#: Names that no longer exist, and what to call instead: `revenue` added the service's and the
+#: counterparty's fees to the platform's and called the sum revenue.
+_RENAMED = {
+    "revenue": "fees_collected (what senders paid, by who earns it); the platform's revenue is"
+    " platform_pnl(...)['platform_revenue_minor']",
+    "plot_revenue": "plot_fees_collected (fees by who earns them); the platform's P&L is"
+    " plot_platform_pnl",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _RENAMED:
+        raise AttributeError(f"paylens.analysis.{name} was renamed {_RENAMED[name]}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

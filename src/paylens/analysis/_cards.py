@@ -96,12 +96,20 @@ _LAST_CLEARING_FROM = (
 )
 _HOLDING = f"status IN {sql_strings(HOLDING)}"
 _HOLD_AGE = f"CASE WHEN {_HOLDING} THEN {seconds_between('authorized_at', '_as_of')} END"
-_STALE = f"{_HOLDING} AND {_HOLD_AGE} > _stale_after"
+_EXPIRED = f"{_HOLDING} AND {_HOLD_AGE} > _hold_window"
+_STALE = f"{_HOLDING} AND {_HOLD_AGE} > _stale_after AND NOT ({_EXPIRED})"
+_EXCEPTION_AGE = (
+    f"CASE WHEN status = 'EXCEPTION' THEN {seconds_between('authorized_at', '_as_of')} END"
+)
 _DAY = 86_400
+#: The hold window by default: the longest a card network keeps an authorization valid (31
+#: days for lodging and car rental; most merchants' holds lapse in 7), so a hold older than
+#: it is money the merchant can no longer claim against that authorization.
+HOLD_WINDOW = timedelta(days=30)
 
 
-def _bucket(low: int | None, high: int | None) -> str:
-    days = f"floor(({_HOLD_AGE}) / {_DAY})"
+def _bucket(low: int | None, high: int | None, age: str = _HOLD_AGE) -> str:
+    days = f"floor(({age}) / {_DAY})"
     bounds = [f"{days} >= {low}" if low is not None else "TRUE"]
     bounds.append(f"{days} <= {high}" if high is not None else "TRUE")
     return " AND ".join(bounds)
@@ -112,6 +120,14 @@ _AGE_BUCKET = (
     + " ".join(f"WHEN {_bucket(lo, hi)} THEN '{label}'" for _, label, lo, hi in AGEING)
     + " END"
 )
+_EXCEPTION_BUCKET = (
+    "CASE "
+    + " ".join(
+        f"WHEN {_bucket(lo, hi, _EXCEPTION_AGE)} THEN '{label}'" for _, label, lo, hi in AGEING
+    )
+    + " END"
+)
+
 # the funding source's currency: the summaries (pulls, clearings, refunds) are in it
 _SAME_FUNDING = "funding_currency = authorized_amount_currency"
 
@@ -124,6 +140,7 @@ def _floor0(amount: str) -> str:
 
 _SETTLED = _same_currency("settled")
 _REFUNDED_SAME = _same_currency("refunded")
+_HELD = _floor0("authorized_amount_minor - " + _SETTLED)
 
 _ROW = [
     Out("id", "id"),
@@ -141,8 +158,11 @@ _ROW = [
     Out("refunded_minor", _same_currency("refunded"), _DEC),
     Out(
         "open_hold_minor",
-        f"CASE WHEN {_HOLDING} THEN {_floor0('authorized_amount_minor - ' + _SETTLED)} ELSE 0 END",
+        f"CASE WHEN {_HOLDING} AND NOT coalesce({_EXPIRED}, FALSE) THEN {_HELD} ELSE 0 END",
         _DEC,
+    ),
+    Out(
+        "expired_hold_minor", f"CASE WHEN coalesce({_EXPIRED}, FALSE) THEN {_HELD} ELSE 0 END", _DEC
     ),
     Out(
         "currency_mismatch",
@@ -156,8 +176,11 @@ _ROW = [
     Out("hold_age_bucket", _AGE_BUCKET),
     Out("partially_settled", "status = 'PARTIALLY_SETTLED'"),
     Out("stale_hold", f"coalesce({_STALE}, FALSE)"),
+    Out("expired_hold", f"coalesce({_EXPIRED}, FALSE)"),
     Out("over_settled_minor", _floor0(f"{_SETTLED} - authorized_amount_minor"), _DEC),
     Out("exception", "status = 'EXCEPTION'"),
+    Out("exception_age_seconds", _EXCEPTION_AGE),
+    Out("exception_age_bucket", _EXCEPTION_BUCKET),
     Out(
         "exception_exposure_minor",
         f"CASE WHEN status <> 'EXCEPTION' THEN 0 WHEN {_SAME_FUNDING}"
@@ -220,17 +243,29 @@ _METRICS = [
     count_where("partially_settled_count", "partially_settled"),
     count_where("stale_hold_count", "stale_hold"),
     _sum("stale_hold_minor", "stale_hold", "open_hold_minor"),
+    count_where("expired_hold_count", "expired_hold"),
+    _sum("expired_hold_minor", "expired_hold", "expired_hold_minor"),
     *(
         item
         for suffix, label, _, _ in AGEING
         for item in (
-            count_where(f"open_hold_{suffix}_count", f"hold_age_bucket = '{label}'"),
-            _sum(f"open_hold_{suffix}_minor", f"hold_age_bucket = '{label}'", "open_hold_minor"),
+            count_where(
+                f"open_hold_{suffix}_count", f"hold_age_bucket = '{label}' AND NOT expired_hold"
+            ),
+            _sum(
+                f"open_hold_{suffix}_minor",
+                f"hold_age_bucket = '{label}' AND NOT expired_hold",
+                "open_hold_minor",
+            ),
         )
     ),
     count_where("over_settled_count", "over_settled_minor > 0"),
     _sum("over_settled_minor"),
     count_where("exception_count", "exception"),
+    *(
+        count_where(f"exception_{suffix}_count", f"exception_age_bucket = '{label}'")
+        for suffix, label, _, _ in AGEING
+    ),
     _sum("exception_settled_minor", "exception", "settled_minor"),
     # NULL when the funding currency of every EXCEPTION row is unknown: not 0
     Out(
@@ -257,6 +292,7 @@ def card_summary(
     *,
     status: str | Sequence[str] | None = None,
     stale_after: timedelta = timedelta(days=7),
+    hold_window: timedelta = HOLD_WINDOW,
     as_of: datetime | str | None = None,
     status_history: History = None,
     major: bool = False,
@@ -264,12 +300,18 @@ def card_summary(
     """Card transactions: amounts in integer minor units of the authorization's currency
     (summaries in the funding source's), times in seconds.
 
-        open_hold_minor          = authorized - settled   (AUTHORIZED or PARTIALLY_SETTLED; else 0)
+        open_hold_minor          = authorized - settled   (a hold: AUTHORIZED or PARTIALLY_SETTLED,
+                                   no older than hold_window; else 0)
+        expired_hold_minor       = authorized - settled   of a hold older than hold_window: expired
+                                   exposure, in no open figure
         net_settled_minor        = settled - refunded
         settlement_seconds       = last_clearing_at - authorizedAt
         hold_age_seconds         = as_of - authorizedAt   (AUTHORIZED or PARTIALLY_SETTLED)
-        stale_hold               = a hold (AUTHORIZED or PARTIALLY_SETTLED) older than stale_after
+        stale_hold               = a hold older than stale_after, not expired
+        expired_hold             = a hold older than hold_window (30 days by default, see
+                                   HOLD_WINDOW; `attrs["hold_window"]` says which)
         hold_age_bucket          = 0–7 days, 8–30 days or > 30 days (holds only)
+        exception_age_seconds    = as_of - authorizedAt   (EXCEPTION rows; bucketed as holds)
         over_settled_minor       = max(settled - authorized, 0)   (tips, over-authorization clearings)
         exception_exposure_minor = max(settled - pulled, 0) of EXCEPTION rows: cleared to the
                                    merchant but not pulled from the funding source
@@ -303,11 +345,12 @@ def card_summary(
 
     `status` keeps some card statuses only. `as_of` is when hold ages are measured; by default
     the latest instant in the data (authorization, last event or update); a naive time is read
-    as UTC. `stale_after` is a positive `timedelta`. `status_history` replaces the history a
+    as UTC. `stale_after` and `hold_window` are positive `timedelta`s. `status_history` replaces the history a
     Warehouse holds. `major=True` adds `_major` amounts (float).
     """
     wanted = statuses(status, tuple(CardTransactionStatus))
     stale = positive_duration("stale_after", stale_after).total_seconds()
+    window = positive_duration("hold_window", hold_window)
     when = instant("as_of", as_of)
     src = source(data, "card_transactions", required=_REQUIRED, status_history=status_history)
     where = ["type = 'CARD'"] if src.has("type") else ["TRUE"]
@@ -334,7 +377,8 @@ def card_summary(
         (
             "_set",
             f"SELECT _in.*, {_LAST_CLEARING} AS _last_clearing, {latest} AS _as_of,"
-            f" {stale!r} AS _stale_after FROM _in LEFT JOIN _seen ON _seen.id = _in.id",
+            f" {stale!r} AS _stale_after, {window.total_seconds()!r} AS _hold_window"
+            " FROM _in LEFT JOIN _seen ON _seen.id = _in.id",
         ),
         ("_rows", rows_cte(_ROW, keys, "_set")),
     ]
@@ -346,7 +390,17 @@ def card_summary(
         major=major,
         order="authorized_at, id",
     )
-    return src.run(ctes, final)
+    result = src.run(ctes, final)
+    result.attrs["hold_window"] = _days(window)
+    return result
+
+
+def _days(span: timedelta) -> str:
+    """A duration as '30 days' (or its seconds when not whole days)."""
+    seconds = span.total_seconds()
+    if seconds % _DAY:
+        return f"{seconds:g} seconds"
+    return f"{int(seconds // _DAY)} day{'s' if seconds != _DAY else ''}"
 
 
 def _funding(in_input: bool, accounts: bool) -> str:

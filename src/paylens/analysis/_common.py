@@ -182,9 +182,18 @@ def count_where(name: str, condition: str) -> Out:
     return Out(name, f"count(*) FILTER (WHERE {condition})")
 
 
+def fewest(q: float) -> int:
+    """How many observations a q-quantile needs to be told apart from the largest: 1/(1 - q)
+    (p50: 2, p90: 10, p99: 100). Over fewer, it is NA: a group of one has no p90 or p99."""
+    return round(1 / (1 - q))
+
+
 def quantile(name: str, column: str, q: float, condition: str = "TRUE") -> Out:
-    """A linearly interpolated quantile of the rows meeting `condition`."""
-    return Out(name, f"quantile_cont({column}, {q}) FILTER (WHERE {condition})")
+    """A linearly interpolated quantile of the rows meeting `condition`; NA over fewer than
+    `fewest(q)` known values."""
+    known = f"count({column}) FILTER (WHERE {condition})"
+    value = f"quantile_cont({column}, {q}) FILTER (WHERE {condition})"
+    return Out(name, f"CASE WHEN {known} >= {fewest(q)} THEN {value} END")
 
 
 def percentiles(column: str, prefix: str = "") -> list[Out]:

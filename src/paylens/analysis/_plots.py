@@ -26,13 +26,13 @@ import numpy as np
 import pandas as pd
 
 from ._cards import card_summary
+from ._collected import COMPLETE, SAME_CURRENCY, fees_collected
 from ._common import By, Data, History, source
 from ._failures import failure_breakdown
 from ._fees import ReferenceRates, fee_breakdown
 from ._layout import figure, place
 from ._lifecycle import UNSUCCESSFUL
 from ._refunds import REFUND_STATUSES, refund_summary
-from ._revenue import COMPLETE, SAME_CURRENCY, revenue
 from ._settlement import settlement_times
 
 if TYPE_CHECKING:
@@ -151,17 +151,20 @@ def _bars(
     stacked: bool,
     colors: Mapping[str, tuple[float, float, float, float]] | None = None,
 ) -> None:
-    """Horizontal bars from zero, one row per label: stacked, or side by side; `colors` gives
-    each series its own colour (else the axes' cycle, in order)."""
+    """Horizontal bars from zero, one row per label: stacked (positive parts to the right of
+    zero, negative ones, a negative FX margin say, to its left: never drawn over the others),
+    or side by side; `colors` gives each series its own colour (else the axes' cycle)."""
     y = np.arange(len(labels))
-    left = np.zeros(len(labels))
+    right, left = np.zeros(len(labels)), np.zeros(len(labels))
     height = 0.8 if stacked else 0.8 / max(len(series), 1)
     for i, (name, values) in enumerate(series.items()):
         v = np.nan_to_num(np.asarray(values, dtype=float))
         color = colors[name] if colors else None
         if stacked:
-            ax.barh(y, v, height, left=left, label=name, color=color)
-            left = left + v
+            start = np.where(v < 0, left, right)
+            ax.barh(y, v, height, left=start, label=name, color=color)
+            right = right + np.where(v > 0, v, 0)
+            left = left + np.where(v < 0, v, 0)
         else:
             ax.barh(y - 0.4 + height * (i + 0.5), v, height, label=name, color=color)
     ax.set_yticks(y, labels)
@@ -188,7 +191,11 @@ def _finish(
     if key and ax.get_legend_handles_labels()[0]:
         _legend(ax)
     if not log:
-        ax.set_xlim(left=0)
+        # from zero, unless a bar is negative: then zero is marked
+        low = min(0.0, float(ax.dataLim.x0)) if ax.patches else 0.0
+        ax.set_xlim(left=low)
+        if low < 0:
+            ax.axvline(0, color="0.3", linewidth=0.8)
     ax.grid(axis="x", alpha=0.3)
 
 
@@ -307,7 +314,7 @@ def plot_fee_breakdown(
     return _one_panel(frame, labels, series, titles, note)
 
 
-def plot_revenue(
+def plot_fees_collected(
     data: Data,
     by: By = "settlement_month",
     *,
@@ -315,22 +322,24 @@ def plot_revenue(
     top: int = 15,
     currencies: int | None = 6,
 ) -> Figure:
-    """Revenue of completed transfers per group (settlement month by default, in time
-    order): service, platform and counterparty fees and the FX margin, stacked, in major units
+    """Fees collected on completed transfers per group (settlement month by default, in time
+    order), by who earns them: the platform's fee (its revenue), the service's fees, the
+    counterparty's pass-through and the service's FX margin, stacked, in major units
     of each sending currency, one panel per currency in a grid of small multiples: the
     `currencies` busiest by transaction count (None: every one), the figure naming those left
     out. A group without a reference rate shows no FX margin and says so in its label. A part
     has one colour in every panel; above the panels, the figure's title gives the data's
     source and one legend every part drawn in any panel."""
     keys = _keys(by)
-    frame = revenue(data, keys, reference_rates=reference_rates, major=True)
+    frame = fees_collected(data, keys, reference_rates=reference_rates, major=True)
     if frame.empty:
-        return _nothing(frame, "No completed outgoing transfers in this data: no revenue to show.")
+        return _nothing(frame, "No completed outgoing transfers in this data: no fees to show.")
     parts = {
+        # the platform's part first: the colours of `plot_platform_pnl` (blue, orange, red)
+        "platform fee (platform revenue)": ("platform_fee_major",),
         "service fees": ("service_fixed_fee_major", "service_variable_fee_major"),
-        "platform fee": ("platform_fee_major",),
-        "counterparty fee": ("counterparty_fixed_fee_major",),
-        "FX margin": ("fx_margin_major",),
+        "counterparty fee (pass-through)": ("counterparty_fixed_fee_major",),
+        "service FX margin": ("fx_margin_major",),
     }
     # each part's amount per row of the frame, computed once (panels take their rows from it)
     amounts = {
@@ -346,7 +355,8 @@ def plot_revenue(
         frame,
         keys,
         amounts,
-        f"Revenue of completed transfers by {grouping}, in each sending currency (major units)",
+        f"Fees collected on completed transfers by {grouping}, by who earns them, in each"
+        " sending currency (major units)",
         lambda currency: currency,
         data_span(data, "outgoing_fees"),
         top=top,

@@ -16,21 +16,11 @@ from ._fees import ReferenceRates
 from ._layout import figure, place
 from ._owed import AGE_BUCKETS, refunds_owed
 from ._plots import _bars, _finish, _nothing, _per_currency, data_span
-from ._pnl import platform_pnl
+from ._pnl import PNL_COLUMNS, PNL_PARTS, platform_pnl
 from ._rollforward import balance_rollforward
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-#: Who earns each part of the P&L, as the chart names it, and its column.
-_PNL_PARTS = {
-    "platform revenue (platform fees)": "platform_revenue_minor",
-    "service fees (outgoing)": "service_fees_minor",
-    "service fees (incoming)": "service_incoming_fees_minor",
-    "service FX margin": "service_fx_margin_minor",
-    "counterparty pass-through": "counterparty_fees_minor",
-    "fees no party explains": "unattributed_fees_minor",
-}
 
 
 def _major(frame: pd.DataFrame, column: str) -> pd.Series:
@@ -68,8 +58,12 @@ def plot_platform_pnl(
     """Who earns what on completed transfers, per settlement month (`platform_pnl`): the
     platform's revenue, the service's fees and FX margin and the counterparty's pass-through,
     stacked, in major units of each currency, one panel per currency (the `currencies`
-    busiest by transfers; None: every one)."""
-    pnl = platform_pnl(data, reference_rates=reference_rates)
+    busiest by transfers; None: every one). `data` may also be a frame `platform_pnl`
+    returned (a period's P&L, say): it is drawn as it is."""
+    if isinstance(data, pd.DataFrame) and list(data.columns) == PNL_COLUMNS:
+        pnl = data
+    else:
+        pnl = platform_pnl(data, reference_rates=reference_rates)
     if pnl.empty:
         return _nothing(pnl, "No completed transfers in this data: no P&L to show.")
     frame = pnl.assign(
@@ -79,7 +73,7 @@ def plot_platform_pnl(
     )
     frame.attrs = dict(pnl.attrs)
     amounts = {
-        name: _major(frame, column).where(frame[column] != 0) for name, column in _PNL_PARTS.items()
+        name: _major(frame, column).where(frame[column] != 0) for name, column in PNL_PARTS.items()
     }
     return _per_currency(
         frame,

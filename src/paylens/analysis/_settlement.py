@@ -6,6 +6,8 @@ from datetime import datetime, timedelta
 
 import pandas as pd
 
+from paylens.warehouse import Warehouse
+
 from . import _lifecycle as lc
 from ._common import (
     TRANSACTION,
@@ -15,6 +17,7 @@ from ._common import (
     Out,
     choice,
     count_where,
+    fewest,
     instant,
     positive_duration,
     quote,
@@ -170,7 +173,9 @@ def settlement_times(
     (UTC month of creation), `lifecycle`, `status`, any per-row column or any input column;
     None gives one row per transaction. `type` is OUTGOING (rail and expectations from the
     `outgoing_fees` table; source and refund from `transactions`) or INCOMING. `as_of` (a naive
-    time is read as UTC) is by default the latest instant in the data, not the wall clock;
+    time is read as UTC) is by default, for a Warehouse, the time of its latest sync in the
+    service's clock (`Warehouse.synced_at`: open transfers were open then), or the newest
+    instant in the data when that is later or the data is a frame; never the wall clock;
     transactions created after it are left out. `status_history` replaces the history a
     Warehouse holds; a DataFrame input has none unless given one.
     """
@@ -178,15 +183,23 @@ def settlement_times(
     when = instant("as_of", as_of)
     sla = positive_duration("instant_sla", instant_sla).total_seconds()
     table = "outgoing_fees" if kind == "OUTGOING" else "transactions"
+    synced = data.synced_at() if isinstance(data, Warehouse) and when is None else None
     src = source(data, table, required=_REQUIRED, status_history=status_history)
     where = f"type = {sql_string(kind)}" if src.has("type") else "TRUE"
     src.check_as_of(when)
     keys = src.keys(by, _ROW, {"funding": "source_type"})
+    newest = (
+        "(SELECT greatest(max(created_at), max(updated_at), max(settled_at) FILTER"
+        f" (WHERE status = '{SETTLED}')) FROM _all)"
+    )
     latest = (
         sql_timestamp(when)
         if when is not None
-        else "(SELECT greatest(max(created_at), max(updated_at), max(settled_at) FILTER"
-        f" (WHERE status = '{SETTLED}')) FROM _all)"
+        # open transfers were still open when the sync read them (records stored since
+        # with later times move it on)
+        else f"greatest({sql_timestamp(synced)}, {newest})"
+        if synced is not None
+        else newest
     )
     ctes = [
         ("_all", src.input_cte(_USES, where)),
@@ -223,8 +236,10 @@ def kaplan_meier(keys: list[str]) -> list[tuple[str, str]]:
     1 - d/n; S(t) is the product of the factors of the times <= t."""
     cols = "".join(f"{quote(k)}, " for k in keys)
     part = f"PARTITION BY {', '.join(map(quote, keys))} " if keys else ""
+    # over fewer observations than `fewest(q)` (settled and censored), a quantile is NA
     quantiles = ", ".join(
-        f"min(t) FILTER (WHERE d > 0 AND s <= {1 - q!r} + 1e-9) AS p{round(q * 100)}_seconds"
+        f"CASE WHEN count(*) >= {fewest(q)} THEN min(t) FILTER (WHERE d > 0 AND s <= {1 - q!r}"
+        f" + 1e-9) END AS p{round(q * 100)}_seconds"
         for q in QUANTILES
     )
     peers = "RANGE BETWEEN CURRENT ROW AND CURRENT ROW"

@@ -546,7 +546,13 @@ def _add_close(commands: Any) -> None:
 
 
 #: What `paylens export --what` names: an analysis helper, or `closed:YYYY-MM`.
-EXPORTABLE = ("platform_pnl", "revenue", "fee_breakdown", "refunds_owed", "balance_rollforward")
+EXPORTABLE = (
+    "platform_pnl",
+    "fees_collected",
+    "fee_breakdown",
+    "refunds_owed",
+    "balance_rollforward",
+)
 
 
 def _exportable(text: str) -> str:

@@ -54,6 +54,8 @@ TABLES: dict[str, str | None] = {
     "status_history": "run_id",
     "ops_journal": None,
     "sync_runs": None,
+    # when the warehouse last read the service, in its clock: what open transfers are censored at
+    "resource_reads": None,
     "rejected_records": None,
     "paylens_meta": None,
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html
 import os
 from collections.abc import Callable
@@ -20,11 +21,12 @@ from paylens.analysis import (
     card_summary,
     failure_breakdown,
     fee_breakdown,
+    fees_collected,
     refund_summary,
-    revenue,
     settlement_times,
     words,
 )
+from paylens.analysis._pnl import pnl_by_period, pnl_rows
 from paylens.connection import Banner, sandbox_warehouse
 from paylens.errors import InvalidArgumentError, TieOutError
 from paylens.models import format_minor
@@ -85,7 +87,13 @@ class Header:
 class Period:
     """The warehouse rows created in [start, end) (UTC; None: unbounded), of one currency or
     all (a row's own currency: sent for outgoing, received for incoming, authorized for
-    cards). Its frames carry the warehouse's source label, so tables and plots say sandbox."""
+    cards). Its frames carry the warehouse's source label, so tables and plots say sandbox.
+
+    Money earned has one definition: a completed transfer counts in the period it settled in
+    (`analysis.settlement_period`), whenever it was created. The headline, the revenue tables,
+    the summary's money and the P&L read `settled_fees` and `settled` (completed transfers
+    settled in [start, end)), and the checks tie them out; the rest (failures, settlement
+    times, cards, exceptions) is about the transfers created in the period."""
 
     #: a CSV of mid-market rates given to `open` (None: see `reference_rates`)
     rates_file: Path | None = None
@@ -109,6 +117,11 @@ class Period:
         self.transactions = self._read("transactions")
         self.fees = self._read("outgoing_fees")
         self.cards = self._read("card_transactions")
+        #: completed outgoing transfers settled in the period (their fee rows)
+        self.settled_fees = self._read("outgoing_fees", on="settled_at")
+        #: completed transfers settled in the period
+        self.settled = self._read("transactions", on="settled_at")
+        self._pnl: pd.DataFrame | None = None
         where, params = self._where("transactions")
         self.history = wh.sql(
             "SELECT * FROM status_history WHERE id IN"
@@ -135,25 +148,61 @@ class Period:
             period.rates_file = Path(reference_rates)
         return period
 
-    def _where(self, table: str) -> tuple[str, list[Any]]:
+    def _where(
+        self, table: str, on: str = "created_at", currency: bool = True
+    ) -> tuple[str, list[Any]]:
+        """The rows of `table` whose `on` instant is in the period (`settled_at`: completed
+        transfers only), in its currency (unless `currency=False`)."""
         # a transaction the service no longer has is not counted, nor the rows hanging off it
         clauses = [f"id IN (SELECT id FROM {self.wh.current_rows('transactions')})"]
         params: list[Any] = []
+        if on == "settled_at":
+            clauses.append("status = 'COMPLETED' AND settled_at IS NOT NULL")
         if self.start is not None:
-            clauses.append("created_at >= ?")
+            clauses.append(f"{on} >= ?")
             params.append(self.start)
         if self.end is not None:
-            clauses.append("created_at < ?")
+            clauses.append(f"{on} < ?")
             params.append(self.end)
-        if self.currency is not None:
+        if currency and self.currency is not None:
             clauses.append(f"{_TABLES[table][0]} = ?")
             params.append(self.currency)
         return " AND ".join(clauses), params
 
-    def _read(self, table: str) -> pd.DataFrame:
-        where, params = self._where(table)
+    def _read(self, table: str, on: str = "created_at") -> pd.DataFrame:
+        where, params = self._where(table, on)
         rows = _TABLES[table][1]
         return self.wh.sql(f"SELECT * FROM ({rows}) WHERE {where} ORDER BY created_at, id", params)
+
+    @functools.cached_property
+    def as_of(self) -> pd.Timestamp | None:
+        """What settlement times are measured to: when the warehouse last read the service, in
+        the service's clock (`Warehouse.synced_at`; open transfers were open then), or the
+        newest instant of its transactions when that is later (records stored since)."""
+        newest = self.wh.sql(
+            "SELECT greatest(max(created_at), max(updated_at), max(settled_at)) AS t"
+            " FROM transactions"
+        )["t"].iloc[0]
+        found = [pd.Timestamp(t) for t in (self.wh.synced_at(), newest) if t is not None]
+        found = [t for t in found if not pd.isna(t)]
+        return max(found) if found else None
+
+    def pnl(self) -> pd.DataFrame:
+        """The platform's P&L of the period (`analysis.platform_pnl`'s rows and columns): the
+        transfers that settled in [start, end) per the transactions table, summed per
+        settlement month and currency (a period that is not whole months gives partial
+        months). In one currency: the P&L rows in that currency (an incoming transfer's fees
+        are in its sender's currency)."""
+        if self._pnl is None:
+            where, params = self._where("transactions", "settled_at", currency=False)
+            ids = self.wh.sql(f"SELECT id FROM transactions WHERE {where}", params)["id"]
+            rows = pnl_rows(self.wh, reference_rates=self.reference_rates)
+            rows = rows[rows["id"].isin(set(ids))]
+            if self.currency is not None:
+                rows = rows[rows["currency"] == self.currency]
+            self._pnl = pnl_by_period(rows)
+            self._pnl.attrs["source"] = self.transactions.attrs.get("source")
+        return self._pnl
 
     @property
     def reference_rates(self) -> pd.DataFrame | None:
@@ -162,7 +211,8 @@ class Period:
         revenue table then says the margin is unknown)."""
         if self.rates_file is not None:
             return read_reference_rates(self.rates_file)
-        created = self.transactions["created_at"]
+        # a transfer settled in the period may have been created (quoted) before it
+        created = pd.concat([self.transactions["created_at"], self.settled["created_at"]])
         if not self.wh.is_sandbox or created.empty:
             return None
         from paylens.sandbox import mid_rate_series
@@ -237,7 +287,7 @@ class Period:
         per `check` (the index). `assert_tie_outs` raises when any did not."""
         txs, fees, cards = self.transactions, self.fees, self.cards
         kinds = txs["type"].value_counts()
-        settlement = settlement_times(fees, by=[], status_history=self.history)
+        settlement = settlement_times(fees, by=[], status_history=self.history, as_of=self.as_of)
         failures = failure_breakdown(txs)
         card_rows = card_summary(cards, by="status", status_history=self.history)
         fee_rows = fee_breakdown(fees, status=None)
@@ -293,11 +343,63 @@ class Period:
                 str(last_run["status"]) if last_run else "never synced",
             ),
         ]
+        checks += self._pnl_checks()
         checks.append(rollforward_check(self))
         frame = pd.DataFrame(checks, columns=["check", "expected", "actual"]).set_index("check")
         frame["passed"] = [e == a for _, e, a in checks]
         frame.attrs["source"] = txs.attrs.get("source")
         return frame
+
+    def _pnl_checks(self) -> list[tuple[str, object, object]]:
+        """The headline and the revenue table (read from the fee rows settled in the period)
+        against the P&L (the transfers settled in it): the same money, one definition."""
+        pnl = self.pnl()
+        outgoing = pnl[pnl["outgoing_count"] > 0]
+        charged = outgoing[list(FEE_PARTS)].sum(axis=1)
+        pnl_fees = charged.groupby(outgoing["currency"]).sum()
+        pnl_platform = outgoing.groupby("currency")["platform_revenue_minor"].sum()
+        head = fee_breakdown(self.settled_fees, by=[], status="COMPLETED")
+        head_fees = head.groupby("sent_currency")["fees_minor"].sum()
+        head_platform = head.groupby("sent_currency")["platform_fee_minor"].sum()
+        table = fees_collected(
+            self.settled_fees, by="settlement_month", reference_rates=self.reference_rates
+        )
+        cells = {
+            (pd.Timestamp(m).strftime("%Y-%m"), str(c)): (int(f), int(p), int(x or 0))
+            for m, c, f, p, x in zip(
+                table["settlement_month"],
+                table["sent_currency"],
+                table["fees_minor"],
+                table["platform_fee_minor"],
+                table["fx_margin_minor"].fillna(0),
+                strict=True,
+            )
+        }
+        pnl_cells = {
+            (str(r.period), str(r.currency)): (
+                int(f),
+                int(r.platform_revenue_minor),
+                int(r.service_fx_margin_minor),
+            )
+            for r, f in zip(records(outgoing), charged, strict=True)
+        }
+        return [
+            (
+                "headline fees = P&L fees, per currency (currencies that differ)",
+                0,
+                _differ(head_fees, pnl_fees),
+            ),
+            (
+                "headline platform revenue = P&L, per currency (currencies that differ)",
+                0,
+                _differ(head_platform, pnl_platform),
+            ),
+            (
+                "revenue table = P&L, per settlement month and currency (cells that differ)",
+                0,
+                sum(cells.get(k) != pnl_cells.get(k) for k in set(cells) | set(pnl_cells)),
+            ),
+        ]
 
     @staticmethod
     def assert_tie_outs(checks: pd.DataFrame) -> str:
@@ -330,9 +432,9 @@ class Period:
 
     def summary(self, checks: pd.DataFrame) -> Summary:
         """The report's first screen: where the data comes from, the period, the checks and
-        exceptions in a line, and per currency (never added across currencies): completed
-        transfers, the amounts sent and received, fees charged and the platform's revenue,
-        the outgoing failure rate, settlement p50 and p90 and refunds still owed (pending)
+        exceptions in a line, and per currency (never added across currencies): transfers
+        settled in the period, the amounts sent and received, fees charged and the platform's
+        revenue (from the P&L), the outgoing failure rate, settlement p50 and p90 and refunds still owed (pending)
         or failed."""
         header = self.run_header()
         passed = int(checks["passed"].sum())
@@ -364,8 +466,7 @@ class Period:
             for name, value in values.items():
                 row[name] = row.get(name, 0) + value if isinstance(value, int) else value
 
-        done = txs[txs["status"] == "COMPLETED"]
-        for (code, kind), part in done.groupby(["currency", "type"]):
+        for (code, kind), part in self.settled.groupby(["currency", "type"]):
             amount = sum(int(v) for v in part["amount_minor"].dropna())
             decimals = part["decimals"].dropna()
             d = decimals.iloc[0] if len(decimals) else None
@@ -373,14 +474,16 @@ class Period:
                 put(code, d, completed=len(part), sent=amount)
             elif kind == "INCOMING":
                 put(code, d, completed=len(part), received=amount)
-        for r in records(revenue(self.fees, by=[])):
+        for r in records(fees_collected(self.settled_fees, by=[])):
             put(r.sent_currency, r.sent_decimals, fees=int(r.fees_minor))
-            put(r.sent_currency, r.sent_decimals, revenue=platform_revenue(r))
+        for r in records(self.pnl()):
+            if r.outgoing_count:
+                put(r.currency, r.decimals, revenue=platform_revenue(r))
         lives = failure_breakdown(txs, by=[], type="OUTGOING")
         for r in records(lives.drop_duplicates(["currency"])):
             put(r.currency, r.decimals, failure_rate=r.failure_rate)
         times = settlement_times(
-            self.fees, by=["sent_amount_currency"], status_history=self.history
+            self.fees, by=["sent_amount_currency"], status_history=self.history, as_of=self.as_of
         )
         for r in records(times):
             put(r.sent_amount_currency, None, p50=r.p50_seconds, p90=r.p90_seconds)
@@ -434,17 +537,17 @@ class Period:
     # -- headline figures -----------------------------------------------------------------------
 
     def headline(self) -> pd.DataFrame:
-        """Per currency (never added across currencies): completed incoming transactions and
-        the amount received, completed outgoing ones with the amount sent and their fees, card
-        transactions and their net settled amount, in major units of that currency."""
+        """Per currency (never added across currencies): incoming transfers settled in the
+        period and the amount received, outgoing ones settled in it with the amount sent,
+        their fees and the platform's fee, card transactions created in it and their net
+        settled amount, in major units of that currency."""
         txs = self.transactions
-        incoming = txs[
-            (txs["type"] == "INCOMING") & (txs["status"] == "COMPLETED") & txs["currency"].notna()
-        ]
+        settled = self.settled
+        incoming = settled[(settled["type"] == "INCOMING") & settled["currency"].notna()]
         received = incoming.groupby(["currency", "decimals"], dropna=False)["amount_minor"].agg(
             ["size", "sum"]
         )
-        fees = fee_breakdown(self.fees, by=[], status="COMPLETED")
+        fees = fee_breakdown(self.settled_fees, by=[], status="COMPLETED")
         cards = card_summary(self.cards, by=[], status_history=self.history)
         # integer figures per currency, summed over every group a helper splits it into (card
         # transactions by the currency of the account paying them, say): formatted at the end
@@ -472,6 +575,7 @@ class Period:
         for f in fees.itertuples():
             add(f.sent_currency, f.sent_decimals, outgoing_count=f.transaction_count)
             add(f.sent_currency, f.sent_decimals, sent=f.sent_minor, fees=f.fees_minor)
+            add(f.sent_currency, f.sent_decimals, platform=f.platform_fee_minor)
         for c in cards.itertuples():
             add(
                 c.currency,
@@ -485,6 +589,7 @@ class Period:
             "outgoing_count": "outgoing completed",
             "sent": "sent",
             "fees": "fees",
+            "platform": "platform revenue",
             "card_count": "card transactions",
             "net_settled": "card net settled",
         }
@@ -508,7 +613,7 @@ class Period:
         count as late), open transfers, refunds, stale card holds and exceptions; counts and
         times, so every currency is in them."""
         rows = failure_breakdown(self.transactions)
-        settled = settlement_times(self.fees, by=[], status_history=self.history)
+        settled = settlement_times(self.fees, by=[], status_history=self.history, as_of=self.as_of)
         cards = card_summary(self.cards, by=[], status_history=self.history)
         first = settled.iloc[0] if len(settled) else pd.Series(dtype=object)
 
@@ -544,7 +649,7 @@ class Period:
         expected or pending past their expectation, stale card holds, card transactions in
         EXCEPTION and those settled in another currency than authorized; newest first."""
         txs = self.transactions
-        settled = settlement_times(self.fees, status_history=self.history)
+        settled = settlement_times(self.fees, status_history=self.history, as_of=self.as_of)
         cards = card_summary(self.cards, status_history=self.history)
         lives = failure_breakdown(txs)
         amounts = txs.set_index("id")[["currency", "decimals", "amount_minor"]]
@@ -599,6 +704,21 @@ class Period:
         return frame.reset_index(drop=True)
 
 
+#: The P&L columns whose sum is the fees the senders paid on outgoing transfers.
+FEE_PARTS = (
+    "platform_revenue_minor",
+    "service_fees_minor",
+    "counterparty_fees_minor",
+    "unattributed_fees_minor",
+)
+
+
+def _differ(left: pd.Series, right: pd.Series) -> int:
+    """How many keys of two integer series (a currency each) differ, a key missing one side
+    counting as 0 there."""
+    return int(left.astype("int64").sub(right.astype("int64"), fill_value=0).ne(0).sum())
+
+
 #: The summary's columns after the currency.
 _SUMMARY = (
     "completed transfers",
@@ -615,10 +735,10 @@ _SUMMARY = (
 
 
 def platform_revenue(row: Any) -> int:
-    """The platform's revenue of a currency's row of `revenue(...)`, in minor units: the
-    platform's own fees on completed transfers (the service's and the counterparty's fees are
-    theirs). The one place the summary takes it from, so a P&L helper can replace it."""
-    return int(row.platform_fee_minor)
+    """The platform's revenue of a row of the P&L (`analysis.platform_pnl`), in minor units:
+    the platform's own fees on completed transfers (the service's and the counterparty's fees
+    are theirs). The one place the summary takes it from."""
+    return int(row.platform_revenue_minor)
 
 
 class Summary(Header):

@@ -13,12 +13,13 @@ import pandas as pd
 from paylens.analysis import (
     card_summary,
     failure_breakdown,
+    fees_collected,
     month_label,
     refund_summary,
-    revenue,
     settlement_times,
     words,
 )
+from paylens.analysis._pnl import PNL_PARTS
 from paylens.models import format_minor
 
 from ._format import MISSING_LABEL, format_check, format_duration, format_instant, format_rate
@@ -63,10 +64,12 @@ def checks(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def revenue_by_month(period: Period) -> pd.DataFrame:
-    """Fees charged on completed transfers, per sending currency (rows) and settlement month
+    """Fees charged on transfers settled in the period, per sending currency (rows) and month
     (columns, 'Sep 2025', partial months marked), in each currency's major units: the 100-row
     long frame pivoted to one row a currency."""
-    frame = revenue(period.fees, by="settlement_month", reference_rates=period.reference_rates)
+    frame = fees_collected(
+        period.settled_fees, by="settlement_month", reference_rates=period.reference_rates
+    )
     if frame.empty:
         return pd.DataFrame({"currency": []})
     span = period.span()
@@ -88,9 +91,10 @@ def revenue_by_month(period: Period) -> pd.DataFrame:
 
 
 def revenue_by_currency(period: Period) -> pd.DataFrame:
-    """Per sending currency: completed transfers, the amount sent, fees charged by party,
+    """Per sending currency, of the transfers settled in the period: how many, the amount
+    sent, fees charged by party,
     take rate and FX margin against the reference rates (unknown without them)."""
-    frame = revenue(period.fees, by=[], reference_rates=period.reference_rates)
+    frame = fees_collected(period.settled_fees, by=[], reference_rates=period.reference_rates)
     frame = frame.sort_values("transaction_count", ascending=False, kind="stable")
     rows = []
     for r in records(frame):
@@ -112,12 +116,33 @@ def revenue_by_currency(period: Period) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def platform_pnl(period: Period) -> pd.DataFrame:
+    """The period's P&L (`Period.pnl`): per settlement month and currency, the platform's
+    revenue, then what the service and the counterparty earned of what the senders paid, each
+    column named by who earns it, in the currency's major units."""
+    frame = period.pnl()
+    span = period.span()
+    rows = []
+    for r in records(frame):
+        row: dict[str, str] = {
+            "settled in": month_label(pd.Timestamp(f"{r.period}-01"), span),
+            "currency": str(r.currency),
+            "transfers": f"{r.outgoing_count + r.incoming_count:,}",
+        }
+        for header, column in PNL_PARTS.items():
+            row[header] = _money(getattr(r, column), r.decimals)
+        if r.fx_margin_unknown_count:
+            row["service FX margin"] += f" ({r.fx_margin_unknown_count:,} without a rate)"
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["settled in", "currency", "transfers", *PNL_PARTS])
+
+
 def settlement_by_rail(period: Period) -> pd.DataFrame:
     """Outgoing transfers per rail and funding source, the busiest first: completed and open
     counts, failure rate, Kaplan–Meier p50 and p90, the share settled later than expected,
     open ones overdue and instant transfers over a minute."""
     frame = settlement_times(
-        period.fees, by=["rail", "source_type"], status_history=period.history
+        period.fees, by=["rail", "source_type"], status_history=period.history, as_of=period.as_of
     ).sort_values("transaction_count", ascending=False, kind="stable")
     return pd.DataFrame(
         {

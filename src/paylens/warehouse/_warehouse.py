@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, Unpack
 
@@ -442,6 +442,21 @@ class Warehouse:
     def sync_runs(self) -> pd.DataFrame:
         return self.sql("SELECT * FROM sync_runs ORDER BY run_id")
 
+    def synced_at(self) -> datetime | None:
+        """When this file last read the service, in the service's clock (its `Date`, recorded
+        with each read of a resource): what the service said was open was still open then.
+        None before any sync (or in a file of an older layout)."""
+        with self._lock:
+            found = self._con.execute(
+                "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'resource_reads'"
+                " AND schema_name = current_schema()"
+            ).fetchall()
+            if not found[0][0]:
+                return None
+            rows = self._con.execute("SELECT max(read_at) FROM resource_reads").fetchall()
+        value = rows[0][0]
+        return value.astimezone(UTC) if isinstance(value, datetime) else None
+
     def last_sync(self) -> dict[str, Any] | None:
         """The latest sync of this file (a `sync_runs` row as a dict; None before any): its
         last run, or a later `paylens sync` that failed or was stopped before its copy was
@@ -479,11 +494,12 @@ class Warehouse:
                 "CREATE TABLE IF NOT EXISTS closed_periods (period VARCHAR PRIMARY KEY,"
                 " snapshot VARCHAR NOT NULL, closed_at TIMESTAMPTZ NOT NULL)"
             )
-            row = con.execute(
+            # fetched whole: a result left unfinished makes the connection refuse the next query
+            rows = con.execute(
                 "SELECT snapshot FROM closed_periods WHERE period = ?", [period]
-            ).fetchone()
-            if row is not None:
-                return str(row[0])
+            ).fetchall()
+            if rows:
+                return str(rows[0][0])
             con.execute("INSERT INTO closed_periods VALUES (?, ?, now())", [period, snapshot])
             return snapshot
 

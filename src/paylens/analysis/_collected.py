@@ -1,4 +1,7 @@
-"""Revenue of completed outgoing transfers: fees by who earns them, and the FX margin."""
+"""Fees collected on completed outgoing transfers: what the senders paid, by who earns it
+(the service, the platform, the counterparty), and the service's FX margin. Not the
+platform's revenue: that is `platform_pnl`'s `platform_revenue_minor` (once called `revenue`,
+this helper added the others' fees to it)."""
 
 from __future__ import annotations
 
@@ -41,7 +44,7 @@ _KEPT = [
 ]
 
 
-def revenue(
+def fees_collected(
     data: Data,
     by: By = "settlement_month",
     *,
@@ -49,8 +52,10 @@ def revenue(
     status: str | Sequence[str] | None = "COMPLETED",
     major: bool = False,
 ) -> pd.DataFrame:
-    """What completed outgoing transfers earned, per group and sending currency, in integer
-    minor units of the sending currency S and fractions of the amount sent (`_rate`).
+    """What completed outgoing transfers collected from their senders, per group and
+    sending currency, each part named by who earns it, in integer minor units of the sending
+    currency S and fractions of the amount sent (`_rate`). Only `platform_fee_minor` is the
+    platform's revenue (see `platform_pnl`); the rest is the service's or the counterparty's.
 
         fees_minor                    = F + V + P + C_s (+ residual): what the sender paid in fees
         service_fixed_fee_minor   F,  service_variable_fee_minor V: the service's fees
