@@ -29,11 +29,15 @@ import base64
 import hashlib
 import json
 import random
+import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from functools import cache
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -787,3 +791,45 @@ def _match(record: dict[str, Any], q: dict[str, str], currency_field: str) -> bo
         if code != q["currency"]:
             return False
     return "type" not in q or record.get("type") == q["type"]
+
+
+@contextmanager
+def served(svc: SecondService) -> Iterator[str]:
+    """`svc` answering real HTTP on 127.0.0.1; yields its base URL."""
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            port = self.server.server_address[1]
+            request = httpx.Request(
+                self.command,
+                f"http://127.0.0.1:{port}{self.path}",
+                headers=dict(self.headers.items()),
+                content=body,
+            )
+            with lock:  # the service is one object, not thread-safe
+                response = svc.handle(request)
+            content = response.read()
+            self.send_response(response.status_code)
+            for name, value in response.headers.items():
+                if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(content)))
+            self.end_headers()
+            self.wfile.write(content)
+
+        do_POST = do_PATCH = do_DELETE = do_GET
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/2025-10-13"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -9,16 +9,11 @@ here from the raw records in plain Python, to the minor unit."""
 from __future__ import annotations
 
 import json
-import threading
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pandas as pd
 import pytest
 
@@ -27,54 +22,12 @@ from paylens.analysis import platform_pnl, refunds_owed
 from paylens.close import adjustments, close_month, closed_figures, closed_tables
 from paylens.warehouse import Warehouse
 
-from ._second_service import Habits, SecondService, fmt, to_ns
+from ._second_service import Habits, SecondService, fmt, served, to_ns
 
 pytestmark = pytest.mark.http
 
 SEPT_END = datetime(2025, 10, 1, tzinfo=UTC)
 FINAL = {"COMPLETED", "FAILED", "EXPIRED", "REJECTED", "CANCELLED"}
-
-
-@contextmanager
-def served(svc: SecondService) -> Iterator[str]:
-    """`svc` answering real HTTP on 127.0.0.1; yields its base URL."""
-    lock = threading.Lock()
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def do_GET(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
-            port = self.server.server_address[1]
-            request = httpx.Request(
-                self.command,
-                f"http://127.0.0.1:{port}{self.path}",
-                headers=dict(self.headers.items()),
-                content=body,
-            )
-            with lock:  # the service is one object, not thread-safe
-                response = svc.handle(request)
-            content = response.read()
-            self.send_response(response.status_code)
-            for name, value in response.headers.items():
-                if name.lower() not in ("content-length", "transfer-encoding", "connection"):
-                    self.send_header(name, value)
-            self.send_header("Content-Length", str(len(content)))
-            self.end_headers()
-            self.wfile.write(content)
-
-        do_POST = do_PATCH = do_DELETE = do_GET
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/2025-10-13"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _month(text: str) -> str:
