@@ -382,7 +382,7 @@ def unfinished(con: duckdb.DuckDBPyConnection, run_id: int) -> tuple[list[Window
     return windows, bool(full)
 
 
-#: The run whose windows, registered, are a full read of everything (`mark_full`).
+#: The run whose windows, registered, are a full read of everything (`mark_full` sets it).
 _FULL_READ_META = "full_read_run"
 
 
@@ -390,7 +390,7 @@ def mark_full(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     """Say that a run's registered windows are the whole of a full read (said once they are
     registered): a run that stops after this is resumed as the rest of a full read
     (`unfinished`), not started again."""
-    _store.set_meta(con, **{_FULL_READ_META: str(run_id)})
+    _store.set_meta(con, full_read_run=str(run_id))
 
 
 def unlisted(con: duckdb.DuckDBPyConnection, run_id: int) -> list[str]:
