@@ -59,19 +59,26 @@ def sync_file(
             _staged.discard(target)
             staged = _staged.prepare(target)
             wh = Warehouse(staged)
+        empty = False  # a first sync that failed having stored nothing
         try:
             with wh:
-                report = wh.sync(
-                    client,
-                    since=since,
-                    full=full,
-                    concurrency=concurrency,
-                    rate_limit=rate_limit,
-                    progress=progress,
-                    resources=resources,
-                    verify_syncs=verify_syncs,
-                    freshness=freshness,
-                )
+                try:
+                    report = wh.sync(
+                        client,
+                        since=since,
+                        full=full,
+                        concurrency=concurrency,
+                        rate_limit=rate_limit,
+                        progress=progress,
+                        resources=resources,
+                        verify_syncs=verify_syncs,
+                        freshness=freshness,
+                    )
+                except BaseException:
+                    if first:
+                        with wh._lock:
+                            empty = _staged.holds_no_records(staged, wh._con)
+                    raise
                 # checkpointed here, where a full disk is an error: the close would fail
                 # silently and leave a copy that no later run can finish on that disk
                 wh._checkpoint()
@@ -82,7 +89,7 @@ def sync_file(
         except BaseException:
             # a first sync that stored nothing leaves nothing to resume: no copy beside a file
             # that does not exist (a mistyped path, a service not reached)
-            if first and _staged.holds_no_records(staged):
+            if empty:
                 _staged.discard(target)
                 # nor the locks of a file that was never made
                 lock_path(staged).unlink(missing_ok=True)
