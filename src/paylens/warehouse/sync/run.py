@@ -70,14 +70,14 @@ class SyncOptions:
     freshness: Freshness = field(default_factory=Freshness)
     slice_records: int = 5_000
     leaf_records: int = 2_000
-    land_records: int = 1_000
+    land_records: int = 500
     land_bytes: int = 2 << 20
-    batch_records: int = 20_000
+    batch_records: int = 10_000
     batch_bytes: int = 32 << 20
     queue_landings: int = 32
     #: the most records read and not yet committed (readers wait beyond it): what a Ctrl-C
     #: leaves for the next run to read again (None: only the queue's bound)
-    ahead_records: int | None = 30_000
+    ahead_records: int | None = 12_000
     gather_seconds: float = 0.2
 
     def __post_init__(self) -> None:
