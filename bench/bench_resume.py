@@ -1,13 +1,13 @@
 """What a Ctrl-C costs: a full `paylens sync --resources transactions` interrupted (SIGINT) once
-a share of the records is committed, then run again to its end, against one uninterrupted
-sync of the same served sandbox (fixed clock: nothing changes between the runs).
+a share of an uninterrupted run's commits is made, then run again to its end, against one
+uninterrupted sync of the same served sandbox (fixed clock: nothing changes between runs).
 
 For each share: the requests the served sandbox answered to the interrupted run and to the
 resumed one (its own count, `GET _control/requests`), their sum against the uninterrupted
 run's, the seconds from the SIGINT to the process's exit, the processes' wall time, and
 whether the stored rows are the uninterrupted run's.
 
-    python bench/bench_resume.py --transactions 200000 [--shares 0.25 0.5 0.75] [--out F]
+    cd bench && python bench_resume.py --transactions 200000 [--shares 0.25 0.5 0.75] [--out F]
 """
 
 from __future__ import annotations
@@ -15,11 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -27,33 +24,12 @@ import duckdb
 import httpx
 from bench_sync import served
 
-#: `paylens sync` (the CLI, with its own Ctrl-C handling), saying after each commit of
-#: transactions how many records the run has committed so far.
-SYNC = r"""
-import sys
-from paylens.cli import main
-from paylens.warehouse.sync.run import TransactionSync
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.test_sync_ctrl_c import STORED_TABLES, run_sync, sync_script
 
-land = TransactionSync._land
-
-def announced(self, batch):
-    land(self, batch)
-    print("committed", self.tally.records, flush=True)
-
-TransactionSync._land = announced
-sys.argv = ["paylens", "sync", "--db", sys.argv[1], "--resources", "transactions", "--quiet"]
-main()
-"""
-
-#: The stored rows compared between runs (what a sync writes, less its run bookkeeping).
-_RUN = "first_seen_at, first_run_id, last_changed_run_id, last_synced_at, sync_run_id"
-COMPARED = {
-    "transactions": f"* EXCLUDE ({_RUN}, removed_at)",
-    "outgoing_fees": f"* EXCLUDE ({_RUN})",
-    "card_transactions": f"* EXCLUDE ({_RUN})",
-    "payment_instructions": f"* EXCLUDE ({_RUN})",
-    "status_history": "* EXCLUDE (observed_at, run_id)",
-}
+#: `paylens sync --resources transactions`, saying how many records it committed after each
+#: commit (the Ctrl-C test's, with the sync's own options).
+SYNC = sync_script()
 
 
 def requests(env: dict[str, str]) -> int:
@@ -62,37 +38,9 @@ def requests(env: dict[str, str]) -> int:
     return int(httpx.get(f"{root}/_control/requests", auth=auth, timeout=60).json()["count"])
 
 
-def sync(env: dict[str, str], db: Path, stop_at: int | None = None) -> dict[str, Any]:
-    """One sync process; with `stop_at`, SIGINT once that many records are committed."""
-    before = requests(env)
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SYNC, str(db)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **env},
-    )
-    assert proc.stdout is not None
-    committed, signalled = 0, None
-    for line in proc.stdout:
-        if not line.startswith("committed "):
-            continue  # the sync's own report
-        committed = int(line.split()[1])
-        if stop_at is not None and signalled is None and committed >= stop_at:
-            proc.send_signal(signal.SIGINT)
-            signalled = time.perf_counter()
-    proc.wait()
-    ended = time.perf_counter()
-    assert proc.stderr is not None
-    return {
-        "exit": proc.returncode,
-        "seconds": ended - started,
-        "requests": requests(env) - before,
-        "committed": committed,
-        "ctrl_c_seconds": None if signalled is None else ended - signalled,
-        "stderr": proc.stderr.read().strip()[-300:],
-    }
+def sync(env: dict[str, str], db: Path, stop_after: int | None = None) -> dict[str, Any]:
+    """One sync process; with `stop_after`, SIGINT once that many commits are made."""
+    return run_sync(SYNC, env, db, lambda: requests(env), stop_after)
 
 
 def stored(db: Path) -> dict[str, int]:
@@ -100,7 +48,7 @@ def stored(db: Path) -> dict[str, int]:
     con = duckdb.connect(str(db), read_only=True)
     try:
         out = {}
-        for table, columns in COMPARED.items():
+        for table, columns in STORED_TABLES.items():
             count, digest = con.execute(
                 f"SELECT count(*), bit_xor(hash(t)) FROM (SELECT {columns} FROM {table}) t"
             ).fetchone() or (0, 0)
@@ -128,7 +76,7 @@ def main() -> None:
         print(json.dumps({"uninterrupted": whole}), flush=True)
         for share in args.shares:
             db = Path(tmp) / f"resumed-{share}.duckdb"
-            first = sync(env, db, stop_at=int(share * args.transactions))
+            first = sync(env, db, stop_after=max(1, round(share * whole["commits"])))
             second = sync(env, db)
             row = {
                 "share": share,

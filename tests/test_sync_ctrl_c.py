@@ -10,7 +10,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -20,23 +22,18 @@ from paylens.warehouse import Warehouse
 
 from .test_warehouse_sync import assert_exact
 
-#: `paylens sync` (its CLI, with its own Ctrl-C handler) printing how many records the run has
-#: committed after each commit. The batches are made small (the same machinery as a large
-#: sync's, at a test's size): a reader hands over every 200 records, a batch holds at most
-#: 1,000, and the readers run at most 1,500 records ahead of the commits.
-_SYNC = r"""
+_SCRIPT = r"""
 import sys
 from paylens.cli import main
 from paylens.warehouse.sync import run
 
-defaults = run.SyncOptions.__init__.__kwdefaults__ or {}
 init = run.SyncOptions.__init__
 
-def small(self, *args, **kwargs):
-    kwargs.update(land_records=200, batch_records=1_000, ahead_records=1_500)
+def options(self, *args, **kwargs):
+    kwargs.update(OPTIONS)
     init(self, *args, **kwargs)
 
-run.SyncOptions.__init__ = small
+run.SyncOptions.__init__ = options
 land = run.TransactionSync._land
 
 def announced(self, batch):
@@ -45,13 +42,29 @@ def announced(self, batch):
 
 run.TransactionSync._land = announced
 sys.argv = ["paylens", "sync", "--db", sys.argv[1], "--resources", "transactions", "--quiet",
-            "--concurrency", "4", "--verify-syncs", "1000000"]
+            *WORDS]
 main()
 """
 
+
+def sync_script(options: dict[str, int] | None = None, *words: str) -> str:
+    """The code of a `paylens sync` process (its CLI, with its own Ctrl-C handler) into the
+    file named by its first argument, printing how many records the run has committed after
+    each commit; `options`: `SyncOptions` fields set, `words`: more of its command line."""
+    return _SCRIPT.replace("OPTIONS", repr(options or {})).replace("WORDS", repr(list(words)))
+
+
+#: The sync of these tests: batches made small (the same machinery as a large sync's, at a
+#: test's size): a reader hands over every 200 records, a batch holds at most 1,000, and the
+#: readers run at most 1,500 records ahead of the commits.
+_SYNC = sync_script(
+    {"land_records": 200, "batch_records": 1_000, "ahead_records": 1_500},
+    *("--concurrency", "4", "--verify-syncs", "1000000"),
+)
+
 #: What a sync stores, less its own bookkeeping (which run stored what, and when).
 _RUN = "first_seen_at, first_run_id, last_changed_run_id, last_synced_at, sync_run_id"
-_TABLES = {
+STORED_TABLES = {
     "transactions": f"* EXCLUDE ({_RUN}, removed_at)",
     "outgoing_fees": f"* EXCLUDE ({_RUN})",
     "card_transactions": f"* EXCLUDE ({_RUN})",
@@ -65,21 +78,27 @@ def _stored(path: Path) -> dict[str, list[tuple[object, ...]]]:
     try:
         return {
             table: con.execute(f"SELECT {columns} FROM {table} ORDER BY ALL").fetchall()
-            for table, columns in _TABLES.items()
+            for table, columns in STORED_TABLES.items()
         }
     finally:
         con.close()
 
 
-def _sync(
-    sandbox: Sandbox, env: dict[str, str], path: Path, stop_after: int | None = None
-) -> tuple[int, int, float | None, int]:
-    """A sync process; with `stop_after`, SIGINT once that many commits are announced.
-    Returns its exit code, the requests the sandbox answered it, the seconds from the SIGINT
-    to its exit, and the records it committed."""
-    before = sandbox.requests.count()
+def run_sync(
+    script: str,
+    env: dict[str, str],
+    path: Path,
+    requests: Callable[[], int],
+    stop_after: int | None = None,
+) -> dict[str, Any]:
+    """A sync process running `script` (`sync_script`) into `path`; with `stop_after`, sent
+    SIGINT once its announced commits reach that many. Says its exit code, its wall seconds,
+    the requests the service answered it (`requests()`: the service's count), the records it
+    committed and in how many commits, the seconds from the SIGINT to its exit and the end of what it wrote on
+    stderr."""
+    before, started = requests(), time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-c", _SYNC, str(path)],
+        [sys.executable, "-c", script, str(path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -90,16 +109,30 @@ def _sync(
     signalled = None
     for line in proc.stdout:
         if not line.startswith("committed "):
-            continue
+            continue  # the sync's own report
         commits, committed = commits + 1, int(line.split()[1])
         if commits == stop_after:
             proc.send_signal(signal.SIGINT)
             signalled = time.monotonic()
-    proc.wait(timeout=120)
-    took = None if signalled is None else time.monotonic() - signalled
-    err = proc.stderr.read()
-    assert "Traceback" not in err, err
-    return proc.returncode, sandbox.requests.count() - before, took, committed
+    proc.wait(timeout=600)
+    ended = time.monotonic()
+    return {
+        "exit": proc.returncode,
+        "seconds": ended - started,
+        "requests": requests() - before,
+        "committed": committed,
+        "commits": commits,
+        "ctrl_c_seconds": None if signalled is None else ended - signalled,
+        "stderr": proc.stderr.read().strip()[-300:],
+    }
+
+
+def _sync(
+    sandbox: Sandbox, env: dict[str, str], path: Path, stop_after: int | None = None
+) -> tuple[int, int, float | None, int]:
+    run = run_sync(_SYNC, env, path, sandbox.requests.count, stop_after)
+    assert "Traceback" not in run["stderr"], run["stderr"]
+    return run["exit"], run["requests"], run["ctrl_c_seconds"], run["committed"]
 
 
 def _interrupted_and_resumed(

@@ -61,27 +61,30 @@ def sync_file(
             wh = Warehouse(staged)
         empty = False  # a first sync that failed having stored nothing
         try:
-            with wh:
-                try:
-                    report = wh.sync(
-                        client,
-                        since=since,
-                        full=full,
-                        concurrency=concurrency,
-                        rate_limit=rate_limit,
-                        progress=progress,
-                        resources=resources,
-                        verify_syncs=verify_syncs,
-                        freshness=freshness,
-                    )
-                except BaseException:
-                    if first:
-                        with wh._lock:
-                            empty = _staged.holds_no_records(staged, wh._con)
-                    raise
+            try:
+                report = wh.sync(
+                    client,
+                    since=since,
+                    full=full,
+                    concurrency=concurrency,
+                    rate_limit=rate_limit,
+                    progress=progress,
+                    resources=resources,
+                    verify_syncs=verify_syncs,
+                    freshness=freshness,
+                )
                 # checkpointed here, where a full disk is an error: the close would fail
                 # silently and leave a copy that no later run can finish on that disk
                 wh._checkpoint()
+            except BaseException:
+                # asked on the copy's own connection: a second, read-only open would replay
+                # the log a Ctrl-C leaves unapplied (seconds, for a large sync)
+                if first:
+                    with wh._lock:
+                        empty = _staged.holds_no_records(staged, wh._con)
+                raise
+            finally:
+                wh.close()
         except WarehouseStorageError:
             # the copy holds the space that ran out: free it (the target is intact)
             _staged.discard(target)
