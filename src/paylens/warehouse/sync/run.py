@@ -72,13 +72,11 @@ class SyncOptions:
     leaf_records: int = 2_000
     land_records: int = 500
     land_bytes: int = 2 << 20
-    batch_records: int = 20_000
+    batch_records: int = 10_000
     batch_bytes: int = 32 << 20
     queue_landings: int = 32
     #: the most records read and not yet committed (readers wait beyond it): what a Ctrl-C
-    #: leaves for the next run to read again (None: only the queue's bound); a full read of
-    #: more than 40 times this lets the readers a 40th of it ahead, up to 4 times this
-    #: (`Writer.expect`)
+    #: leaves for the next run to read again (None: only the queue's bound)
     ahead_records: int | None = 12_000
     gather_seconds: float = 0.2
 
@@ -163,7 +161,7 @@ class Writer:
         self._dropping = threading.Event()  # a Ctrl-C: what is not committed yet is dropped
         # records handed over and not yet committed (or dropped); `put` waits while they are
         # `ahead_rows` or more: what a Ctrl-C drops, and the next run reads again, is bounded
-        self._ahead_rows = self._base_ahead = ahead_rows
+        self._ahead_rows = ahead_rows
         self._pending = 0
         self._committed = threading.Condition()
         self._threads = [
@@ -189,17 +187,6 @@ class Writer:
             self._queue.put(landing)
         else:
             self._done([landing])
-
-    def expect(self, records: int) -> None:
-        """A full read of about `records` is starting: the readers may run ahead by a 40th of
-        it (a Ctrl-C then costs the next run at most that, ~2.5 % of the read, again), from
-        `ahead_rows` up to four times it: ahead of a large read, batches as large as
-        `max_rows` are gathered (each commit scans the stored keys once: fewer, larger
-        commits cost less at a million records)."""
-        base = self._base_ahead
-        if base is not None:
-            with self._committed:
-                self._ahead_rows = max(base, min(records // 40, 4 * base))
 
     def _done(self, landings: list[Landing]) -> None:
         """Landings committed or dropped: no longer ahead of the commits."""
@@ -345,9 +332,6 @@ class InlineWriter:
         self._land(self._prepare([landing]))
 
     def stop(self) -> None:
-        pass
-
-    def expect(self, records: int) -> None:
         pass
 
     def flush(self) -> None:
@@ -499,9 +483,7 @@ class TransactionSync:
             first = self.service.probe(everything, sort_order="asc")
             newest_page = last.result()
             if isinstance(first.total_count, int) and not isinstance(first.total_count, bool):
-                # for the progress bar and the readers' lead only: never trusted
-                self.on_expect(first.total_count)
-                self.writer.expect(first.total_count)
+                self.on_expect(first.total_count)  # for the progress bar only: never trusted
             if not first.data:  # the data decides, not totalCount
                 self._reconcile_range(everything)
                 self._confirm_gone()
