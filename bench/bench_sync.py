@@ -37,9 +37,10 @@ report = sync_file(
     verify_syncs=int(verify_syncs),
 )
 elapsed = time.perf_counter() - started
-used = resource.getrusage(resource.RUSAGE_SELF)
+usage = resource.getrusage(resource.RUSAGE_SELF)
+cpu = usage.ru_utime + usage.ru_stime
 print(json.dumps({
-    "cpu_seconds": used.ru_utime + used.ru_stime,
+    "cpu_seconds": cpu, "cpu_us_per_record": cpu / max(1, report.new + report.changed) * 1e6,
     "mode": report.mode, "seconds": elapsed, "requests": report.requests,
     "new": report.new, "changed": report.changed, "unchanged": report.unchanged,
     "reverified": report.reverified,

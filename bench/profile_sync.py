@@ -7,12 +7,14 @@ of merit: it wraps private methods of `paylens.warehouse.sync` to time them.
 
 Prints the phases (start and end, seconds from the call), then per writer step the number of
 calls, wall seconds and (for the two thread bodies) the thread's CPU seconds, then the
-resident set and the bytes Arrow's pool holds, sampled every 0.5 s.
+resident set and the bytes Arrow's pool holds, sampled every 0.5 s, and the CPU seconds of
+each group of threads (the readers, the typer, the writer, the main thread, DuckDB's own).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import resource
 import sys
 import threading
@@ -84,9 +86,25 @@ def main(env_file: str, db: str) -> None:
     )
     samples: list[tuple[float, int, int]] = []
     finished = threading.Event()
+    ticks = os.sysconf("SC_CLK_TCK")
+    # CPU seconds by thread (the last seen: a pool's threads end before the sync returns),
+    # named by their Python thread where there is one (DuckDB's own threads are not)
+    thread_cpu: dict[int, tuple[str, float]] = {}
+
+    def sample_threads() -> None:
+        names = {t.native_id: t.name for t in threading.enumerate()}
+        for task in Path("/proc/self/task").iterdir():
+            try:
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            tid = int(task.name)
+            name = names.get(tid) or thread_cpu.get(tid, ("native", 0.0))[0]
+            thread_cpu[tid] = (name, (int(fields[11]) + int(fields[12])) / ticks)
 
     def sample() -> None:
         while not finished.wait(0.5):
+            sample_threads()
             status = Path("/proc/self/status").read_text()
             rss_kib = int(status.split("VmRSS:")[1].split()[0])
             samples.append(
@@ -98,6 +116,7 @@ def main(env_file: str, db: str) -> None:
     report = sync_file(db, client, progress=False, concurrency=16, resources=["transactions"])
     total = time.perf_counter() - origin
     finished.set()
+    sample_threads()
     usage = resource.getrusage(resource.RUSAGE_SELF)
     print(
         f"{report.new:,} new in {total:.2f} s, {report.requests:,} requests; CPU user "
@@ -110,6 +129,13 @@ def main(env_file: str, db: str) -> None:
     print("writer step          calls  wall s  thread CPU s (thread bodies only)")
     for name, (calls, wall, cpu) in steps.items():
         print(f"{name:<20} {calls:5d} {wall:7.2f} {cpu:7.2f}")
+    print("thread group         threads  CPU s")
+    groups: dict[str, list[float]] = {}
+    for name, cpu in thread_cpu.values():
+        group = name.split("_")[0] if name.startswith("paylens-sync") else name
+        groups.setdefault(group, []).append(cpu)
+    for group, cpus in sorted(groups.items(), key=lambda g: -sum(g[1])):
+        print(f"{group:<20} {len(cpus):7d} {sum(cpus):6.2f}")
     print("at s   RSS MiB  Arrow MiB")
     for at, rss, arrow in samples[:: max(1, len(samples) // 20)]:
         print(f"{at:5.1f} {rss:8d} {arrow:10d}")

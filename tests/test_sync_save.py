@@ -102,7 +102,7 @@ def test_a_batch_commits_with_its_checkpoint(
     assert con.execute("SELECT count(*) FROM transactions").fetchone() == (30,)
     assert con.execute("SELECT done, records FROM sync_slices").fetchall() == [(False, 30)]
     # a killed run: its unfinished window is resumed from its checkpoint by the next one
-    assert save.unfinished(con, run_id=3) == [Window(AT, AT)]
+    assert save.unfinished(con, run_id=3) == ([Window(AT, AT)], False)
     assert con.execute("SELECT status FROM sync_runs WHERE run_id = 2").fetchone() == (
         "interrupted",
     )

@@ -105,7 +105,9 @@ def _movements_sql(transactions: str, cards: str) -> str:
 def _label(starts: pd.Series, unit: str) -> pd.Series:
     """A period by its start: `2025-09` for a month, the first day's date otherwise."""
     # no period at all (no balance read) leaves the column untyped: type it before formatting
-    labels: pd.Series = pd.to_datetime(starts, utc=True).dt.strftime("%Y-%m" if unit == "MONTH" else "%Y-%m-%d")
+    labels: pd.Series = pd.to_datetime(starts, utc=True).dt.strftime(
+        "%Y-%m" if unit == "MONTH" else "%Y-%m-%d"
+    )
     return labels
 
 

@@ -20,7 +20,7 @@ from paylens.client import Client, timestamp
 from paylens.errors import APIError, InvalidArgumentError, WarehouseSourceError
 
 from . import _store
-from ._open import interrupt_of, wal_path
+from ._open import interrupt_of, interrupted, wal_path
 from ._progress import Progress
 from ._report import SyncReport, describe_read
 from ._staged import target_of
@@ -33,6 +33,8 @@ from .sync import (
     utcnow,
 )
 from .sync.events import fold_before_sync
+from .sync.run import CTRL_C
+from .sync.save import STOPPED
 
 logger = logging.getLogger("paylens.warehouse")
 
@@ -82,6 +84,7 @@ class SyncRun:
             parts=opts.concurrency,
         )
         beside = _Beside(small_sync.run, small)
+        engine: TransactionSync | None = None
         try:
             # the stored webhook events first: the listing then finds their states stored
             opts, report.events = fold_before_sync(
@@ -121,8 +124,12 @@ class SyncRun:
             self._finish(run_id, report, started_clock, client, stats_before, status="succeeded")
         except BaseException as exc:
             small_sync.stop.set()
+            ctrl_c = isinstance(exc, KeyboardInterrupt) or interrupted(exc) or CTRL_C.is_set()
+            report.mode = engine.mode if engine is not None and engine.mode else report.mode
             # the run's failure is recorded when it can be (a full disk may refuse even that);
-            # the error raised is the one that stopped the sync
+            # the error raised is the one that stopped the sync. A Ctrl-C's run is resumed by
+            # the next (`save.unfinished`), and ends now: its log is left for the next open
+            # to replay rather than checkpointed here (seconds, for a large sync)
             with contextlib.suppress(Exception):
                 self._finish(
                     run_id,
@@ -130,9 +137,13 @@ class SyncRun:
                     started_clock,
                     client,
                     stats_before,
-                    status="failed",
+                    status=STOPPED if ctrl_c else "failed",
                     error=repr(exc)[:2000],
+                    checkpoint=not ctrl_c,
                 )
+            if ctrl_c:
+                with contextlib.suppress(Exception), self._lock:
+                    self._con.execute("PRAGMA disable_checkpoint_on_shutdown")
             interrupt_of(exc)  # a Ctrl-C that DuckDB took stops the caller as a Ctrl-C
             raise
         finally:
@@ -165,6 +176,7 @@ class SyncRun:
         *,
         status: str,
         error: str | None = None,
+        checkpoint: bool = True,
     ) -> None:
         after = client.stats.snapshot()
         report.requests = int(after["requests"] - before["requests"])
@@ -195,7 +207,7 @@ class SyncRun:
                     run_id,
                 ],
             )
-            if self._wal_bytes() > CHECKPOINT_WAL_BYTES:
+            if checkpoint and self._wal_bytes() > CHECKPOINT_WAL_BYTES:
                 self._con.execute("CHECKPOINT")
                 report.duration_seconds = round(time.perf_counter() - started, 2)  # said whole
 

@@ -112,13 +112,20 @@ def discard(target: Path) -> None:
     _remove(staged, wal_path(staged), _base_path(target))
 
 
-def holds_no_records(staged: Path) -> bool:
+def holds_no_records(staged: Path, con: duckdb.DuckDBPyConnection | None = None) -> bool:
     """Whether a staged copy holds no record of any resource: nothing a resumed run would keep
-    (a copy that cannot be read counts as holding some, and is kept)."""
+    (a copy that cannot be read counts as holding some, and is kept). `con`: the copy's
+    connection, still open (asked there, a copy whose log was left unapplied, as a Ctrl-C
+    leaves it, is not replayed into a second read-only open: seconds for a large sync)."""
     from .sync.catalog import PRIMARY_KEYS
 
-    counts = " + ".join(f"(SELECT count(*) FROM {table})" for table in PRIMARY_KEYS)
-    got = _look(staged, f"SELECT {counts}")
+    query = "SELECT " + " + ".join(f"(SELECT count(*) FROM {table})" for table in PRIMARY_KEYS)
+    if con is not None:
+        try:
+            return not con.execute(query).fetchall()[0][0]
+        except duckdb.Error:
+            return False
+    got = _look(staged, query)
     return got is not None and not got[1][0][0]
 
 

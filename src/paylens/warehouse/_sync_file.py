@@ -50,12 +50,22 @@ def sync_file(
             _staged.discard(target)
             staged = _staged.prepare(target)
             wh = Warehouse(staged)
+        empty = False  # a first sync that failed having stored nothing
         try:
-            with wh:
+            try:
                 report = wh.sync(client, **keywords)
                 # checkpointed here, where a full disk is an error: the close would fail
                 # silently and leave a copy that no later run can finish on that disk
                 wh._checkpoint()
+            except BaseException:
+                # asked on the copy's own connection: a second, read-only open would replay
+                # the log a Ctrl-C leaves unapplied (seconds, for a large sync)
+                if first:
+                    with wh._lock:
+                        empty = _staged.holds_no_records(staged, wh._con)
+                raise
+            finally:
+                wh.close()
         except WarehouseStorageError:
             # the copy holds the space that ran out: free it (the target is intact)
             _staged.discard(target)
@@ -63,7 +73,7 @@ def sync_file(
         except BaseException:
             # a first sync that stored nothing leaves nothing to resume: no copy beside a file
             # that does not exist (a mistyped path, a service not reached)
-            if first and _staged.holds_no_records(staged):
+            if empty:
                 _staged.discard(target)
                 # nor the locks of a file that was never made
                 lock_path(staged).unlink(missing_ok=True)

@@ -4,7 +4,9 @@ The list endpoint filters by creation date, by `status` (a TransactionStatus: no
 and by `type` (INCOMING or OUTGOING; card transactions are listed, never selected), while
 records change after they are created. So a sync, on top of what it stored before:
 
-1. resumes the windows a killed run left unfinished (each committed batch moved its checkpoint);
+1. resumes the windows a killed or Ctrl-C'd run left unfinished (each committed batch moved
+   its checkpoint); when that run was reading everything, what is left of its full read is
+   this run's full read (no new slices, no incremental steps over half a read);
 2. re-reads the *recent* window (from `recent` before the newest stored record): new records
    and the latest changes of young ones;
 3. re-reads, in the older range before it, every transfer the service lists in an *open*

@@ -13,7 +13,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -21,7 +21,7 @@ from typing import Any
 
 import duckdb
 
-from paylens.client import Client, RateBudget
+from paylens.client import Client, RateBudget, TextPage
 from paylens.errors import InvalidArgumentError
 
 from . import fetch, plan, save
@@ -74,11 +74,14 @@ class SyncOptions:
     freshness: Freshness = field(default_factory=Freshness)
     slice_records: int = 5_000
     leaf_records: int = 2_000
-    land_records: int = 1_000
+    land_records: int = 500
     land_bytes: int = 2 << 20
-    batch_records: int = 20_000
+    batch_records: int = 10_000
     batch_bytes: int = 32 << 20
     queue_landings: int = 32
+    #: the most records read and not yet committed (readers wait beyond it): what a Ctrl-C
+    #: leaves for the next run to read again (None: only the queue's bound)
+    ahead_records: int | None = 12_000
     gather_seconds: float = 0.2
 
     def __post_init__(self) -> None:
@@ -117,6 +120,10 @@ class Tally:
                 self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) + len(landing.buffer)
 
 
+class _Stopped(Exception):
+    """A reader stopped by the run's end (a Ctrl-C or another reader's error)."""
+
+
 class _Wake:
     """A flush's marker in the writer's queue: gather no longer, type what came before it."""
 
@@ -146,6 +153,7 @@ class Writer:
         queue_size: int,
         gather_seconds: float,
         merge: Callable[[list[Batch]], Batch] | None = None,
+        ahead_rows: int | None = None,
     ) -> None:
         self._prepare = prepare
         self._land = land
@@ -157,6 +165,12 @@ class Writer:
         self._queue: queue.Queue[Landing | _Wake | None] = queue.Queue(maxsize=queue_size)
         self._typed: queue.Queue[tuple[list[Landing], Batch | None] | None] = queue.Queue(1)
         self._error: BaseException | None = None
+        self._dropping = threading.Event()  # a Ctrl-C: what is not committed yet is dropped
+        # records handed over and not yet committed (or dropped); `put` waits while they are
+        # `ahead_rows` or more: what a Ctrl-C drops, and the next run reads again, is bounded
+        self._ahead_rows = ahead_rows
+        self._pending = 0
+        self._committed = threading.Condition()
         self._threads = [
             threading.Thread(target=self._run_prepare, name="paylens-typer", daemon=True),
             threading.Thread(target=self._run_land, name="paylens-writer", daemon=True),
@@ -166,7 +180,33 @@ class Writer:
 
     def put(self, landing: Landing) -> None:
         self._raise()
-        self._queue.put(landing)
+        if self._ahead_rows is not None:
+            with self._committed:
+                while (
+                    self._pending >= self._ahead_rows
+                    and not self._dropping.is_set()
+                    and self._error is None
+                ):
+                    self._committed.wait(_CTRL_C_SECONDS)
+                self._pending += len(landing.buffer)
+            self._raise()
+        if not self._dropping.is_set():
+            self._queue.put(landing)
+        else:
+            self._done([landing])
+
+    def _done(self, landings: list[Landing]) -> None:
+        """Landings committed or dropped: no longer ahead of the commits."""
+        if self._ahead_rows is not None:
+            with self._committed:
+                self._pending -= sum(len(landing.buffer) for landing in landings)
+                self._committed.notify_all()
+
+    def stop(self) -> None:
+        """Drop what is handed over and not yet being committed (a Ctrl-C: the run ends at
+        once; a batch being committed is committed, with its windows' checkpoints, and the
+        windows of what is dropped are resumed from those by the next run)."""
+        self._dropping.set()
 
     def flush(self) -> None:
         """Wait until everything handed over is committed (or raise what went wrong). With
@@ -193,8 +233,10 @@ class Writer:
                 self._queue.task_done()
                 self._typed.put(None)
                 return
-            if isinstance(first, _Wake):  # a flush found nothing left to gather
-                self._queue.task_done()
+            if isinstance(first, _Wake) or self._dropping.is_set():
+                self._queue.task_done()  # a flush found nothing to gather, or a Ctrl-C came
+                if not isinstance(first, _Wake):
+                    self._done([first])
                 continue
             landings, rows, size = [first], len(first.buffer), first.size
             # typed ahead (with `merge`): parts[i] holds landings[:typed] (typed_rows rows);
@@ -207,6 +249,8 @@ class Writer:
             # a flush ends the gathering at once (its marker comes behind what it waits for)
             deadline = time.monotonic() + self._gather_seconds
             while rows < self._max_rows and size < self._max_bytes:
+                if self._dropping.is_set():
+                    break
                 left = deadline - time.monotonic()
                 ahead = left > 0 and ids is not None and rows - typed_rows >= self._part_rows
                 try:
@@ -240,6 +284,9 @@ class Writer:
                 landings.append(more)
                 rows += len(more.buffer)
                 size += more.size
+            if self._dropping.is_set():
+                self._typed.put((landings, None))  # counted done, not typed
+                continue
             if ids is None or not parts or self._merge is None:
                 batch = self._type(landings)
             else:
@@ -269,11 +316,12 @@ class Writer:
                 return
             landings, batch = item
             try:
-                if self._error is None and batch is not None:
+                if self._error is None and batch is not None and not self._dropping.is_set():
                     self._land(batch)
             except BaseException as exc:  # handed to the readers and the caller
                 self._error = exc
             finally:
+                self._done(landings)
                 for _ in landings:
                     self._queue.task_done()
 
@@ -289,6 +337,9 @@ class InlineWriter:
 
     def put(self, landing: Landing) -> None:
         self._land(self._prepare([landing]))
+
+    def stop(self) -> None:
+        pass
 
     def flush(self) -> None:
         pass
@@ -354,6 +405,7 @@ class TransactionSync:
         self._sched = threading.Lock()  # the counts below, for splitting windows
         self._futures: list[Future[None]] = []
         self._stopping = threading.Event()  # a failed or interrupted run: readers stop
+        self.mode: str | None = None  # "full" or "incremental", once decided
         self._queued = 0  # windows submitted and not started
         self._active = 0  # windows being read
         prepare = functools.partial(save.typed_batch, run_id=run_id, at=started)
@@ -372,6 +424,7 @@ class TransactionSync:
                 queue_size=options.queue_landings,
                 gather_seconds=options.gather_seconds,
                 merge=save.merged,
+                ahead_rows=options.ahead_records,
             )
         else:
             self.pool, self.writer = InlineExecutor(), InlineWriter(prepare, self._land)
@@ -386,28 +439,38 @@ class TransactionSync:
     # -- the steps ---------------------------------------------------------------------------
 
     def run(self) -> str:
-        """Sync; returns the mode that ran ("full" or "incremental")."""
+        """Sync; returns the mode that ran ("full" or "incremental"). A Ctrl-C stops the
+        readers at their next page and drops what is not committed yet (`Writer.stop`): the
+        next run resumes every window from its last commit."""
         try:
             with self.db_lock:
-                resumed = save.unfinished(self.con, self.run_id)
-            if resumed:
+                resumed, resumed_full = save.unfinished(self.con, self.run_id)
+            if resumed or resumed_full:
                 logger.info("resuming %d unfinished slices of an interrupted sync", len(resumed))
             if isinstance(self.service, Service):  # a stand-in (tests) pages by itself
                 self.service.digits = max(self.service.digits, self.stored.time_digits())
             self.on_phase("reading")
-            self._read_all(resumed)
+            # the rest of an interrupted full read is this run's full read: it is finished,
+            # not started again (nor taken for an incremental sync's older range)
+            self._read_all(resumed, full=resumed_full)
             stored = self.stored.stored(Window(self.options.since, None))
-            mode = "full" if self.options.full or stored == 0 else "incremental"
-            if mode == "full":
-                self._full()
+            full = self.options.full or stored == 0 or resumed_full
+            self.mode = "full" if full else "incremental"
+            if full:
+                self._full(resumed=resumed_full)
             else:
                 self._incremental()
             self.on_phase("committing")
             self.writer.flush()
             if isinstance(self.service, Service):
                 self.stored.save_time_digits(self.service.digits)
-            return mode
+            return self.mode
+        except KeyboardInterrupt:
+            self.writer.stop()
+            raise
         finally:
+            if CTRL_C.is_set():  # a Ctrl-C that DuckDB took as its own error
+                self.writer.stop()
             self._stopping.set()
             if self._own_pool:
                 self.pool.shutdown(wait=True, cancel_futures=True)
@@ -419,20 +482,22 @@ class TransactionSync:
                 wait(mine)
             self.writer.close()
 
-    def _full(self) -> None:
+    def _full(self, *, resumed: bool = False) -> None:
+        """Read everything (`resumed`: an interrupted run's full read was just finished)."""
         everything = Window(self.options.since, None)
-        last = self.pool.submit(self.service.probe, everything, sort_order="desc")
-        first = self.service.probe(everything, sort_order="asc")
-        newest_page = last.result()
-        if isinstance(first.total_count, int) and not isinstance(first.total_count, bool):
-            self.on_expect(first.total_count)  # for the progress bar only: never trusted
-        if not first.data:  # the data decides, not totalCount
-            self._reconcile_range(everything)
-            self._confirm_gone()
-            return
-        oldest = _created(first) or self.options.since
-        newest = _created(newest_page)
-        self._read_all(self._balanced_slices(oldest, newest, first.total_count))
+        if not resumed:
+            last = self.pool.submit(self.service.probe, everything, sort_order="desc")
+            first = self.service.probe(everything, sort_order="asc")
+            newest_page = last.result()
+            if isinstance(first.total_count, int) and not isinstance(first.total_count, bool):
+                self.on_expect(first.total_count)  # for the progress bar only: never trusted
+            if not first.data:  # the data decides, not totalCount
+                self._reconcile_range(everything)
+                self._confirm_gone()
+                return
+            oldest = _created(first) or self.options.since
+            newest = _created(newest_page)
+            self._read_all(self._balanced_slices(oldest, newest, first.total_count), full=True)
         self._confirm_gone()
         self._reconcile_range(everything)
         self._confirm_gone()
@@ -567,14 +632,20 @@ class TransactionSync:
 
     # -- reading and landing -----------------------------------------------------------------
 
-    def _read_all(self, windows: list[Window]) -> None:
+    def _read_all(self, windows: list[Window], *, full: bool = False) -> None:
         """Read windows concurrently; returns once every reader is done (what they handed
         over is committed while the next step's requests are under way: every question to
-        `stored` waits for it first)."""
+        `stored` waits for it first). `full`: the windows are the whole of a full read (said
+        in the run's row once they are registered, for a resume: `save.unfinished`)."""
+        if full:
+            with self.db_lock:
+                save.register(self.con, windows, self.run_id)
+                save.mark_full(self.con, self.run_id)
         if not windows:
             return
         started = time.perf_counter()
-        self._register(windows)
+        if not full:
+            self._register(windows)
         for window in windows:
             self._submit(window)
         while True:  # readers may add windows (splits) while this waits
@@ -636,7 +707,7 @@ class TransactionSync:
         try:
             for landing in fetch.landings(
                 window,
-                self.service.pages(window),
+                self._pages(window),
                 land_records=self.options.land_records,
                 land_bytes=self.options.land_bytes,
                 split=lambda resume, end: self._split(window, resume, end),
@@ -646,9 +717,23 @@ class TransactionSync:
                 if self._stopping.is_set():  # the run is ending: what is read stays unsaved
                     return
                 self.writer.put(landing)
+        except _Stopped:
+            return
         finally:
             with self._sched:
                 self._active -= 1
+
+    def _pages(self, window: Window) -> Iterator[TextPage]:
+        """The window's pages until the run stops (looked at before each request): a reader
+        asks for no page once a Ctrl-C came. Stopped, it raises `_Stopped`, never ends as if
+        the window were read."""
+        pages = iter(self.service.pages(window))
+        while not (self._stopping.is_set() or CTRL_C.is_set()):
+            page = next(pages, None)
+            if page is None:
+                return
+            yield page
+        raise _Stopped
 
     def _child(self, window: Window) -> bool:
         with self._sched:

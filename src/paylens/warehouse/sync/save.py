@@ -349,25 +349,49 @@ def register(con: duckdb.DuckDBPyConnection, windows: list[Window], run_id: int)
     )
 
 
-def unfinished(con: duckdb.DuckDBPyConnection, run_id: int) -> list[Window]:
-    """Windows of interrupted runs, to finish first (from their checkpoints); those runs are
-    marked interrupted."""
+#: The status of a run Ctrl-C stopped: its windows are resumed by the next run, as a killed
+#: run's (left "running"), and it is then marked interrupted as that one is.
+STOPPED = "stopped"
+
+
+def unfinished(con: duckdb.DuckDBPyConnection, run_id: int) -> tuple[list[Window], bool]:
+    """Windows of interrupted runs (killed, or stopped by Ctrl-C), to finish first (from their
+    checkpoints), and whether one of those runs was reading everything (`mark_full`): the
+    windows then hold the rest of a full read. Those runs are marked interrupted."""
+    unfinished_runs = f"""SELECT run_id FROM sync_runs
+                          WHERE status IN ('running', '{STOPPED}') AND run_id <> $run"""
     rows = con.execute(
-        """SELECT epoch_us(s.slice_start), epoch_us(s.slice_end), s.status_filter,
-                  epoch_us(s.resume_from)
-           FROM sync_slices s JOIN sync_runs r USING (run_id)
-           WHERE s.resource = 'transactions' AND NOT s.done AND r.status = 'running'
-             AND s.run_id <> ?""",
-        [run_id],
+        f"""SELECT epoch_us(slice_start), epoch_us(slice_end), status_filter,
+                   epoch_us(resume_from)
+            FROM sync_slices
+            WHERE resource = 'transactions' AND NOT done AND run_id IN ({unfinished_runs})""",
+        {"run": run_id},
     ).fetchall()
+    full = con.execute(
+        f"""SELECT count(*) FROM paylens_meta
+            WHERE key = '{_FULL_READ_META}' AND value::BIGINT IN ({unfinished_runs})""",
+        {"run": run_id},
+    ).fetchall()[0][0]
     con.execute(
-        "UPDATE sync_runs SET status = 'interrupted' WHERE status = 'running' AND run_id <> ?",
-        [run_id],
+        f"UPDATE sync_runs SET status = 'interrupted' WHERE run_id IN ({unfinished_runs})",
+        {"run": run_id},
     )
-    return [
+    windows = [
         Window(instant(resume if resume is not None else start), instant(end), status or None)
         for start, end, status, resume in rows
     ]
+    return windows, bool(full)
+
+
+#: The run whose windows, registered, are a full read of everything (`mark_full` sets it).
+_FULL_READ_META = "full_read_run"
+
+
+def mark_full(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
+    """Say that a run's registered windows are the whole of a full read (said once they are
+    registered): a run that stops after this is resumed as the rest of a full read
+    (`unfinished`), not started again."""
+    _store.set_meta(con, full_read_run=str(run_id))
 
 
 def unlisted(con: duckdb.DuckDBPyConnection, run_id: int) -> list[str]:
