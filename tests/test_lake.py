@@ -32,6 +32,8 @@ KEYS = {
     "status_history": ["id", "observed_at", "status"],
     "ops_journal": ["entry_id"],
     "sync_runs": ["run_id"],
+    "resource_reads": ["resource"],
+    "balance_reads": ["account_id", "currency", "read_at"],
     "rejected_records": ["run_id", "record_id"],
     "paylens_meta": ["key"],
 }
@@ -236,7 +238,7 @@ def test_the_publish_command(tmp_path: Path) -> None:
     where = ["--db", str(db), "--catalog", catalog, "--namespace", "team"]
     first = run_cli("publish", *where, "--location", str(tmp_path / "lake"))
     assert first.returncode == 0, first.stderr
-    assert first.stdout.startswith("published sync run 1: 14 tables, ")
+    assert first.stdout.startswith("published sync run 1: 16 tables, ")
     again = run_cli("publish", *where)
     assert (again.returncode, again.stdout) == (
         0,

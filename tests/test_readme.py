@@ -29,6 +29,7 @@ PAGES = [
     "docs/wallets.md",
     "docs/sandbox.md",
     "docs/report.md",
+    "docs/how-to/webhooks.md",
 ]
 
 #: Pages whose examples are another page's, word for word (run there).

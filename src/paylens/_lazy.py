@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 #: name -> (module, attribute of it, or None for the module itself); a module named from
@@ -22,13 +22,16 @@ def load(module_name: str, attribute: str | None, package: str | None = None) ->
 
 
 def attributes(
-    package: str, table: Table, public: list[str]
+    package: str, table: Table, public: list[str], renamed: Mapping[str, str] | None = None
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The `__getattr__` and `__dir__` of `package`: a name of `table` is imported when first
-    asked for and kept in the package; `dir()` (and so tab completion) lists `public`."""
+    asked for and kept in the package; `dir()` (and so tab completion) lists `public`. A name
+    of `renamed` is gone: asking for it says what to use instead."""
     namespace = sys.modules[package].__dict__
 
     def __getattr__(name: str) -> Any:
+        if renamed and name in renamed:
+            raise AttributeError(f"{package}.{name} was renamed {renamed[name]}")
         if name not in table:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = load(*table[name], package)

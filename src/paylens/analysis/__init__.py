@@ -32,6 +32,8 @@ writes a month as "Sep 2025", `is_fraction` tells a fraction column by its name,
 `MISSING_LABEL` is what a missing value is shown as.
 """
 
+from paylens import _lazy
+
 from ._cards import card_summary
 from ._collected import fees_collected
 from ._common import MISSING_LABEL, By, Data, is_fraction
@@ -53,7 +55,7 @@ from ._plots import (
     words,
 )
 from ._plots_close import plot_balance_rollforward, plot_platform_pnl, plot_refunds_owed
-from ._pnl import platform_pnl, settlement_period
+from ._pnl import PNL_PARTS, platform_pnl, settlement_period
 from ._refunds import refund_summary
 from ._rollforward import balance_rollforward
 from ._settlement import settlement_times
@@ -62,6 +64,7 @@ __all__ = [
     "FAILURE_LIFECYCLES",
     "LIFECYCLES",
     "MISSING_LABEL",
+    "PNL_PARTS",
     "RESOLVED_LIFECYCLES",
     "By",
     "Data",
@@ -101,8 +104,4 @@ _RENAMED = {
     " plot_platform_pnl",
 }
 
-
-def __getattr__(name: str) -> object:
-    if name in _RENAMED:
-        raise AttributeError(f"paylens.analysis.{name} was renamed {_RENAMED[name]}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = _lazy.attributes(__name__, {}, __all__, renamed=_RENAMED)

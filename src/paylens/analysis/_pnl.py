@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from decimal import ROUND_HALF_EVEN, Decimal
 
 import pandas as pd
@@ -50,6 +51,7 @@ def platform_pnl(
     *,
     reference_rates: ReferenceRates | None = None,
     reporting_currency: str | None = None,
+    transfers: Collection[str] | None = None,
 ) -> pd.DataFrame:
     """The platform's P&L: one row per settlement period (`YYYY-MM`, see `settlement_period`)
     and currency, of COMPLETED transfers only, each column named by the party that earns it.
@@ -72,11 +74,18 @@ def platform_pnl(
     `reporting_currency="USD"` consolidates (see `consolidate`): one row per period,
     currency and settlement day, each figure beside its conversion into the reporting
     currency at that day's reference rate (`reference_rates` must then be a dated series).
+    `transfers`: only these transaction ids (e.g. the ones a report's period selects).
     """
+    rows = pnl_rows(
+        data, reference_rates=reference_rates, settled_on=reporting_currency is not None
+    )
+    if transfers is not None:
+        kept = rows[rows["id"].isin(set(transfers))]
+        kept.attrs.update(rows.attrs)
+        rows = kept
     if reporting_currency is not None:
-        rows = pnl_rows(data, reference_rates=reference_rates, settled_on=True)
         return consolidate(rows, reporting_currency, reference_rates)
-    return pnl_by_period(pnl_rows(data, reference_rates=reference_rates))
+    return pnl_by_period(rows)
 
 
 #: A consolidated P&L's columns before the figures (see `consolidate`).

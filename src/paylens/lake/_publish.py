@@ -56,6 +56,8 @@ TABLES: dict[str, str | None] = {
     "sync_runs": None,
     # when the warehouse last read the service, in its clock: what open transfers are censored at
     "resource_reads": None,
+    # every read of an internal account's balance: what the roll-forward rolls between
+    "balance_reads": "read_at",
     "rejected_records": None,
     "paylens_meta": None,
 }

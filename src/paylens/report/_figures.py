@@ -22,11 +22,11 @@ from paylens.analysis import (
     failure_breakdown,
     fee_breakdown,
     fees_collected,
+    platform_pnl,
     refund_summary,
     settlement_times,
     words,
 )
-from paylens.analysis._pnl import pnl_by_period, pnl_rows
 from paylens.connection import Banner, sandbox_warehouse
 from paylens.errors import InvalidArgumentError, TieOutError
 from paylens.models import format_minor
@@ -196,11 +196,10 @@ class Period:
         if self._pnl is None:
             where, params = self._where("transactions", "settled_at", currency=False)
             ids = self.wh.sql(f"SELECT id FROM transactions WHERE {where}", params)["id"]
-            rows = pnl_rows(self.wh, reference_rates=self.reference_rates)
-            rows = rows[rows["id"].isin(set(ids))]
+            pnl = platform_pnl(self.wh, reference_rates=self.reference_rates, transfers=ids)
             if self.currency is not None:
-                rows = rows[rows["currency"] == self.currency]
-            self._pnl = pnl_by_period(rows)
+                pnl = pnl[pnl["currency"] == self.currency].reset_index(drop=True)
+            self._pnl = pnl
             self._pnl.attrs["source"] = self.transactions.attrs.get("source")
         return self._pnl
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from paylens.analysis import (
+    PNL_PARTS,
     card_summary,
     failure_breakdown,
     fees_collected,
@@ -19,7 +20,6 @@ from paylens.analysis import (
     settlement_times,
     words,
 )
-from paylens.analysis._pnl import PNL_PARTS
 from paylens.models import format_minor
 
 from ._format import MISSING_LABEL, format_check, format_duration, format_instant, format_rate
