@@ -182,6 +182,7 @@ class _GatedStore(EventStore):
 def test_requests_waiting_on_a_commit_are_stored_together_in_the_next(
     signer: Signer, tmp_path: Path
 ) -> None:
+    _GatedStore.commits = 0
     store = _GatedStore(tmp_path / "e.sqlite")
     bodies = [card_event(n) for n in range(300)] + [card_event(n) for n in range(0, 300, 3)]
     asgi = app(store, public_keys=[signer.public_pem])
@@ -200,7 +201,9 @@ def test_requests_waiting_on_a_commit_are_stored_together_in_the_next(
         statuses = asyncio.run(burst(url))
     assert sorted(statuses) == [200] * 300 + [409] * 100
     assert store.count() == 300
-    assert _GatedStore.commits == 2  # the first, and every request that waited on it
+    # the first commit, and one of every request that waited on it (or, when the writer took
+    # the whole burst before its first commit, that one): never one commit per request
+    assert _GatedStore.commits in (1, 2)
 
 
 def _free_port() -> int:
