@@ -16,9 +16,12 @@ import pytest
 from paylens import Sandbox
 from paylens.analysis import balance_rollforward
 from paylens.sandbox.routes import dispatch
+from paylens.sandbox.world.world import World
 from paylens.warehouse import Warehouse
 
 from .test_balance_rollforward import check, seen_reads
+from .test_sandbox_cards_simulate import MERCHANT, _card, authorize
+from .test_sandbox_world import call
 
 STEPS = [0, 2, 6, 11, 19]  # days the clock moves before each sync (crosses a month's end)
 
@@ -162,3 +165,26 @@ def test_a_balance_change_is_announced_once_per_account_and_advance(tmp_path: Pa
     assert [t.record["id"] for t in updates] == sorted(changed, key=lambda i: list(after).index(i))
     assert all(t.record == after[t.record["id"]] and t.at == world.now_us for t in updates)
     assert seen[-len(updates) :] == updates  # after the records' own transitions
+
+
+def test_a_card_authorized_through_the_interface_pulls_its_amount_and_is_announced() -> None:
+    world = World(seed=6, transactions=600)
+    seen: list[Any] = []
+    world.on_transition = seen.append
+    card = _card(world)
+
+    def account() -> dict[str, Any]:
+        status, page = call(
+            world, "GET", "/customers/internal-accounts", {"customerId": card["cardholderId"]}
+        )
+        assert status == 200
+        (found,) = [a for a in page["data"] if a["id"] == card["fundingSources"][0]]
+        return dict(found)
+
+    before = account()
+    assert authorize(world, card, 1234, MERCHANT["descriptor"]) == 1
+    after = account()
+    for name in ("balance", "totalBalance"):
+        assert after[name]["amount"] == before[name]["amount"] - 1234
+    updates = [t for t in seen if t.event == "INTERNAL_ACCOUNT.BALANCE_UPDATED"]
+    assert [t.record for t in updates] == [after]
