@@ -48,8 +48,6 @@ class WorldBase:
     _advances: int
     lifecycle: Lifecycle
     ledger: Ledger
-    #: inside `advance`: the balance changes are announced once, at its end
-    _advancing: bool = False
     #: called with each transition of a record (see `events`); None: nobody listens
     on_transition: TransitionHook | None = None
     #: posts the TEST webhook and answers the TestWebhookResponse (`POST /sandbox/webhooks/test`);
@@ -70,7 +68,7 @@ class WorldBase:
         before = self.store.col("status")[rows].copy()
         listening = self.on_transition is not None
         was = self.tx.snapshot(rows, self._now)[0] if listening else None
-        balances = self.ledger.balances() if listening and not self._advancing else None
+        balances = self.ledger.balances() if listening else None
         self.store.update(row, self._now, **values)
         self.tx.forget(row)
         if was is not None:  # announced unless the record reads as it did
@@ -79,26 +77,24 @@ class WorldBase:
             )
             self.announce([t for t in found if t.record != was])
         if balances is not None:
-            self.announce_balances(balances)
+            self.announce(self.balance_transitions(balances))
 
-    def announce_balances(self, before: tuple[np.ndarray, np.ndarray]) -> None:
-        """Announce `INTERNAL_ACCOUNT.BALANCE_UPDATED` now for each internal account whose
-        (available, total) balances differ from `before` (`ledger.balances()` earlier)."""
-        if self.on_transition is None:
-            return
+    def balance_transitions(self, before: tuple[np.ndarray, np.ndarray]) -> list[Transition]:
+        """`INTERNAL_ACCOUNT.BALANCE_UPDATED` of each internal account whose (available, total)
+        balances differ from `before` (`ledger.balances()` earlier), with the account as it
+        reads now, at its last change (its `updatedAt`)."""
         available, total = self.ledger.balances()
         changed = np.flatnonzero((available != before[0]) | (total != before[1]))
-        self.announce(
-            [
-                Transition(
-                    "internal_account",
-                    "INTERNAL_ACCOUNT.BALANCE_UPDATED",
-                    self.views.internal_account(i),
-                    self._now,
-                )
-                for i in changed.tolist()
-            ]
-        )
+        at = self.ledger.changed_at()
+        return [
+            Transition(
+                "internal_account",
+                "INTERNAL_ACCOUNT.BALANCE_UPDATED",
+                self.views.internal_account(i),
+                int(at[i]) // 1000 * 1000,
+            )
+            for i in changed.tolist()
+        ]
 
     def announce(self, transitions: list[Transition]) -> None:
         """Hand `transitions` to the hook, in order (nothing when no hook is installed)."""
@@ -114,8 +110,7 @@ class WorldBase:
             rows = np.array([row])
             created = int(self.store.col("created")[row])
             self.announce(row_transitions(self, rows, created - 1, self._now, born=rows))
-            if not self._advancing:
-                self.announce_balances(self.ledger.balances_without(row))
+            self.announce(self.balance_transitions(self.ledger.balances_without(row)))
 
     def _touch(self) -> int:
         """The time of a change made now, at whole milliseconds."""

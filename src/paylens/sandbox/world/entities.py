@@ -249,9 +249,9 @@ class EntityViews:
         # built on its first render, shared by the later ones (a render is serialised at once
         # and never altered, so sharing is safe)
         self._derived: dict[tuple[str, int], Any] = {}
-        #: an internal account's (available, total) balances now, by row (the world's ledger);
-        #: None: its stored balance, both
-        self.balances: Callable[[int], tuple[int, int]] | None = None
+        #: an internal account's (available, total) balances now and when they last changed
+        #: (µs), by row (the world's ledger); None: its stored balance, both, since created
+        self.balances: Callable[[int], tuple[int, int, int]] | None = None
 
     def _once(self, build: Callable[[int], T], i: int) -> T:
         """`build(i)`, built on the first call for entity `i` and kept (see `_derived`)."""
@@ -383,9 +383,9 @@ class EntityViews:
         a = self.e.accounts
         currency = int(a.currency[i])
         if self.balances is None:
-            available = total = int(a.balance[i])
+            available, total, changed = int(a.balance[i]), int(a.balance[i]), int(a.created[i])
         else:
-            available, total = self.balances(i)
+            available, total, changed = self.balances(i)
         balance = {"amount": available, "currency": currency_wire(currency)}
         created = iso1(int(a.created[i]))
         out: dict[str, Any] = {"id": a.ids[i]}
@@ -398,7 +398,7 @@ class EntityViews:
             "totalBalance": {"amount": total, "currency": currency_wire(currency)},
             "fundingPaymentInstructions": self._once(self._funding_instructions, i),
             "createdAt": created,
-            "updatedAt": created,
+            "updatedAt": iso1(changed),
         }
         if a.kind[i] == 2:
             out["privateEnabled"] = False

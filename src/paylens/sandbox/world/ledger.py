@@ -111,8 +111,9 @@ def movements(
     )
 
 
-def _held(cols: dict[str, np.ndarray], internal: np.ndarray, now: int) -> np.ndarray:
-    """Which rows of `cols` hold their `sent` on their source account at `now`."""
+def _held(cols: dict[str, np.ndarray], internal: np.ndarray, now: int | np.ndarray) -> np.ndarray:
+    """Which rows of `cols` hold their `sent` on their source account at `now` (one time, or
+    one per row)."""
     return (
         (cols["kind"] == OUTGOING)
         & (cols["source_kind"] == SRC_ACCOUNT)
@@ -128,7 +129,13 @@ class Ledger:
     def __init__(self, world: WorldBase) -> None:
         self.world = world
         self._key: tuple[int, ...] | None = None
-        self._moved: tuple[np.ndarray, np.ndarray] | None = None
+        self._moved: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        #: per account row, when it was last funded through the interface (0: never)
+        self.funded_at = np.zeros(len(world.entities.accounts.external), np.int64)
+
+    def funded(self, row: int) -> None:
+        """Account `row` was funded now (its opening balance grew): it changed now."""
+        self.funded_at[row] = self.world.now_us
 
     def _rows(self) -> np.ndarray:
         world = self.world
@@ -149,9 +156,10 @@ class Ledger:
         np.add.at(own, who[debit], -amount[debit])
         return np.where(accounts.external, 0, own + per_currency[accounts.currency])
 
-    def moved(self) -> tuple[np.ndarray, np.ndarray]:
-        """(what moved each account's total, what its outgoing transfers hold) at the clock's
-        time, per account row; kept until the clock, the rows or a plan change."""
+    def moved(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(what moved each account's total, what its outgoing transfers hold, when its
+        balances last changed (µs; 0: never)) at the clock's time, per account row; kept until
+        the clock, the rows or a plan change."""
         world, store = self.world, self.world.store
         now = world.now_us
         key = (now, store.n, store.changes, len(world.lifecycle.deleted))
@@ -165,14 +173,20 @@ class Ledger:
         total = np.bincount(who[due], amount[due], minlength=n_accounts)
         held_rows = _held(cols, ~accounts.external, now)
         held = np.bincount(cols["sender"][held_rows], cols["sent"][held_rows], minlength=n_accounts)
+        # a hold starts when a transfer starts PROCESSING (t1) and ends when it settles (t2)
+        holding = _held(cols, ~accounts.external, cols["t1"]) & (cols["t1"] < cols["t2"])
+        who = np.concatenate([who[due], np.tile(cols["sender"][holding], 2)])
+        at = np.concatenate([at[due], cols["t1"][holding], cols["t2"][holding]])
+        last = np.zeros(n_accounts, np.int64)
+        np.maximum.at(last, who[at <= now], at[at <= now])
         # bincount sums in float64: exact for sums below 2**53 minor units
-        self._moved = (np.rint(total).astype(np.int64), np.rint(held).astype(np.int64))
+        self._moved = (np.rint(total).astype(np.int64), np.rint(held).astype(np.int64), last)
         self._key = key
         return self._moved
 
     def balances(self) -> tuple[np.ndarray, np.ndarray]:
         """(available `balance`, `totalBalance`) of every account row now (external: 0)."""
-        total_moved, held = self.moved()
+        total_moved, held, _ = self.moved()
         total = self.world.entities.accounts.balance + total_moved
         return total - held, total
 
@@ -191,6 +205,12 @@ class Ledger:
             available[int(cols["sender"][0])] += int(cols["sent"][0])
         return available, total
 
-    def balance_of(self, row: int) -> tuple[int, int]:
+    def changed_at(self) -> np.ndarray:
+        """Per account row, when its balances last changed (µs): created, funded or moved."""
+        accounts = self.world.entities.accounts
+        return np.maximum(np.maximum(accounts.created, self.funded_at), self.moved()[2])
+
+    def balance_of(self, row: int) -> tuple[int, int, int]:
+        """(available, total, when they last changed) of account `row` now."""
         available, total = self.balances()
-        return int(available[row]), int(total[row])
+        return int(available[row]), int(total[row]), int(self.changed_at()[row])

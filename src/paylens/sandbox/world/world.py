@@ -218,15 +218,6 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
             )
         old, new = self._now, self._now + delta // timedelta(microseconds=1)
         balances = self.ledger.balances() if self.on_transition is not None else None
-        self._advancing = True
-        try:
-            return self._advance(old, new, balances)
-        finally:
-            self._advancing = False
-
-    def _advance(
-        self, old: int, new: int, balances: tuple[np.ndarray, np.ndarray] | None
-    ) -> dict[str, int]:
         due = self.store.due(new)
         before = self.store.col("status")[due].copy()
         born = np.zeros(0, np.int64)
@@ -254,10 +245,11 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
         if self.on_transition is not None:
             rows = np.concatenate([due, born])
             was = np.concatenate([before, np.zeros(len(born), before.dtype)])
-            self.announce(row_transitions(self, rows, old, new, born=born, before=was))
+            found = row_transitions(self, rows, old, new, born=born, before=was)
+            if balances is not None:  # once per account whose balances moved, at the last move
+                found += self.balance_transitions(balances)
+            self.announce(sorted(found, key=lambda t: t.at))  # stable: records first
         others = self.lifecycle.advance()
-        if balances is not None:  # one announcement per account whose balances moved
-            self.announce_balances(balances)
         return {"created": len(created), **others} | {
             STATUSES[c].lower(): int(k)
             for c, k in zip(codes.tolist(), counts.tolist(), strict=True)
