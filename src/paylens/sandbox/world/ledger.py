@@ -211,6 +211,10 @@ class Ledger:
         return np.maximum(np.maximum(accounts.created, self.funded_at), self.moved()[2])
 
     def balance_of(self, row: int) -> tuple[int, int, int]:
-        """(available, total, when they last changed) of account `row` now."""
-        available, total = self.balances()
-        return int(available[row]), int(total[row]), int(self.changed_at()[row])
+        """(available, total, when they last changed) of account `row` now (scalar work per
+        account beyond the kept sums: a page of accounts renders each)."""
+        total_moved, held, last = self.moved()
+        accounts = self.world.entities.accounts
+        total = int(accounts.balance[row]) + int(total_moved[row])
+        changed = max(int(accounts.created[row]), int(self.funded_at[row]), int(last[row]))
+        return total - int(held[row]), total, changed
