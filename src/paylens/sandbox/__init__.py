@@ -66,7 +66,8 @@ class Sandbox:
     `webhook_url`: every transition of the world is posted there as the interface's webhook,
     signed with `webhook_key` (a P-256 private key; default a new random one, its public half in
     `webhook_public_key_pem`), from background threads (`webhooks`, see `wire.webhooks`;
-    `webhooks_drain` waits for them).
+    `webhooks_drain` waits for them); `webhook_lanes` of them post at once, the events of one
+    record always in order (1: every event in the order the world made them).
     """
 
     def __init__(
@@ -79,6 +80,7 @@ class Sandbox:
         clock: str | WallClock = "fixed",
         webhook_url: str | None = None,
         webhook_key: ec.EllipticCurvePrivateKey | None = None,
+        webhook_lanes: int = 4,
         **world_options: Any,
     ) -> None:
         self.seed = seed
@@ -95,7 +97,11 @@ class Sandbox:
         )
         #: the webhook sender (its `url` is None when no endpoint is configured)
         self.webhooks = WebhookSender(
-            webhook_url, self.faults, key=webhook_key, on_answer=self._apply_decision
+            webhook_url,
+            self.faults,
+            key=webhook_key,
+            lanes=webhook_lanes,
+            on_answer=self._apply_decision,
         )
         if webhook_url is not None:
             self.world.on_transition = self.webhooks

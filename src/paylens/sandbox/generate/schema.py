@@ -120,8 +120,9 @@ def empty_columns(n: int) -> dict[str, np.ndarray]:
     return {name: np.full(n, fill, dtype=dtype) for name, (dtype, fill) in COLUMNS.items()}
 
 
-def status_at(cols: dict[str, np.ndarray], now: int) -> np.ndarray:
-    """Status codes of the rows in `cols` (arrays of equal length) at clock time `now`."""
+def status_at(cols: dict[str, np.ndarray], now: int | np.ndarray) -> np.ndarray:
+    """Status codes of the rows in `cols` (arrays of equal length) at clock time `now` (one
+    time, or one per row)."""
     kind, t1, t2, t3, flags = cols["kind"], cols["t1"], cols["t2"], cols["t3"], cols["flags"]
     first = np.where(
         kind == INCOMING,

@@ -121,6 +121,7 @@ def fund_internal_account(request: Request) -> tuple[int, Any]:
     if balance + amount > INT64_MAX:
         raise invalid([{"field": "amount", "message": "the balance would pass the int64 range"}])
     acc.balance[row] = balance + amount
+    world.ledger.funded(row)
     account = world.views.internal_account(row)
     world.announce(
         [Transition("internal_account", "INTERNAL_ACCOUNT.BALANCE_UPDATED", account, world.now_us)]

@@ -19,6 +19,7 @@ from ..generate.transactions import settle_durations
 from .entities import EntityViews
 from .events import Transition, TransitionHook, row_transitions
 from .idempotency import IdempotencyKeys
+from .ledger import Ledger
 from .lifecycle import Lifecycle
 from .render import TransactionViews
 from .store import TransactionStore
@@ -46,6 +47,7 @@ class WorldBase:
     idempotency: IdempotencyKeys
     _advances: int
     lifecycle: Lifecycle
+    ledger: Ledger
     #: called with each transition of a record (see `events`); None: nobody listens
     on_transition: TransitionHook | None = None
     #: posts the TEST webhook and answers the TestWebhookResponse (`POST /sandbox/webhooks/test`);
@@ -64,7 +66,9 @@ class WorldBase:
         wire text is dropped."""
         rows = np.array([row])
         before = self.store.col("status")[rows].copy()
-        was = self.tx.snapshot(rows, self._now)[0] if self.on_transition is not None else None
+        listening = self.on_transition is not None
+        was = self.tx.snapshot(rows, self._now)[0] if listening else None
+        balances = self.ledger.balances() if listening else None
         self.store.update(row, self._now, **values)
         self.tx.forget(row)
         if was is not None:  # announced unless the record reads as it did
@@ -72,6 +76,25 @@ class WorldBase:
                 self, rows, self._now - 1, self._now, before=before, always=True
             )
             self.announce([t for t in found if t.record != was])
+        if balances is not None:
+            self.announce(self.balance_transitions(balances))
+
+    def balance_transitions(self, before: tuple[np.ndarray, np.ndarray]) -> list[Transition]:
+        """`INTERNAL_ACCOUNT.BALANCE_UPDATED` of each internal account whose (available, total)
+        balances differ from `before` (`ledger.balances()` earlier), with the account as it
+        reads now, at its last change (its `updatedAt`)."""
+        available, total = self.ledger.balances()
+        changed = np.flatnonzero((available != before[0]) | (total != before[1]))
+        at = self.ledger.changed_at()
+        return [
+            Transition(
+                "internal_account",
+                "INTERNAL_ACCOUNT.BALANCE_UPDATED",
+                self.views.internal_account(i),
+                int(at[i]) // 1000 * 1000,
+            )
+            for i in changed.tolist()
+        ]
 
     def announce(self, transitions: list[Transition]) -> None:
         """Hand `transitions` to the hook, in order (nothing when no hook is installed)."""
@@ -87,6 +110,7 @@ class WorldBase:
             rows = np.array([row])
             created = int(self.store.col("created")[row])
             self.announce(row_transitions(self, rows, created - 1, self._now, born=rows))
+            self.announce(self.balance_transitions(self.ledger.balances_without(row)))
 
     def _touch(self) -> int:
         """The time of a change made now, at whole milliseconds."""

@@ -249,6 +249,9 @@ class EntityViews:
         # built on its first render, shared by the later ones (a render is serialised at once
         # and never altered, so sharing is safe)
         self._derived: dict[tuple[str, int], Any] = {}
+        #: an internal account's (available, total) balances now and when they last changed
+        #: (µs), by row (the world's ledger); None: its stored balance, both, since created
+        self.balances: Callable[[int], tuple[int, int, int]] | None = None
 
     def _once(self, build: Callable[[int], T], i: int) -> T:
         """`build(i)`, built on the first call for entity `i` and kept (see `_derived`)."""
@@ -379,7 +382,11 @@ class EntityViews:
     def internal_account(self, i: int) -> dict[str, Any]:
         a = self.e.accounts
         currency = int(a.currency[i])
-        balance = {"amount": int(a.balance[i]), "currency": currency_wire(currency)}
+        if self.balances is None:
+            available, total, changed = int(a.balance[i]), int(a.balance[i]), int(a.created[i])
+        else:
+            available, total, changed = self.balances(i)
+        balance = {"amount": available, "currency": currency_wire(currency)}
         created = iso1(int(a.created[i]))
         out: dict[str, Any] = {"id": a.ids[i]}
         if a.owner[i] != NO_ROW:
@@ -388,10 +395,10 @@ class EntityViews:
             "type": INTERNAL_TYPES[a.kind[i]],
             "status": "ACTIVE",
             "balance": balance,
-            "totalBalance": {"amount": int(a.balance[i]), "currency": currency_wire(currency)},
+            "totalBalance": {"amount": total, "currency": currency_wire(currency)},
             "fundingPaymentInstructions": self._once(self._funding_instructions, i),
             "createdAt": created,
-            "updatedAt": created,
+            "updatedAt": iso1(changed),
         }
         if a.kind[i] == 2:
             out["privateEnabled"] = False

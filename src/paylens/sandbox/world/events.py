@@ -20,11 +20,16 @@ What counts as a transition (the interface's `WebhookType` names it in `event`):
   the webhook types name statuses, and a receiver keeps the newest record per id;
 - a card's state or funding sources changed (`CARD.STATE_CHANGE`, `CARD.FUNDING_SOURCE_CHANGE`).
 
-- an internal account funded through `POST /sandbox/internal-accounts/{id}/fund`
-  (`INTERNAL_ACCOUNT.BALANCE_UPDATED`).
+- an internal account's balances changed (`INTERNAL_ACCOUNT.BALANCE_UPDATED`, with the account
+  as it reads after): funded through `POST /sandbox/internal-accounts/{id}/fund`, or moved by
+  its transactions' money (see `ledger`). One per account whose `balance` or `totalBalance`
+  differs at the end of an `advance` from its start, at the advance's end (after the records'
+  own transitions; several movements in one advance are one event, the balances as they end);
+  one at once for a change made through the interface (an execution, a cancellation, a card
+  simulation).
 
-Customers' KYC and external accounts do not change in this world (they are generated once), and
-transactions do not move balances here, so it has no other events for them.
+Customers' KYC and external accounts do not change in this world (they are generated once), so
+it has no other events for them.
 """
 
 from __future__ import annotations

@@ -73,6 +73,7 @@ class TransactionStore:
         self, cols: dict[str, np.ndarray], now: int, n_customers: int, n_accounts: int
     ) -> None:
         self.n = len(cols["hi"])
+        self.changes = 0  # plans changed through the interface (`update`)
         self._cols = {name: np.ascontiguousarray(cols[name]) for name in COLUMNS}
         self._keyed = {
             "customer": Keyed(n_customers, False),
@@ -128,6 +129,7 @@ class TransactionStore:
         text: rendered rows are kept until their next planned event otherwise."""
         for name, value in values.items():
             self._cols[name][row] = value
+        self.changes += 1
         self.refresh(np.array([row]), now)
 
     def refresh(self, rows: np.ndarray, now: int) -> np.ndarray:

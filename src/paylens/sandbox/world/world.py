@@ -83,6 +83,7 @@ from .cards import CardOps
 from .entities import EntityViews
 from .events import row_transitions
 from .idempotency import IdempotencyKeys
+from .ledger import Ledger
 from .lifecycle import Lifecycle
 from .platform import PlatformOps
 from .quotes import QuoteOps
@@ -194,6 +195,10 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
         self.idempotency = IdempotencyKeys()
         self._advances = 0
         self.lifecycle = Lifecycle(self)  # others' actions, off until configured
+        self.ledger = Ledger(self)
+        # opening balances cover every debit of the history in their currency (see `ledger`)
+        self.entities.accounts.balance += self.ledger.opening_cover()
+        self.views.balances = self.ledger.balance_of
 
     # --- clock ----------------------------------------------------------------------------
 
@@ -212,6 +217,7 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
                 "delta", "the sandbox clock only moves forward: give 0 or more"
             )
         old, new = self._now, self._now + delta // timedelta(microseconds=1)
+        balances = self.ledger.balances() if self.on_transition is not None else None
         due = self.store.due(new)
         before = self.store.col("status")[due].copy()
         born = np.zeros(0, np.int64)
@@ -239,7 +245,10 @@ class World(TransactionOps, QuoteOps, CardOps, PlatformOps):
         if self.on_transition is not None:
             rows = np.concatenate([due, born])
             was = np.concatenate([before, np.zeros(len(born), before.dtype)])
-            self.announce(row_transitions(self, rows, old, new, born=born, before=was))
+            found = row_transitions(self, rows, old, new, born=born, before=was)
+            if balances is not None:  # once per account whose balances moved, at the last move
+                found += self.balance_transitions(balances)
+            self.announce(sorted(found, key=lambda t: t.at))  # stable: records first
         others = self.lifecycle.advance()
         return {"created": len(created), **others} | {
             STATUSES[c].lower(): int(k)
