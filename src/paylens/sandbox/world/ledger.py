@@ -114,13 +114,14 @@ def movements(
 def _held(cols: dict[str, np.ndarray], internal: np.ndarray, now: int | np.ndarray) -> np.ndarray:
     """Which rows of `cols` hold their `sent` on their source account at `now` (one time, or
     one per row)."""
-    return (
+    held: np.ndarray = (
         (cols["kind"] == OUTGOING)
         & (cols["source_kind"] == SRC_ACCOUNT)
         & (cols["sender"] >= 0)
         & internal[np.maximum(cols["sender"], 0)]
         & (status_at(cols, now) == _PROCESSING)
     )
+    return held
 
 
 class Ledger:
@@ -208,7 +209,10 @@ class Ledger:
     def changed_at(self) -> np.ndarray:
         """Per account row, when its balances last changed (µs): created, funded or moved."""
         accounts = self.world.entities.accounts
-        return np.maximum(np.maximum(accounts.created, self.funded_at), self.moved()[2])
+        changed: np.ndarray = np.maximum(
+            np.maximum(accounts.created, self.funded_at), self.moved()[2]
+        )
+        return changed
 
     def balance_of(self, row: int) -> tuple[int, int, int]:
         """(available, total, when they last changed) of account `row` now (scalar work per
