@@ -222,19 +222,18 @@ class EventStore:
 
     def receiver_alive(self, receiver_id: str) -> None:
         """The heartbeat: a receiver killed without stopping was up until its last one."""
-        with self._write() as con:
-            con.execute(
-                "UPDATE receiver_intervals SET last_seen_at = ? WHERE receiver_id = ?",
-                (now_text(), receiver_id),
-            )
+        self._seen(receiver_id, stopped=False)
 
     def receiver_stopped(self, receiver_id: str) -> None:
+        self._seen(receiver_id, stopped=True)
+
+    def _seen(self, receiver_id: str, *, stopped: bool) -> None:
         now = now_text()
         with self._write() as con:
             con.execute(
-                "UPDATE receiver_intervals SET last_seen_at = ?, stopped_at = ?"
-                " WHERE receiver_id = ?",
-                (now, now, receiver_id),
+                "UPDATE receiver_intervals SET last_seen_at = ?,"
+                " stopped_at = CASE WHEN ? THEN ? ELSE stopped_at END WHERE receiver_id = ?",
+                (now, stopped, now, receiver_id),
             )
 
     def up_intervals(self) -> list[tuple[str, str]]:
