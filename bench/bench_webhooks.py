@@ -1,9 +1,9 @@
 """Webhook receiver benchmark: verified events per second sustained, and the acknowledgement
 latency at a steady rate, against `paylens webhooks serve` in processes of its own, posted to
-over loopback by an asyncio httpx poster with several keep-alive connections.
+over loopback by an asyncio poster of pre-rendered HTTP/1.1 requests on keep-alive connections.
 
     python bench/bench_webhooks.py                                  # defaults below
-    python bench/bench_webhooks.py --events 20000 --receivers 2 --connections 32 --rate 500
+    python bench/bench_webhooks.py --events 30000 --receivers 2 --connections 128 --rate 500
 
 Every event is signed beforehand (P-256, DER, as the service signs), so the poster spends its CPU
 on HTTP only; the receivers verify each signature, check the envelope, store it in a durable
@@ -124,47 +124,93 @@ def _start(db: Path, key: Path, timings: Path | None = None) -> tuple[subprocess
     return process, process.stdout.readline().strip()
 
 
+class _Connection:
+    """One keep-alive HTTP/1.1 connection posting pre-rendered requests, one at a time: a
+    poster that spends tens of microseconds a request, so the receivers have the cores (an
+    httpx poster cost twice a receiver's CPU per event and was the bottleneck)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def open(cls, url: str) -> _Connection:
+        address = httpx.URL(url)
+        return cls(*await asyncio.open_connection(address.host, address.port))
+
+    async def post(self, request: bytes) -> int:
+        self.writer.write(request)
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line[:15].lower() == b"content-length:":
+                length = int(line[15:])
+        if length:
+            await self.reader.readexactly(length)
+        return int(head[9:12])
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def _rendered(url: str, events: list[tuple[bytes, str]]) -> list[bytes]:
+    """Each event as the bytes of its POST to `url`."""
+    address = httpx.URL(url)
+    out = []
+    for body, signature in events:
+        head = (
+            f"POST {address.raw_path.decode()} HTTP/1.1\r\nHost: {address.host}:{address.port}"
+            f"\r\nContent-Type: application/json\r\nX-Service-Signature: {signature}"
+            f"\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        out.append(head.encode() + body)
+    return out
+
+
 async def _flood(urls: list[str], events: list[tuple[bytes, str]], connections: int) -> float:
     """Post every event over `connections` connections (spread over `urls`); wall seconds."""
-    queue: asyncio.Queue[tuple[bytes, str]] = asyncio.Queue()
-    for event in events:
-        queue.put_nowait(event)
+    queues = [_rendered(url, events) for url in urls]
+    next_event = iter(range(len(events)))
 
-    async def worker(url: str) -> None:
-        async with httpx.AsyncClient(timeout=120) as client:
-            while not queue.empty():
-                body, signature = queue.get_nowait()
-                answer = await client.post(
-                    url, content=body, headers={"X-Service-Signature": signature}
-                )
-                assert answer.status_code == 200, answer.text
+    async def worker(i: int) -> None:
+        connection = await _Connection.open(urls[i % len(urls)])
+        requests = queues[i % len(urls)]
+        try:
+            for n in next_event:
+                status = await connection.post(requests[n])
+                assert status == 200, status
+        finally:
+            connection.close()
 
     started = time.perf_counter()
-    await asyncio.gather(*(worker(urls[i % len(urls)]) for i in range(connections)))
+    await asyncio.gather(*(worker(i) for i in range(connections)))
     return time.perf_counter() - started
 
 
 async def _steady(url: str, events: list[tuple[bytes, str]], rate: float) -> list[float]:
-    """Post each event at its instant (`rate` a second, open loop); seconds to each 2xx."""
+    """Post each event at its instant (`rate` a second, open loop) over a pool of keep-alive
+    connections; seconds from each send to its 2xx."""
     latencies: list[float] = []
-    limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
-    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+    requests = _rendered(url, events)
+    pool: asyncio.Queue[_Connection] = asyncio.Queue()
+    for _ in range(64):
+        pool.put_nowait(await _Connection.open(url))
 
-        async def one(body: bytes, signature: str) -> None:
-            sent = time.perf_counter()
-            answer = await client.post(
-                url, content=body, headers={"X-Service-Signature": signature}
-            )
-            assert answer.status_code == 200, answer.text
-            latencies.append(time.perf_counter() - sent)
+    async def one(request: bytes, due: float) -> None:
+        connection = await pool.get()
+        status = await connection.post(request)
+        latencies.append(time.perf_counter() - due)
+        pool.put_nowait(connection)
+        assert status == 200, status
 
-        started = time.perf_counter()
-        tasks = []
-        for n, (body, signature) in enumerate(events):
-            # yield at each send, even when late, so the answers are read as they come
-            await asyncio.sleep(max(0.0, started + n / rate - time.perf_counter()))
-            tasks.append(asyncio.create_task(one(body, signature)))
-        await asyncio.gather(*tasks)
+    started = time.perf_counter()
+    tasks = []
+    for n, request in enumerate(requests):
+        # yield at each send, even when late, so the answers are read as they come
+        await asyncio.sleep(max(0.0, started + n / rate - time.perf_counter()))
+        tasks.append(asyncio.create_task(one(request, started + n / rate)))
+    await asyncio.gather(*tasks)
+    while not pool.empty():
+        pool.get_nowait().close()
     return sorted(latencies)
 
 
@@ -172,7 +218,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--receivers", type=int, default=2)
-    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--connections", type=int, default=128)
     parser.add_argument("--rate", type=float, default=500.0)
     parser.add_argument("--latency-events", type=int, default=5_000)
     parser.add_argument("--out", type=Path, help="also write the results here (JSON)")
