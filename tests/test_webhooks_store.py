@@ -113,8 +113,9 @@ def test_receiver_intervals_merge_into_up_time(tmp_path: Path) -> None:
         store.receiver_stopped("a")
         store.receiver_alive("b")
         intervals = store.up_intervals()
-        (a, a_start, a_seen, a_stop), (b, _, b_seen, b_stop) = store.receivers()
+        (a, a_start, a_seen, a_stop), (b, b_start, b_seen, b_stop) = store.receivers()
         assert (a, b) == ("a", "b") and a_start < a_stop == a_seen and b_stop is None
+        assert b_start < b_seen  # its heartbeat moved its last sight on
     assert len(intervals) == 1
     start, end = intervals[0]
     assert start < end
