@@ -30,7 +30,7 @@ killed mid-fold re-applies nothing twice and loses nothing.
   watermark moves past them without applying them.
 - Customers are read by what changed since the newest stored `updatedAt`; an event moving that
   mark forward would hide changes no event carries, so the fold keeps the mark from before it
-  (`resource_save.keep_customers_mark`) until the next read of customers (`resource_save`).
+  (`resource_save.keep_listed_mark`) until the next read of customers (`resource_save`).
 
 Coverage (`Coverage`): the receivers' up intervals (`EventStore.up_intervals`) are compared with
 the span since the previous sync started: what they do not cover is a gap, reported. While
@@ -58,7 +58,7 @@ from paylens.webhooks import EventStore, StoredEvent, stamp
 from .. import _store
 from .._staged import target_of
 from .fetch import parse_time_or_none
-from .resource_save import Read, keep_customers_mark
+from .resource_save import Read, keep_listed_mark
 from .resource_save import typed as typed_resource
 from .save import RejectRow
 from .save import typed as typed_transactions
@@ -401,8 +401,7 @@ def _upsert_layer(
         written = set(tables["transactions"].column("id").to_pylist()) if tables else set()
     else:
         typed_table, rejects = typed_resource(table, Read(records=buffer), run_id, at)
-        if table == "customers":
-            keep_customers_mark(con)
+        keep_listed_mark(con, table)
         _store.upsert(con, table, typed_table, run_id=run_id, now=at)
         written = set(typed_table.column("id").to_pylist())
     _store.record_rejects(con, rejects)

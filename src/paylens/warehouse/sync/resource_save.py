@@ -124,12 +124,8 @@ def last_reads(con: duckdb.DuckDBPyConnection) -> dict[str, LastRead]:
     for name in SMALL_RESOURCES:
         cursor = RESOURCES[name].read
         mark = None
-        if name == "customers":  # events may have moved its newest change: the kept mark
-            mark = listed_customers_mark(con)
-        elif isinstance(cursor, Cursor):
-            ((mark,),) = con.execute(
-                f"SELECT max({cursor.column}) FROM {name} WHERE removed_at IS NULL"
-            ).fetchall()
+        if isinstance(cursor, Cursor):  # events may have moved its newest change: the kept mark
+            mark = listed_mark(con, name, cursor)
         (n,) = con.execute(
             f"""SELECT count(DISTINCT r.record_id) FROM rejected_records r
                 LEFT JOIN {name} t ON t.id = r.record_id
@@ -141,34 +137,38 @@ def last_reads(con: duckdb.DuckDBPyConnection) -> dict[str, LastRead]:
     return out
 
 
-#: Meta key: the customers' change mark kept from before webhook events moved it.
-CUSTOMERS_MARK = "customers_listed_mark"
+def _mark_key(name: str) -> str:
+    """Meta key: the change mark of `name` (read by a cursor) kept from before webhook events
+    moved it."""
+    return f"{name}_listed_mark"
 
 
-def _newest_customer(con: duckdb.DuckDBPyConnection) -> datetime | None:
+def _newest(con: duckdb.DuckDBPyConnection, name: str, cursor: Cursor) -> datetime | None:
     (row,) = con.execute(
-        "SELECT max(updated_at) FROM customers WHERE removed_at IS NULL"
+        f"SELECT max({cursor.column}) FROM {name} WHERE removed_at IS NULL"
     ).fetchall()
     newest: datetime | None = row[0]
     return newest
 
 
-def keep_customers_mark(con: duckdb.DuckDBPyConnection) -> None:
-    """Before webhook events first write customers, keep the change mark the next read of
-    customers starts from (the newest stored `updatedAt`): an event moving it forward would
-    hide the changes no event carries (`sync.events`)."""
+def keep_listed_mark(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Before webhook events first write `name`, keep the change mark its next read by a
+    cursor starts from (the newest stored cursor column): an event moving it forward would
+    hide the changes no event carries (`sync.events`). A resource not read by a cursor has
+    no mark to keep."""
+    cursor = RESOURCES[name].read
     known = _store.meta(con)
-    if CUSTOMERS_MARK not in known:
-        newest = _newest_customer(con)
-        _store.set_meta(con, known, **{CUSTOMERS_MARK: newest.isoformat() if newest else ""})
+    if isinstance(cursor, Cursor) and _mark_key(name) not in known:
+        newest = _newest(con, name, cursor)
+        _store.set_meta(con, known, **{_mark_key(name): newest.isoformat() if newest else ""})
 
 
-def listed_customers_mark(con: duckdb.DuckDBPyConnection) -> datetime | None:
-    """Where the next read of customers by what changed starts: the newest stored
-    `updatedAt`, or the mark kept from before events moved it (`keep_customers_mark`)."""
-    kept = _store.meta(con).get(CUSTOMERS_MARK)
+def listed_mark(con: duckdb.DuckDBPyConnection, name: str, cursor: Cursor) -> datetime | None:
+    """Where the next read of `name` by what changed starts: the newest stored cursor column,
+    or the mark kept from before events moved it (`keep_listed_mark`)."""
+    kept = _store.meta(con).get(_mark_key(name))
     if kept is None:
-        return _newest_customer(con)
+        return _newest(con, name, cursor)
     return datetime.fromisoformat(kept) if kept else None
 
 
@@ -202,8 +202,8 @@ def commit(
     with _store.transaction(con):
         _store.upsert(con, resource, table, run_id=run_id, now=at)
         _store.record_rejects(con, rejects)
-        if resource == "customers":  # what changed up to now is stored: no mark to keep
-            con.execute("DELETE FROM paylens_meta WHERE key = ?", [CUSTOMERS_MARK])
+        if isinstance(RESOURCES[resource].read, Cursor):  # read up to now: no mark to keep
+            con.execute("DELETE FROM paylens_meta WHERE key = ?", [_mark_key(resource)])
         elif resource == "internal_accounts":
             _store.record_balance_reads(con, table, read_at=service_now, run_id=run_id)
         if whole:
