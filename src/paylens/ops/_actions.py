@@ -118,6 +118,9 @@ class Action:
     shown: tuple[str, ...] = _SHOWN  # columns a review shows
     state: tuple[str, ...] = ("id", "status", "updated_at")  # what the fingerprint pins
     kind: ItemKind = field(default_factory=lambda: TRANSACTIONS)
+    #: the webhook receiver decides these items too (an incoming payment awaiting approval):
+    #: one it decided is never decided again (`receiver_decisions`)
+    receiver_decides: bool = False
 
     def eligibility(self, row: dict[str, Any]) -> str:
         """ELIGIBLE, or why the action does not apply to `row` (its rules, then its status)."""
@@ -285,6 +288,7 @@ ACTIONS = {
             noun="approval",
             contrary=frozenset({"FAILED", "EXPIRED", "REJECTED", "REFUNDED"}),
             refusals=_NOT_PENDING_APPROVAL,
+            receiver_decides=True,
         ),
         Action(
             "reject",
@@ -300,6 +304,7 @@ ACTIONS = {
             body=("reason",),
             contrary=frozenset({"PROCESSING", "COMPLETED"}),
             refusals=_NOT_PENDING_APPROVAL,
+            receiver_decides=True,
         ),
         Action(
             "confirm_receipt",

@@ -381,7 +381,7 @@ class _Run:
         if (moved := self.kind.changed(row, current)) is not None:
             outcome = _Outcome(tid, "skipped_changed", message=moved, answer=current)
             return self._finish(entry, outcome)
-        if action.name in ("approve", "reject") and (
+        if action.receiver_decides and (
             decided := receiver_decisions(self.wh).get(tid)
         ):  # the webhook receiver decided it after the plan was made: never decided twice
             said = f"decided by the webhook receiver since the plan ({decided})"

@@ -160,7 +160,7 @@ def make_plan(
         [ids],
     )
     done = wh.journal_outcomes(action.name, (action.verb, *FINAL_REFUSALS), ids)
-    decided = receiver_decisions(wh) if action.name in ("approve", "reject") else {}
+    decided = receiver_decisions(wh) if action.receiver_decides else {}
     by_id = {str(r["id"]): {str(k): v for k, v in r.items()} for r in known.to_dict("records")}
     rows: list[dict[str, Any]] = []
     for tid in ids:
