@@ -9,6 +9,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, timedelta
@@ -20,6 +21,7 @@ import pytest
 
 from paylens import ConflictError, Sandbox, Warehouse, WarehouseError, analysis
 from paylens.lake import TABLES, Lake, publish
+from paylens.lake._catalog import ensure_namespace, open_catalog
 from tests._helpers import run_cli
 from tests._postgres import postgres_server
 
@@ -320,6 +322,35 @@ def test_a_publisher_that_loses_the_race_plans_again(pg_catalog: str, tmp_path: 
         # B wrote everything first: A, planning again, found nothing left to change
         assert "transactions" not in report.tables
         assert_published_equals(wh, pg_catalog)
+
+
+def _create_at(
+    start: threading.Barrier, cat: SqlCatalog, namespace: str, failed: list[str]
+) -> None:
+    start.wait()
+    try:
+        ensure_namespace(cat, namespace)
+    except Exception as exc:  # what a publisher would have died of
+        failed.append(type(exc).__name__)
+
+
+def test_publishers_creating_the_namespace_at_once_all_go_on(pg_catalog: str) -> None:
+    """Publishers that start together all find the namespace missing and create it: the one
+    that loses the insert goes on with the namespace the other made (the catalog answers
+    the loser with its driver's unique violation, not `NamespaceAlreadyExistsError`)."""
+    catalogs = [open_catalog(pg_catalog) for _ in range(6)]
+    for trial in range(8):
+        start, failed = threading.Barrier(len(catalogs)), []
+        threads = [
+            threading.Thread(target=_create_at, args=(start, cat, f"race{trial}", failed))
+            for cat in catalogs
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert failed == []
+        assert (f"race{trial}",) in catalogs[0].list_namespaces()
 
 
 _PUBLISH = (

@@ -73,3 +73,19 @@ def to_iceberg(table: pa.Table) -> pa.Table:
         fields.append(pa.field(field.name, kind))
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def ensure_namespace(cat: SqlCatalog, namespace: str) -> None:
+    """Create `namespace` unless it is there. Publishers starting together may all find it
+    missing; the catalog answers the one that loses the insert with its driver's unique
+    violation, not `NamespaceAlreadyExistsError`, so any failure is judged by whether the
+    namespace is there now."""
+    from pyiceberg.exceptions import NamespaceAlreadyExistsError
+
+    try:
+        cat.create_namespace(namespace)
+    except NamespaceAlreadyExistsError:  # an earlier publish's
+        pass
+    except Exception:  # the loser of a concurrent insert: the winner's namespace will do
+        if not cat.namespace_exists(namespace):
+            raise

@@ -17,7 +17,6 @@ table stays at its previous snapshot and the next publish finds the same partiti
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import uuid
@@ -31,7 +30,7 @@ import pyarrow as pa
 from paylens.errors import LakeError
 from paylens.warehouse.sync import SMALL_RESOURCES
 
-from ._catalog import PUBLISHES, open_catalog, to_iceberg
+from ._catalog import PUBLISHES, ensure_namespace, open_catalog, to_iceberg
 
 if TYPE_CHECKING:
     import duckdb
@@ -255,11 +254,8 @@ def publish(
     `postgresql://` or `sqlite:///` URL), data files under `location`. Only partitions whose
     rows changed since the last publish are rewritten; an unchanged warehouse commits nothing.
     `before_commit(table)` runs just before each table's commit (for tests of interleavings)."""
-    from pyiceberg.exceptions import NamespaceAlreadyExistsError
-
     cat = open_catalog(catalog, location)
-    with contextlib.suppress(NamespaceAlreadyExistsError):  # another publisher's, or earlier
-        cat.create_namespace(namespace)
+    ensure_namespace(cat, namespace)
     run_id = _run_id(wh)
     report = PublishReport(run_id=run_id, publish_id=str(uuid.uuid4()))
     properties = {PUBLISH_ID: report.publish_id}
