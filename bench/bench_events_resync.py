@@ -1,8 +1,10 @@
 """The re-sync's cost with and without webhook events: requests of a full sync, then of an
 incremental sync after an advance, for a warehouse without an event store (the rolling
 re-verification at `verify_syncs`, default 7) and for one whose receiver was up without a gap
-(`verify_syncs_with_events`, default 30), the sandbox served over loopback HTTP and its request
-counter read around each sync.
+(`verify_syncs_with_events`, default 30) and stored the webhook of every transition the
+sandbox made in the advance (its world's own transitions, as its sender would post them,
+appended to the store directly: the receiver's cost is `bench_webhooks.py`'s), the sandbox
+served over loopback HTTP and its request counter read around each sync.
 
     python bench/bench_events_resync.py --transactions 50000 --advance-hours 24
 
@@ -17,12 +19,14 @@ import json
 import resource
 import tempfile
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from paylens import Client, Sandbox
+from paylens.sandbox.wire.webhooks import webhook_body
+from paylens.sandbox.world.events import Transition
 from paylens.warehouse import SyncOptions, SyncReport, Warehouse
-from paylens.webhooks import EventStore, events_path
+from paylens.webhooks import Event, EventStore, events_path, stamp
 
 
 def measure(transactions: int, hours: float, tmp: Path) -> list[dict[str, object]]:
@@ -48,7 +52,16 @@ def measure(transactions: int, hours: float, tmp: Path) -> list[dict[str, object
         fulls = [sync(wh) for wh in (plain, kept)]
         for wh in (plain, kept):  # a first incremental sync: the next is covered since it
             sync(wh)
+        events: list[Event] = []
+
+        def webhook(transition: Transition) -> None:
+            webhook_id, body = webhook_body(transition.event, transition.at, transition.record)
+            sent = datetime.fromtimestamp(transition.at / 1e6, UTC)
+            events.append(Event(webhook_id, transition.event, stamp(sent), body))
+
+        sandbox.world.on_transition = webhook
         sandbox.advance(timedelta(hours=hours))
+        store.append(events)
         store.receiver_alive("bench")
         for wh, (full, full_requests, _) in zip((plain, kept), fulls, strict=True):
             again, requests, cpu = sync(wh)
@@ -64,6 +77,8 @@ def measure(transactions: int, hours: float, tmp: Path) -> list[dict[str, object
                     "reverified": again.reverified,
                     "changed_share": round((again.new + again.changed) / max(1, full.new), 4),
                     "verify_syncs": again.events.verify_syncs if again.events else None,
+                    "events_applied": again.events.applied if again.events else None,
+                    "events_exact": again.events.exact if again.events else None,
                 }
             )
     store.close()

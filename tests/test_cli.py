@@ -441,6 +441,11 @@ def test_report_on_the_embedded_sandbox(monkeypatch: pytest.MonkeyPatch, tmp_pat
     [
         ("--concurrency", "0", "concurrency: must be a whole number of slices at once"),
         ("--verify-syncs", "0", "verify_syncs: must be a whole number of syncs"),
+        (
+            "--verify-syncs-with-events",
+            "0",
+            "verify_syncs_with_events: must be a whole number of syncs",
+        ),
         ("--rate-limit", "-3", "rate_limit: must be more than 0 requests per second"),
     ],
 )

@@ -17,10 +17,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from paylens import Client, Sandbox
+from paylens.sandbox import IN_PROCESS_BASE_URL
+from paylens.sandbox.wire.transport import SandboxTransport
 from paylens.warehouse import SyncOptions, Warehouse
+from paylens.warehouse.sync.plan import OPEN_STATUSES
 from paylens.webhooks import Event, EventStore, events_path
 
 END = datetime(2025, 10, 13, tzinfo=UTC)
@@ -424,6 +428,73 @@ def test_the_receivers_gaps_since_the_previous_sync_are_reported_and_set_the_rou
         assert 0 < fifth.reverified < fourth.reverified
 
 
+class StatusListings(httpx.BaseTransport):
+    """The sandbox in-process, with the `status` of every listing that names one noted (not
+    the reconciliation's counts: pages of one record)."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.inner = SandboxTransport(sandbox.app)
+        self.statuses: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if "status" in request.url.params and request.url.params.get("limit") != "1":
+            self.statuses.append(request.url.params["status"])
+        return self.inner.handle_request(request)
+
+    def taken(self) -> list[str]:
+        taken, self.statuses = sorted(set(self.statuses)), []
+        return taken
+
+
+def test_while_events_bring_every_transition_the_older_open_statuses_are_not_listed(
+    tmp_path: Path,
+) -> None:
+    """Covered by a receiver, nothing kept apart, every transaction event applied: the sync
+    lists no open status (the events carried each transition) and every status is the
+    service's. A gap, or a body kept apart, brings the listings back for the next sync."""
+    sandbox = month_of_cards()
+    transport = StatusListings(sandbox)
+    client = Client(
+        IN_PROCESS_BASE_URL, sandbox.client_id, sandbox.client_secret, transport=transport
+    )
+    path = tmp_path / "w.duckdb"
+    with EventStore(events_path(path)) as store, Warehouse(path) as wh:
+        store.receiver_started("r")
+        wh.sync(client, resources=TX, options=PLAIN)
+        transport.taken()
+
+        def advance_and_sync(hours: int) -> Any:
+            before = served(client)
+            sandbox.advance(timedelta(hours=hours))
+            after = served(client)
+            store.append(events_between(before, after, sandbox.now))
+            transport.taken()
+            report = wh.sync(client, resources=TX, options=PLAIN)
+            assert statuses(wh, "CARD") == served_statuses(after, "CARD")
+            assert statuses(wh, "OUTGOING") == served_statuses(after, "OUTGOING")
+            return report
+
+        store.receiver_alive("r")
+        covered = advance_and_sync(30)
+        assert covered.events.applied > 0 and covered.events.exact
+        assert transport.taken() == []
+        assert "older open statuses not listed" in str(covered)
+        # a receiver gap: what happened in it is found by the listings again
+        store.receiver_stopped("r")
+        store.receiver_started("r2")
+        gap = advance_and_sync(30)
+        assert gap.events.coverage.gaps and not gap.events.exact
+        assert transport.taken() == sorted(OPEN_STATUSES)
+        store.receiver_alive("r2")
+        assert advance_and_sync(30).events.exact and transport.taken() == []
+        # a body kept apart since the previous sync may be a transition never applied
+        store.reject(b'{"type": "OUTGOING_PAYMENT.COMPLETED"}', "off the interface's schemas")
+        store.receiver_alive("r2")
+        kept_apart = advance_and_sync(30)
+        assert kept_apart.events.coverage.covered and not kept_apart.events.exact
+        assert transport.taken() == sorted(OPEN_STATUSES)
+
+
 def _differential_with_events(seed: int, advances: int, tmp: Path) -> None:
     """A warehouse kept by syncs with the events of every advance folded in (and the slower
     re-verification) against a fresh full sync after every sync: statuses equal after every
@@ -595,6 +666,8 @@ def test_paylens_sync_finds_the_event_store_beside_its_file_and_says_what_it_app
     from ._helpers import run_cli
 
     db = tmp_path / "w.duckdb"
+    with EventStore(events_path(db)) as store:
+        store.receiver_started("r")  # up from before the first sync on
     args = ["sync", "--db", str(db), "--sandbox", "--transactions", "500", "--quiet"]
     assert run_cli(*args).returncode == 0
     twin = Sandbox(seed=0, transactions=500)  # what the CLI's sandbox serves
@@ -611,6 +684,12 @@ def test_paylens_sync_finds_the_event_store_beside_its_file_and_says_what_it_app
     )
     with Warehouse(db, read_only=True) as wh:
         assert wh.sql("SELECT state FROM cards WHERE id = ?", [card_id])["state"][0] == "FROZEN"
+    # receivers up since before the previous sync: the round is the command's
+    with EventStore(events_path(db)) as store:
+        store.receiver_alive("r")
+        slower = run_cli(*args, "--resources", "transactions", "--verify-syncs-with-events", "9")
+    assert slower.returncode == 0, slower.stderr
+    assert "re-verification round: 9 syncs" in slower.stdout, slower.stdout
 
 
 def test_events_before_the_first_read_of_a_table_are_left_to_that_read(tmp_path: Path) -> None:

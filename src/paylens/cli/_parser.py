@@ -430,6 +430,13 @@ def _add_sync(commands: Any) -> None:
         help="every stored record is re-read at least once every this many syncs "
         "(default: %(default)s)",
     )
+    sync.add_argument(
+        "--verify-syncs-with-events",
+        type=int,
+        default=LibraryDefault("verify_syncs_with_events"),
+        help="the same while webhook receivers were up without a gap since the previous sync "
+        "(default: %(default)s)",
+    )
     _wait_option(sync)
     _client_options(sync)
 

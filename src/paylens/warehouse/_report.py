@@ -96,6 +96,10 @@ def events_lines(fold: FoldResult) -> list[str]:
     else:
         gaps = ", ".join(f"{_instant(a)} to {_instant(b)}" for a, b in coverage.gaps)
         lines.append(f"  receiver gaps since the previous sync: {gaps}")
+    if fold.exact:
+        lines.append(
+            "  transitions: all by events since the previous sync (older open statuses not listed)"
+        )
     return lines
 
 

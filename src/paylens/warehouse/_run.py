@@ -107,6 +107,7 @@ class SyncRun:
                     on_expect=bar.expect,
                     on_more=bar.expect_more,
                     on_phase=bar.phase,
+                    events_exact=report.events.exact,
                 )
                 report.mode = engine.run()
                 report.rejected += engine.tally.rejected
@@ -335,6 +336,7 @@ class SyncKeywords(TypedDict, total=False):
     progress: bool
     resources: Sequence[str] | None
     verify_syncs: int
+    verify_syncs_with_events: int
     freshness: Freshness | None
 
 

@@ -201,6 +201,15 @@ class EventStore:
         with self._lock:
             return int(self._con.execute("SELECT count(*) FROM events").fetchone()[0])
 
+    def rejected_since(self, instant: datetime | None) -> int:
+        """How many bodies were kept apart at or after `instant` (all of them for None)."""
+        since = "" if instant is None else stamp(instant)
+        with self._lock:
+            row = self._con.execute(
+                "SELECT count(*) FROM rejected_events WHERE received_at >= ?", (since,)
+            ).fetchone()
+        return int(row[0])
+
     def rejected(self) -> list[tuple[int, str, str, bytes]]:
         """The kept-apart bodies: (seq, received_at, reason, body)."""
         with self._lock:

@@ -36,7 +36,9 @@ Coverage (`Coverage`): the receivers' up intervals (`EventStore.up_intervals`) a
 the span since the previous sync started: what they do not cover is a gap, reported. While
 the store shows no gap since the previous sync, and none within the last `verify_syncs` syncs,
 the rolling re-verification runs at `SyncOptions.verify_syncs_with_events` (slower); otherwise
-at `verify_syncs`.
+at `verify_syncs`. While, besides, nothing was kept apart in that span and every transaction
+event was applied, the events brought every transition (`FoldResult.exact`): the sync then
+skips the older range's open-status listings and one-by-one re-reads.
 """
 
 from __future__ import annotations
@@ -156,7 +158,9 @@ class FoldResult:
     """What a fold did: events `applied` (written), `stale` (the warehouse held that state or a
     newer one), `skipped` by kind (kinds the warehouse does not keep, or before the first
     sync), `not_applied` (with the oldest of them), the coverage of the span since the previous
-    sync, and the re-verification rate chosen from it."""
+    sync, and the re-verification rate chosen from it. `exact`: the events carry every
+    transition of a transaction since the previous sync (see `carry_transitions`), so the sync
+    need not list the older range's open statuses to find them."""
 
     store: Path | None = None
     applied: int = 0
@@ -167,9 +171,12 @@ class FoldResult:
     coverage: Coverage | None = None
     verify_syncs: int | None = None
     watermark: int = 0
+    exact: bool = False
+    not_applied_tables: set[str] = field(default_factory=set)
 
     def _not_applied(self, event: StoredEvent, reason: str) -> None:
         self.not_applied += 1
+        self.not_applied_tables.add(EVENT_TABLES.get(event.type.split(".", 1)[0], ""))
         if self.oldest_not_applied is None or event.seq < self.oldest_not_applied.seq:
             self.oldest_not_applied = NotApplied(
                 event.seq, event.webhook_id, event.type, event.sent_at, reason
@@ -240,6 +247,7 @@ def fold_before_sync(
                 )
             if len(events) < chunk:
                 break
+        result.exact = carry_transitions(result, store.rejected_since(previous))
     logger.info(
         "events: %d applied, %d stale, %d skipped, %d not applied",
         result.applied,
@@ -248,6 +256,22 @@ def fold_before_sync(
         result.not_applied,
     )
     return replace(options, verify_syncs=result.verify_syncs), result
+
+
+def carry_transitions(result: FoldResult, kept_apart: int) -> bool:
+    """Whether the fold brought every transition of a transaction since the previous sync
+    started: receivers up for all of that span (no gap), no body kept apart in it (one could
+    be a transition never applied), and every transaction event applied or older than held.
+    The interface sends an event for each status and refund-status change of a transfer
+    (`OUTGOING_PAYMENT.*`, `INCOMING_PAYMENT.*`) and for every card transaction transition
+    (`CARD_TRANSACTION.*`): what the listings of the open statuses exist to find."""
+    coverage = result.coverage
+    return (
+        coverage is not None
+        and coverage.covered
+        and kept_apart == 0
+        and "transactions" not in result.not_applied_tables
+    )
 
 
 def _previous_start(con: duckdb.DuckDBPyConnection, run_id: int) -> datetime | None:

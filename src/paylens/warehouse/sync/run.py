@@ -380,6 +380,7 @@ class TransactionSync:
         on_expect: Callable[[int], None] = lambda records: None,
         on_more: Callable[[int], None] = lambda records: None,
         on_phase: Callable[[str], None] = lambda phase: None,
+        events_exact: bool = False,
     ) -> None:
         """`service` stands in for the client's list endpoint (tests); `threads=False` reads
         every window and commits every landing on the calling thread, in order; `pool` is
@@ -388,8 +389,11 @@ class TransactionSync:
         `on_more` of how many more an incremental sync's window will read as it starts (the
         service's `totalCount` of its first page: the total grows as windows start)
         (the service's `totalCount`), `on_phase` of each step (reading, reconciling,
-        committing)."""
+        committing). `events_exact`: the webhook events folded before this run brought every
+        transition since the previous sync (`events.FoldResult.exact`), so the older range's
+        open statuses are not listed nor its open records re-read one by one."""
         self.con = con
+        self.events_exact = events_exact
         self.db_lock = db_lock
         self.service = service or Service(client)
         self.run_id = run_id
@@ -524,16 +528,21 @@ class TransactionSync:
         since, recent_start = self._older_start_end()
         older = Window(since, recent_start)
         verify, cursor = self._verify_windows(older)
+        # the older range's open statuses are listed to find the transitions of its records,
+        # unless the events brought every one of them (`events_exact`)
+        watch = [] if self.events_exact else OPEN_STATUSES
         # the recent window, the non-terminal listings and the re-verification's share do not
         # depend on one another: read together, they cost one round of the pool and commits
         self._read_all(
             [
                 Window(recent_start, None, purpose="recent"),
-                *(Window(since, recent_start, status, "watch") for status in OPEN_STATUSES),
+                *(Window(since, recent_start, status, "watch") for status in watch),
                 *verify,
             ]
         )
-        instants = self.stored.watched(older, self.run_id, holds_since)
+        instants = self.stored.watched(
+            older, self.run_id, holds_since, transitions=not self.events_exact
+        )
         if instants:
             start = older.start or self.stored.oldest(older)
             span = plan.page_span(start, older.end, self.stored.stored(older))

@@ -553,9 +553,12 @@ class StoredTransactions:
         )
         return instant(rows[0][0]) if rows else None
 
-    def watched(self, older: Window, run_id: int, holds_since: datetime | None) -> list[datetime]:
+    def watched(
+        self, older: Window, run_id: int, holds_since: datetime | None, *, transitions: bool = True
+    ) -> list[datetime]:
         """Creation times (sorted, distinct) of the records no listing of this run can show
-        have changed, so they are re-read by themselves:
+        have changed, so they are re-read by themselves (the first three only when
+        `transitions`: the events did not bring every transition):
 
         - transfers of the older range stored in an open status that this run's listings of
           those statuses did not bring back: they left it (a transfer that completed may be
@@ -572,7 +575,7 @@ class StoredTransactions:
         refunds = ", ".join(f"'{s}'" for s in TERMINAL_REFUND_STATUSES)
         rows = self._rows(
             f"""SELECT DISTINCT epoch_us(created_at) AS instant_us FROM {_CURRENT}
-                WHERE {where} AND sync_run_id <> ?
+                WHERE ? AND {where} AND sync_run_id <> ?
                   AND (status IN ({statuses})
                        OR (status IN ({holds}) AND created_at >= ?)
                        OR (status = 'FAILED' AND refund_status IS NOT NULL
@@ -584,7 +587,7 @@ class StoredTransactions:
                   AND r.created_at IS NOT NULL
                   AND (t.id IS NULL OR r.run_id >= t.sync_run_id)
                 ORDER BY instant_us""",
-            [*params, run_id, holds_since],
+            [transitions, *params, run_id, holds_since],
         )
         return [t for (us,) in rows if (t := instant(us)) is not None]
 
