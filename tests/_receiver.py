@@ -82,10 +82,16 @@ def card_event(n: int, status: str = "SETTLED") -> bytes:
 
 
 def incoming_pending(
-    webhook: str, transaction: str, amount: int = 50_000, *, uma: bool = True
+    webhook: str,
+    transaction: str,
+    amount: int = 50_000,
+    *,
+    uma: bool = True,
+    requested: dict[str, bool] | None = None,
 ) -> bytes:
     """An `INCOMING_PAYMENT.PENDING` as the interface's example has it: over UMA (an approval
-    rail), or `uma=False` a bank-rail one (informational)."""
+    rail), or `uma=False` a bank-rail one (informational); `requested`: the receiver's
+    information the sender asks for (`requestedReceiverCustomerInfoFields`: name, mandatory)."""
     data: dict[str, Any] = {
         "id": transaction,
         "status": "PENDING",
@@ -111,6 +117,10 @@ def incoming_pending(
     else:
         data["destination"] = {"destinationType": "ACCOUNT", "accountId": "InternalAccount:1"}
         data["paymentRail"] = "SWIFT"
+    if requested is not None:
+        data["requestedReceiverCustomerInfoFields"] = [
+            {"name": name, "mandatory": mandatory} for name, mandatory in requested.items()
+        ]
     return orjson.dumps(
         {
             "id": webhook,

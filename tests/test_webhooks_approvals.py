@@ -77,6 +77,56 @@ def test_each_payment_is_decided_once_and_every_delivery_gets_that_answer(
     assert store.count() == 6  # Webhook:1 once; the bank-rail payment stored, not decided
 
 
+def test_an_approval_carries_the_receiver_information_the_sender_asked_for(
+    signer: Signer, store: EventStore
+) -> None:
+    """The interface: approving a payment whose webhook names
+    `requestedReceiverCustomerInfoFields`, the 200 must carry them in `receiverCustomerInfo`.
+    Only the fields asked for leave (no more of a customer's data than asked); an approval
+    without a mandatory one cannot be answered as the interface wants, so it is a rejection
+    naming what was missing. A redelivery gets the same answer."""
+    from ._helpers import contract_errors
+
+    info = {"FULL_NAME": "Ada Lovelace", "BIRTH_DATE": "1815-12-10", "NATIONALITY": "GB"}
+
+    def policy(payment: dict[str, Any]) -> bool | Verdict:
+        if payment["id"] == "Transaction:bare":
+            return True
+        return Verdict.approve("known customer", receiver_customer_info=info)
+
+    asked = {"FULL_NAME": True, "BIRTH_DATE": False}
+    with served_app(app(store, public_keys=[signer.public_pem], approve=policy)) as url:
+        given = _post(url, incoming_pending("Webhook:1", "Transaction:a", requested=asked), signer)
+        again = _post(url, incoming_pending("Webhook:1", "Transaction:a", requested=asked), signer)
+        optional = _post(
+            url,
+            incoming_pending("Webhook:2", "Transaction:b", requested={"BIRTH_DATE": False}),
+            signer,
+        )
+        bare = _post(
+            url, incoming_pending("Webhook:3", "Transaction:bare", requested=asked), signer
+        )
+        bare_again = _post(
+            url, incoming_pending("Webhook:4", "Transaction:bare", requested=asked), signer
+        )
+    wanted = {"receiverCustomerInfo": {"FULL_NAME": "Ada Lovelace", "BIRTH_DATE": "1815-12-10"}}
+    assert [(a.status_code, a.json()) for a in (given, again)] == [(200, wanted)] * 2
+    assert (optional.status_code, optional.json()) == (
+        200,
+        {"receiverCustomerInfo": {"BIRTH_DATE": "1815-12-10"}},
+    )
+    reason = "approved without the receiver information the sender asked for: FULL_NAME"
+    assert [(a.status_code, a.json()["reason"]) for a in (bare, bare_again)] == [(403, reason)] * 2
+    errors = contract_errors()
+    if errors is not None:
+        assert errors(given.json(), "IncomingPaymentWebhookResponse") == []
+    assert [(d.transaction_id, d.status) for d in store.decisions()] == [
+        ("Transaction:a", 200),
+        ("Transaction:b", 200),
+        ("Transaction:bare", 403),
+    ]
+
+
 def test_without_a_policy_a_pending_payment_is_deferred_and_nothing_decided(
     signer: Signer, store: EventStore
 ) -> None:

@@ -106,6 +106,26 @@ def test_one_decision_per_payment_whoever_decides_first(tmp_path: Path) -> None:
         assert first.decisions() == [approved]
 
 
+def test_a_store_written_before_the_answer_column_keeps_its_decisions(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "e.sqlite"
+    with sqlite3.connect(path) as con:  # the table as the first stores wrote it
+        con.execute(
+            """CREATE TABLE approval_decisions (transaction_id TEXT PRIMARY KEY,
+               webhook_id TEXT NOT NULL, status INTEGER NOT NULL, reason TEXT NOT NULL,
+               decided_at TEXT NOT NULL)"""
+        )
+        con.execute(
+            "INSERT INTO approval_decisions VALUES ('Transaction:1', 'Webhook:1', 403, 'no', 'x')"
+        )
+    with EventStore(path) as store, EventStore(path) as again:
+        old = Decision("Transaction:1", "Webhook:1", 403, "no", "x", "{}")
+        assert store.decisions() == [old] and again.decision("Transaction:1") == old
+        new = Decision("Transaction:2", "Webhook:2", 200, "ok", "y", '{"receiverCustomerInfo": {}}')
+        assert again.decide(new) == new and store.decision("Transaction:2") == new
+
+
 def test_receiver_intervals_merge_into_up_time(tmp_path: Path) -> None:
     with EventStore(tmp_path / "e.sqlite") as store:
         store.receiver_started("a")

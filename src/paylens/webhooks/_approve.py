@@ -15,7 +15,7 @@ columns, in the language and sandbox of the bulk actions' selections (`paylens.o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,10 +28,13 @@ VERDICTS = {200: "approved", 202: "deferred", 403: "rejected", 422: "more inform
 @dataclass(frozen=True)
 class Verdict:
     """A policy's answer: the HTTP status (200 approve, 403 reject, 422 more information, 202
-    defer) and why (for 422, the counterparty fields wanted, comma-separated)."""
+    defer) and why (for 422, the counterparty fields wanted, comma-separated); an approval's
+    `receiver_customer_info` answers the payment's `requestedReceiverCustomerInfoFields`
+    (`CustomerInfoFieldName` to value; only the fields asked for are sent)."""
 
     status: int
     reason: str = ""
+    receiver_customer_info: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.status not in VERDICTS:
@@ -42,8 +45,13 @@ class Verdict:
             )
 
     @classmethod
-    def approve(cls, reason: str = "approved by the policy") -> Verdict:
-        return cls(200, reason)
+    def approve(
+        cls,
+        reason: str = "approved by the policy",
+        *,
+        receiver_customer_info: Mapping[str, Any] | None = None,
+    ) -> Verdict:
+        return cls(200, reason, receiver_customer_info)
 
     @classmethod
     def reject(cls, reason: str = "rejected by the policy") -> Verdict:
@@ -73,6 +81,28 @@ def verdict_of(answer: bool | Verdict) -> Verdict:
     raise InvalidArgumentError(
         "approve", f"a policy answers True, False or a Verdict, not {type(answer).__name__}"
     )
+
+
+def answering(verdict: Verdict, payment: dict[str, Any]) -> Verdict:
+    """`verdict` as it can be answered to `payment`: an approval carries the receiver's
+    information the sender asked for (`requestedReceiverCustomerInfoFields`), only those
+    fields; one lacking a mandatory field cannot be answered as the interface wants (the 200
+    must carry them), so it is a rejection naming what was missing."""
+    if verdict.status != 200:
+        return verdict
+    asked = [
+        field
+        for field in payment.get("requestedReceiverCustomerInfoFields") or []
+        if isinstance(field, dict) and isinstance(field.get("name"), str)
+    ]
+    given = verdict.receiver_customer_info or {}
+    missing = [f["name"] for f in asked if f.get("mandatory") and given.get(f["name"]) is None]
+    if missing:
+        return Verdict.reject(
+            "approved without the receiver information the sender asked for: " + ", ".join(missing)
+        )
+    info = {f["name"]: given[f["name"]] for f in asked if given.get(f["name"]) is not None}
+    return Verdict(200, verdict.reason, info or None)
 
 
 def on_approval_rail(payment: dict[str, Any]) -> bool:

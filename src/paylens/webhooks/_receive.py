@@ -34,7 +34,7 @@ import orjson
 
 from paylens.models import WebhookType, parse_webhook
 
-from ._approve import VERDICTS, Policy, on_approval_rail, verdict_of
+from ._approve import VERDICTS, Policy, answering, on_approval_rail, verdict_of
 from ._store import Decision, Event, EventStore, now_text, stamp
 from ._verify import SIGNATURE_HEADER, Verifier
 
@@ -175,7 +175,7 @@ def _decision_answer(decision: Decision) -> Response:
                 "requiredFields": fields,
             },
         )
-    return _json(decision.status, {})
+    return _json(decision.status, orjson.loads(decision.answer))
 
 
 class Receiver:
@@ -257,9 +257,14 @@ class Receiver:
             except Exception:  # no decision is stored: a redelivery asks the policy again
                 logger.exception("the approval policy failed on %s", transaction_id)
                 return _error(500, "APPROVAL_POLICY_FAILED", "the approval policy failed")
+            verdict = answering(verdict, payment)
+            info = verdict.receiver_customer_info
+            answer = orjson.dumps({"receiverCustomerInfo": info} if info else {}).decode()
             made = await asyncio.to_thread(
                 self.store.decide,
-                Decision(transaction_id, webhook_id, verdict.status, verdict.reason, now_text()),
+                Decision(
+                    transaction_id, webhook_id, verdict.status, verdict.reason, now_text(), answer
+                ),
             )
             logger.info("%s %s: %s", transaction_id, VERDICTS[made.status], made.reason)
         return _decision_answer(made)

@@ -59,9 +59,12 @@ CREATE TABLE IF NOT EXISTS approval_decisions (
     webhook_id TEXT NOT NULL,
     status INTEGER NOT NULL,
     reason TEXT NOT NULL,
-    decided_at TEXT NOT NULL
+    decided_at TEXT NOT NULL,
+    answer TEXT NOT NULL DEFAULT '{}'
 );
 """
+#: Columns added since a store was first written, added on open to a store without them.
+_ADDED_COLUMNS = {"approval_decisions": {"answer": "TEXT NOT NULL DEFAULT '{}'"}}
 
 
 def events_path(warehouse: str | Path) -> Path:
@@ -106,13 +109,16 @@ class StoredEvent:
 
 @dataclass(frozen=True)
 class Decision:
-    """The decision made on one incoming payment awaiting approval (HTTP status and why)."""
+    """The decision made on one incoming payment awaiting approval (HTTP status and why), and
+    the body answered with it (JSON: an approval's `receiverCustomerInfo`), so that every
+    delivery of the payment gets the same answer."""
 
     transaction_id: str
     webhook_id: str
     status: int
     reason: str
     decided_at: str
+    answer: str = "{}"
 
 
 class EventStore:
@@ -131,6 +137,11 @@ class EventStore:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     self._con.execute(statement)
+            for table, columns in _ADDED_COLUMNS.items():
+                have = {row[1] for row in self._con.execute(f"PRAGMA table_info({table})")}
+                for name, spec in columns.items():
+                    if name not in have:  # a store written before the column: no answer yet
+                        self._con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {spec}")
 
     @classmethod
     def beside(cls, warehouse: str | Path) -> EventStore:
@@ -273,18 +284,19 @@ class EventStore:
         with self._write() as con:
             con.execute(
                 "INSERT INTO approval_decisions"
-                " (transaction_id, webhook_id, status, reason, decided_at)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (transaction_id) DO NOTHING",
+                " (transaction_id, webhook_id, status, reason, decided_at, answer)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (transaction_id) DO NOTHING",
                 (
                     decision.transaction_id,
                     decision.webhook_id,
                     decision.status,
                     decision.reason,
                     decision.decided_at,
+                    decision.answer,
                 ),
             )
             row = con.execute(
-                "SELECT transaction_id, webhook_id, status, reason, decided_at"
+                "SELECT transaction_id, webhook_id, status, reason, decided_at, answer"
                 " FROM approval_decisions WHERE transaction_id = ?",
                 (decision.transaction_id,),
             ).fetchone()
@@ -293,7 +305,7 @@ class EventStore:
     def decision(self, transaction_id: str) -> Decision | None:
         with self._lock:
             row = self._con.execute(
-                "SELECT transaction_id, webhook_id, status, reason, decided_at"
+                "SELECT transaction_id, webhook_id, status, reason, decided_at, answer"
                 " FROM approval_decisions WHERE transaction_id = ?",
                 (transaction_id,),
             ).fetchone()
@@ -302,7 +314,7 @@ class EventStore:
     def decisions(self) -> list[Decision]:
         with self._lock:
             rows = self._con.execute(
-                "SELECT transaction_id, webhook_id, status, reason, decided_at"
+                "SELECT transaction_id, webhook_id, status, reason, decided_at, answer"
                 " FROM approval_decisions ORDER BY decided_at, transaction_id"
             ).fetchall()
         return [Decision(*row) for row in rows]
