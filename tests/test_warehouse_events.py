@@ -495,6 +495,39 @@ def test_while_events_bring_every_transition_the_older_open_statuses_are_not_lis
         assert transport.taken() == sorted(OPEN_STATUSES)
 
 
+def test_a_gap_seen_by_a_sync_that_did_not_list_transactions_is_listed_by_the_next_that_does(
+    tmp_path: Path,
+) -> None:
+    """A receiver gap reported by a sync of cards alone: the transitions of that gap were found
+    by no listing, so the next transactions sync lists the open statuses though the receivers
+    have been up since the cards sync."""
+    sandbox = month_of_cards()
+    transport = StatusListings(sandbox)
+    client = Client(
+        IN_PROCESS_BASE_URL, sandbox.client_id, sandbox.client_secret, transport=transport
+    )
+    path = tmp_path / "w.duckdb"
+    with EventStore(events_path(path)) as store, Warehouse(path) as wh:
+        store.receiver_started("r")
+        wh.sync(client, resources=[*TX, *NO_TX], options=PLAIN)
+        store.receiver_stopped("r")
+        sandbox.advance(timedelta(hours=30))  # no receiver: these transitions come by no event
+        store.receiver_started("r2")
+        cards_only = wh.sync(client, resources=NO_TX, options=PLAIN)
+        assert cards_only.events.coverage.gaps and not cards_only.events.exact
+        store.receiver_alive("r2")
+        transport.taken()
+        report = wh.sync(client, resources=TX, options=PLAIN)
+        assert report.events.coverage.covered and not report.events.exact
+        assert set(OPEN_STATUSES) <= set(transport.taken())  # and what the counts showed moved
+        after = served(client)
+        assert statuses(wh, "OUTGOING") == served_statuses(after, "OUTGOING")
+        store.receiver_alive("r2")
+        transport.taken()
+        assert wh.sync(client, resources=TX, options=PLAIN).events.exact
+        assert transport.taken() == []
+
+
 def _differential_with_events(seed: int, advances: int, tmp: Path) -> None:
     """A warehouse kept by syncs with the events of every advance folded in (and the slower
     re-verification) against a fresh full sync after every sync: statuses equal after every

@@ -32,7 +32,7 @@ from .sync import (
     TransactionSync,
     utcnow,
 )
-from .sync.events import fold_before_sync
+from .sync.events import fold_before_sync, listings_done
 from .sync.run import CTRL_C
 from .sync.save import STOPPED
 
@@ -110,6 +110,8 @@ class SyncRun:
                     events_exact=report.events.exact,
                 )
                 report.mode = engine.run()
+                if not report.events.exact:
+                    listings_done(self._con, self._lock)
                 report.rejected += engine.tally.rejected
                 report.reverified = engine.reverified
                 report.resources["transactions"] = self._run_counts("transactions", run_id)

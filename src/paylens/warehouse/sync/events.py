@@ -84,6 +84,10 @@ WEBHOOK_ONLY_FIELDS = ("requestedReceiverCustomerInfoFields",)
 #: left at the fast re-verification after a gap.
 WATERMARK = "events_seq"
 FAST_SYNCS_LEFT = "events_fast_syncs_left"
+#: "1" while some span since the last listing of the open statuses was not carried whole by
+#: events (a gap, a body kept apart, a transaction event not applied), seen by a fold: the
+#: next transactions sync lists them, whatever its own span's coverage (`listings_done`).
+LISTING_OWED = "events_listing_owed"
 #: Events applied per transaction (each with the watermark).
 CHUNK_EVENTS = 5_000
 
@@ -159,7 +163,7 @@ class FoldResult:
     newer one), `skipped` by kind (kinds the warehouse does not keep, or before the first
     sync), `not_applied` (with the oldest of them), the coverage of the span since the previous
     sync, and the re-verification rate chosen from it. `exact`: the events carry every
-    transition of a transaction since the previous sync (see `carry_transitions`), so the sync
+    transition of a transaction since the previous sync (see `carried`), so the sync
     need not list the older range's open statuses to find them."""
 
     store: Path | None = None
@@ -234,6 +238,9 @@ def fold_before_sync(
         # (the first sync reads everything: no gap before it matters)
         fast_left = max(0, fast_left - 1)
         result.watermark = int(meta.get(WATERMARK) or 0)
+        owed = meta.get(LISTING_OWED) == "1" or not carried(
+            result.coverage, store.rejected_since(previous)
+        )
         with lock:
             read = _tables_read(con)
         while True:
@@ -242,12 +249,20 @@ def fold_before_sync(
             with lock, _store.transaction(con):
                 _apply(con, events, result, run_id=run_id, at=at, since=options.since, read=read)
                 result.watermark = last
+                # with the watermark: a chunk's transaction event not applied is never lost
+                owed = owed or "transactions" in result.not_applied_tables
                 _store.set_meta(
-                    con, None, **{WATERMARK: str(last), FAST_SYNCS_LEFT: str(fast_left)}
+                    con,
+                    None,
+                    **{
+                        WATERMARK: str(last),
+                        FAST_SYNCS_LEFT: str(fast_left),
+                        LISTING_OWED: "1" if owed else "0",
+                    },
                 )
             if len(events) < chunk:
                 break
-        result.exact = carry_transitions(result, store.rejected_since(previous))
+        result.exact = not owed
     logger.info(
         "events: %d applied, %d stale, %d skipped, %d not applied",
         result.applied,
@@ -258,20 +273,21 @@ def fold_before_sync(
     return replace(options, verify_syncs=result.verify_syncs), result
 
 
-def carry_transitions(result: FoldResult, kept_apart: int) -> bool:
-    """Whether the fold brought every transition of a transaction since the previous sync
-    started: receivers up for all of that span (no gap), no body kept apart in it (one could
-    be a transition never applied), and every transaction event applied or older than held.
-    The interface sends an event for each status and refund-status change of a transfer
-    (`OUTGOING_PAYMENT.*`, `INCOMING_PAYMENT.*`) and for every card transaction transition
-    (`CARD_TRANSACTION.*`): what the listings of the open statuses exist to find."""
-    coverage = result.coverage
-    return (
-        coverage is not None
-        and coverage.covered
-        and kept_apart == 0
-        and "transactions" not in result.not_applied_tables
-    )
+def carried(coverage: Coverage, kept_apart: int) -> bool:
+    """Whether events can have brought every transition of a transaction since the previous
+    sync started: receivers up for all of that span (no gap) and no body kept apart in it
+    (one could be a transition never applied). The interface sends an event for each status
+    and refund-status change of a transfer (`OUTGOING_PAYMENT.*`, `INCOMING_PAYMENT.*`) and for
+    every card transaction transition (`CARD_TRANSACTION.*`): what the listings of the open
+    statuses exist to find. Besides, every transaction event must be applied, and no earlier
+    span be owed a listing (`LISTING_OWED`): `FoldResult.exact`."""
+    return coverage.covered and kept_apart == 0
+
+
+def listings_done(con: duckdb.DuckDBPyConnection, lock: threading.Lock | Any) -> None:
+    """A transactions sync listed the open statuses (or read everything): no span is owed."""
+    with lock:
+        _store.set_meta(con, None, **{LISTING_OWED: "0"})
 
 
 def _previous_start(con: duckdb.DuckDBPyConnection, run_id: int) -> datetime | None:
