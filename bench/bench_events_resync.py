@@ -18,6 +18,7 @@ import argparse
 import json
 import resource
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -36,6 +37,14 @@ def measure(transactions: int, hours: float, tmp: Path) -> list[dict[str, object
     options = SyncOptions(progress=False)
     store = EventStore(events_path(tmp / "events.duckdb"))
     store.receiver_started("bench")  # up for the whole run: no gap
+    done = threading.Event()
+
+    def heartbeat() -> None:  # as a running receiver beats (a silent one was killed)
+        while not done.wait(5):
+            store.receiver_alive("bench")
+
+    beating = threading.Thread(target=heartbeat, daemon=True)
+    beating.start()
     lines: list[dict[str, object]] = []
     with (
         sandbox.serve() as server,
@@ -81,6 +90,8 @@ def measure(transactions: int, hours: float, tmp: Path) -> list[dict[str, object
                     "events_exact": again.events.exact if again.events else None,
                 }
             )
+    done.set()
+    beating.join()
     store.close()
     lines.append({"peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)})
     return lines
