@@ -528,6 +528,29 @@ def test_a_gap_seen_by_a_sync_that_did_not_list_transactions_is_listed_by_the_ne
         assert transport.taken() == []
 
 
+def test_syncs_that_read_no_transactions_do_not_count_towards_the_round_after_a_gap(
+    tmp_path: Path,
+) -> None:
+    # after a gap the next `verify_syncs` syncs re-verify at `verify_syncs`; a sync of cards
+    # alone re-verifies no transaction, so it leaves the round to the transactions syncs
+    sandbox = Sandbox(seed=3, transactions=300)
+    client = sandbox.client()
+    path = tmp_path / "w.duckdb"
+    opts = SyncOptions(concurrency=2, progress=False, verify_syncs=2, verify_syncs_with_events=9)
+    with EventStore(events_path(path)) as store, Warehouse(path) as wh:
+        wh.sync(client, resources=[*TX, *NO_TX], options=opts)
+        store.receiver_started("r")  # after that sync began: a gap
+        assert wh.sync(client, resources=NO_TX, options=opts).events.verify_syncs == 2
+        for _ in range(3):
+            store.receiver_alive("r")
+            assert wh.sync(client, resources=NO_TX, options=opts).events.coverage.covered
+        rounds = []
+        for _ in range(3):
+            store.receiver_alive("r")
+            rounds.append(wh.sync(client, resources=TX, options=opts).events.verify_syncs)
+        assert rounds == [2, 2, 9]  # the round of 2 was all left to the transactions syncs
+
+
 def _differential_with_events(seed: int, advances: int, tmp: Path) -> None:
     """A warehouse kept by syncs with the events of every advance folded in (and the slower
     re-verification) against a fresh full sync after every sync: statuses equal after every

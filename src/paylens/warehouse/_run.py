@@ -88,7 +88,13 @@ class SyncRun:
         try:
             # the stored webhook events first: the listing then finds their states stored
             opts, report.events = fold_before_sync(
-                self._con, self._lock, self.path, run_id=run_id, at=started, options=opts
+                self._con,
+                self._lock,
+                self.path,
+                run_id=run_id,
+                at=started,
+                options=opts,
+                reads_transactions="transactions" in wanted,
             )
             # the run's first request, counted in it and recorded as its failure if it fails
             check_platform(self._con, self._lock, self.path, client)

@@ -210,10 +210,12 @@ def fold_before_sync(
     at: datetime,
     options: Any,
     chunk: int | None = None,
+    reads_transactions: bool = True,
 ) -> tuple[Any, FoldResult]:
     """Apply the events stored beside the warehouse at `path` (none when it has no event store)
     and choose the re-verification rate; returns `options` with `verify_syncs` set to it, and
-    what the fold did."""
+    what the fold did. A sync that does not read transactions (`reads_transactions`) runs no
+    re-verification: it does not count towards the round at `verify_syncs` after a gap."""
     chunk = chunk or CHUNK_EVENTS
     result = FoldResult()
     store_path = webhooks.events_path(target_of(path))  # a staged copy's store is its target's
@@ -236,7 +238,8 @@ def fold_before_sync(
                 # a gap: the round at `verify_syncs` goes on for that many syncs from this one
                 fast_left = options.verify_syncs
         # (the first sync reads everything: no gap before it matters)
-        fast_left = max(0, fast_left - 1)
+        if reads_transactions:
+            fast_left = max(0, fast_left - 1)
         result.watermark = int(meta.get(WATERMARK) or 0)
         owed = meta.get(LISTING_OWED) == "1" or not carried(
             result.coverage, store.rejected_since(previous)
