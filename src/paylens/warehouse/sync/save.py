@@ -321,7 +321,7 @@ class StoredKeys:
             con.execute(f"INSERT INTO {self._TABLE} SELECT hash(id) FROM _commit_ids")
         finally:
             con.unregister("_commit_ids")
-        return stored == 0
+        return int(stored) == 0
 
     def forget(self) -> None:
         """Read the tables again at the next commit (a commit failed: its transaction may
