@@ -36,7 +36,7 @@ def main() -> None:
                 db = str(Path(tmp) / f"{name}-{pair}.duckdb")
                 load = os.getloadavg()[0]
                 out = subprocess.run(
-                    [sys.executable, "-c", _SYNC, *creds, db, "16", "7"],
+                    [sys.executable, "-c", _SYNC, *creds, db, "16", "7", "transactions"],
                     capture_output=True,
                     text=True,
                     check=True,

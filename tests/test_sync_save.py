@@ -209,3 +209,114 @@ def test_each_record_set_aside_is_told_its_own_refusal(records: list[dict]) -> N
     assert "/sentAmount/currency" in errors[a["id"]], errors
     assert "/receivedAmount/currency" in errors[b["id"]], errors
     assert batch.tables is not None and batch.tables["transactions"].num_rows == 1
+
+
+#: Every row of the record tables and the status history, less nothing: what two ways of
+#: committing the same batches must leave alike.
+_LANDED = {
+    "transactions": "SELECT * EXCLUDE (raw) FROM transactions ORDER BY id",
+    "outgoing_fees": "SELECT * FROM outgoing_fees ORDER BY id",
+    "card_transactions": "SELECT * FROM card_transactions ORDER BY id",
+    "payment_instructions": "SELECT * FROM payment_instructions ORDER BY transaction_id, position",
+    "status_history": "SELECT * FROM status_history ORDER BY id, run_id, status",
+}
+
+
+class _Statements:
+    """A connection that keeps the text of each statement it runs."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self.seen: list[str] = []
+
+    def execute(self, query: str, *args: object) -> duckdb.DuckDBPyConnection:
+        self.seen.append(" ".join(query.split()))
+        return self.con.execute(query, *args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.con, name)
+
+
+def test_new_records_are_committed_without_reading_the_stored_ones(
+    con: duckdb.DuckDBPyConnection, records: list[dict]
+) -> None:
+    """A commit none of whose records is stored (most of a full read's) reads no stored row:
+    the upsert's join with the stored keys scans them all, each commit, so a full read's CPU
+    grew with the table. A record stored before (a slice's edge read twice) is still looked
+    up, and replaced."""
+    keys = save.StoredKeys()
+    spy = _Statements(con)
+    save.commit(spy, save.typed_batch([landing(records[:100])], 2, AT), run_id=2, at=AT, keys=keys)  # type: ignore[arg-type]
+    spy.seen.clear()
+    save.commit(
+        spy, save.typed_batch([landing(records[100:200])], 2, AT), run_id=2, at=AT, keys=keys
+    )  # type: ignore[arg-type]
+    reads_stored = [s for s in spy.seen if "SEMI JOIN _batch" in s or "DELETE" in s]
+    assert reads_stored == []
+    spy.seen.clear()
+    again = landing([*records[200:210], {**records[150], "status": "FAILED"}])
+    save.commit(spy, save.typed_batch([again], 2, AT), run_id=2, at=AT, keys=keys)  # type: ignore[arg-type]
+    assert [s for s in spy.seen if "SEMI JOIN _batch" in s] != []
+    assert con.execute("SELECT count(*), count(DISTINCT id) FROM transactions").fetchone() == (
+        210,
+        210,
+    )
+    assert con.execute(
+        "SELECT previous_status, status FROM status_history WHERE id = ? ORDER BY status",
+        [records[150]["id"]],
+    ).fetchall() == sorted(
+        [(None, records[150]["status"]), (records[150]["status"], "FAILED")], key=lambda r: r[1]
+    )
+
+
+def test_commits_that_skip_the_lookup_land_what_the_lookup_lands(records: list[dict]) -> None:
+    """The same batches committed with the run's stored keys and without them (every commit
+    joined with the stored rows) leave the same rows: records stored by an earlier run, read
+    again with a change, a type changed, a record read twice in one run, new ones."""
+    outgoing = next(
+        r for r in records[250:] if r["type"] == "OUTGOING" and r.get("paymentInstructions")
+    )
+    changed = [{**r, "status": "FAILED"} for r in records[20:40] if r["status"] != "FAILED"]
+    twice = next({**r, "status": "EXPIRED"} for r in records[40:120] if r["status"] != "EXPIRED")
+    batches = [
+        (1, [*records[:40], outgoing]),  # an earlier run
+        (2, records[40:120]),  # new
+        (2, [*records[120:160], *changed, {**outgoing, "type": "INCOMING"}]),  # stored before
+        (2, records[160:240]),  # new again
+        (2, [*records[230:250], twice]),  # read twice this run
+    ]
+    landed = []
+    for with_keys in (True, False):
+        db = duckdb.connect(":memory:")
+        _store.ensure_schema(db)
+        keys = save.StoredKeys() if with_keys else None
+        for run, batch in batches:
+            typed = save.typed_batch([landing(batch)], run, AT)
+            save.commit(db, typed, run_id=run, at=AT, keys=keys if run == 2 else None)
+        landed.append({name: db.execute(q).fetchall() for name, q in _LANDED.items()})
+        db.close()
+    assert landed[0] == landed[1]
+    assert len(landed[0]["transactions"]) == 251
+    # a first status each, a change each for those read again in another status (the type
+    # change keeps its status)
+    assert len(landed[0]["status_history"]) == 251 + len(changed) + 1
+
+
+def test_a_failed_commit_leaves_the_stored_keys_as_the_tables(
+    con: duckdb.DuckDBPyConnection, records: list[dict]
+) -> None:
+    """A commit rolled back takes its keys with it: committed again, and again, its records
+    are stored once."""
+    keys = save.StoredKeys()
+    save.commit(con, save.typed_batch([landing(records[:10])], 2, AT), run_id=2, at=AT, keys=keys)
+    batch = save.typed_batch([landing(records[10:30])], 2, AT)
+    rejects, batch.rejects = batch.rejects, [("not a run", "t", None, None, None, "e", "{}", "x")]
+    with pytest.raises(duckdb.Error):
+        save.commit(con, batch, run_id=2, at=AT, keys=keys)
+    batch.rejects = rejects
+    save.commit(con, batch, run_id=2, at=AT, keys=keys)
+    save.commit(con, batch, run_id=2, at=AT, keys=keys)
+    assert con.execute("SELECT count(*), count(DISTINCT id) FROM transactions").fetchone() == (
+        30,
+        30,
+    )

@@ -306,7 +306,9 @@ def upsert(
     that reads only the key columns, so a batch costs one scan of those narrow columns (and
     nothing is deleted when none is found). The caller holds the only write lock, so
     delete-and-insert keeps keys unique. `new=True`: the caller knows none of the batch's keys
-    is stored (it just deleted them), so the rows are inserted as first seen now."""
+    is stored (it just deleted them, or `sync.save.StoredKeys` says so), so nothing stored is
+    read: the rows are inserted as first seen now (a transaction's status as its first in the
+    history)."""
     if batch.num_rows == 0:
         return []
     keys = PRIMARY_KEYS[table]
@@ -314,16 +316,18 @@ def upsert(
     on_old = " AND ".join(f"o.{k} = b.{k}" for k in keys)
     con.register("_batch", batch)
     try:
-        if new:
+        if new and table != "transactions":  # no status history to write
             _insert_new(con, table, batch, run_id=run_id, now=now)
             return []
         kept = [*keys, "first_seen_at", "first_run_id", "last_changed_run_id"]
         kept += ["raw_hash"] if has_raw else []
         kept += ["status", "type"] if table == "transactions" else []
         semi = " AND ".join(f"t.{k} = b.{k}" for k in keys)
+        # the semi-join scans every stored key: at a million rows, most of a commit's work
+        stored = "LIMIT 0" if new else f"SEMI JOIN _batch b ON {semi}"
         (found,) = con.execute(
             f"""CREATE OR REPLACE TEMP TABLE _old AS
-                SELECT {", ".join(f"t.{c}" for c in kept)} FROM {table} t SEMI JOIN _batch b ON {semi}"""
+                SELECT {", ".join(f"t.{c}" for c in kept)} FROM {table} t {stored}"""
         ).fetchall()[0]
         moved: list[str] = []
         if table == "transactions" and found:
@@ -386,23 +390,34 @@ def _insert_new(
 
 
 def upsert_transaction_tables(
-    con: duckdb.DuckDBPyConnection, tables: dict[str, pa.Table], *, run_id: int, now: datetime
+    con: duckdb.DuckDBPyConnection,
+    tables: dict[str, pa.Table],
+    *,
+    run_id: int,
+    now: datetime,
+    new: bool = False,
 ) -> None:
     """Land `frames.transaction_tables` output: each record table upserted, payment
     instructions replaced under their transactions (in the caller's transaction). A record
-    whose `type` changed leaves no row behind in the tables of its former type."""
+    whose `type` changed leaves no row behind in the tables of its former type. `new=True`:
+    the caller knows that none of the batch's ids is stored in any of these tables (see
+    `upsert`): nothing stored is read or deleted."""
     # a record whose type changed: told by the rows the transactions' upsert found stored
     # (no scan of its own), then dropped from the tables of its former type
-    changed = upsert(con, "transactions", tables["transactions"], run_id=run_id, now=now)
+    changed = upsert(con, "transactions", tables["transactions"], run_id=run_id, now=now, new=new)
     if changed:
         for name in ("outgoing_fees", "card_transactions"):
             con.execute(f"DELETE FROM {name} WHERE id IN (SELECT unnest(?::VARCHAR[]))", [changed])
     for name in ("outgoing_fees", "card_transactions"):
-        upsert(con, name, tables[name], run_id=run_id, now=now)
+        upsert(con, name, tables[name], run_id=run_id, now=now, new=new)
+    instructions = tables["payment_instructions"]
+    if new:
+        upsert(con, "payment_instructions", instructions, run_id=run_id, now=now, new=True)
+        return
     # (an empty list is not converted: pyarrow imports pandas to convert Python values)
     moved = pa.array(changed, pa.string()) if changed else pa.nulls(0, pa.string())
     parents = pa.concat_arrays([tables["outgoing_fees"].column("id").combine_chunks(), moved])
-    replace_children(con, parents, tables["payment_instructions"], run_id=run_id, now=now)
+    replace_children(con, parents, instructions, run_id=run_id, now=now)
 
 
 def replace_children(

@@ -413,6 +413,7 @@ class TransactionSync:
         self._queued = 0  # windows submitted and not started
         self._active = 0  # windows being read
         prepare = functools.partial(save.typed_batch, run_id=run_id, at=started)
+        self._keys = save.StoredKeys()  # only `_land` writes the record tables during a run
         self.pool: Executor
         self.writer: Writer | InlineWriter
         self._own_pool = pool is None
@@ -750,7 +751,7 @@ class TransactionSync:
 
     def _land(self, batch: Batch) -> None:
         with self.db_lock:
-            save.commit(self.con, batch, run_id=self.run_id, at=self.started)
+            save.commit(self.con, batch, run_id=self.run_id, at=self.started, keys=self._keys)
         self.tally.add(batch)
 
 
