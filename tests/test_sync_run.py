@@ -551,3 +551,47 @@ def test_a_late_arrival_hidden_by_a_record_leaving_its_status_is_stored_the_same
     run(con, service, verify_syncs=10**6)
     statuses = stored(con, "status")
     assert (statuses[paid["id"]], statuses.get(late["id"])) == ("FAILED", "COMPLETED")
+
+
+class EdgeService(FakeService):
+    """A `FakeService` whose listings of a window with a start also bring the record created
+    last before it (a window's edge read twice): that record comes in two windows' pages."""
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        super().__init__(records)
+        self.twice: list[str] = []
+
+    def pages(self, window: Window) -> Iterator[TextPage]:
+        before = [] if window.start is None else self._select(Window(None, window.start))[-1:]
+        self.twice += [r["id"] for r in before]
+        for n, page in enumerate(super().pages(window)):
+            if n == 0 and before:
+                page = TextPage(
+                    [self._text(before[0]), *page.records],
+                    [before[0]["id"], *page.ids],
+                    page.has_more,
+                    page.next_cursor,
+                    page.total_count,
+                )
+            yield page
+
+
+def test_a_record_two_windows_list_is_stored_once_by_a_full_read() -> None:
+    """A full read commits most records without reading what is stored (nothing of theirs
+    is): a record two of its windows bring, committed twice, still has one row, and its
+    status one line of history."""
+    records = list(Sandbox(seed=23, transactions=2000).world.all_transactions())
+    service = EdgeService(records)
+    connection = duckdb.connect(":memory:")
+    _store.ensure_schema(connection)
+    first = run(connection, service, concurrency=4, batch_records=100)
+    assert first.mode == "full"  # type: ignore[attr-defined]
+    assert len(set(service.twice)) >= 2  # the case is made: edges listed twice
+    assert connection.execute(
+        "SELECT count(*), count(DISTINCT id) FROM transactions"
+    ).fetchone() == (len(records), len(records))
+    assert connection.execute(
+        "SELECT count(*), count(DISTINCT id) FROM status_history"
+    ).fetchone() == (len(records), len(records))
+    assert stored(connection, "raw") == {r["id"]: orjson.dumps(r).decode() for r in records}
+    connection.close()
