@@ -27,7 +27,7 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -43,11 +43,16 @@ from .freshness import Freshness, LastRead, whole_reason
 from .plan import Window
 from .resource_save import (
     Read,
+    WholeRead,
+    begin_whole,
     commit,
+    finish_whole,
     last_reads,
     stored_counts,
     typed,
+    unfinished_whole,
 )
+from .run import CTRL_C
 from .save import instant
 
 logger = logging.getLogger("paylens.warehouse")
@@ -100,14 +105,20 @@ def count(client: Client, resource: str, filters: dict[str, Any]) -> int | None:
     return checked_count(page.total_count, Window(None, None))
 
 
+class SyncStopped(Exception):
+    """A resource's reads were stopped (the sync failed elsewhere, or a Ctrl-C came): what was
+    read and not committed is dropped."""
+
+
 def read(
     client: Client, resource: str, filters: dict[str, Any], stop: threading.Event | None = None
 ) -> Read:
-    """Every page of one listing (until `stop` is set: then what is read is incomplete)."""
+    """Every page of one listing; `SyncStopped` once `stop` is set or a Ctrl-C comes (looked at
+    before each page: what is read then is incomplete, never handed on)."""
     out = Read()
     for page in listing(client, resource, filters).pages(raw="text"):
-        if stop is not None and stop.is_set():
-            break
+        if (stop is not None and stop.is_set()) or CTRL_C.is_set():
+            raise SyncStopped(resource)
         checked_count(page.total_count, Window(None, None))
         out.pages += 1
         for record_id, text in zip(page.ids, page.records, strict=True):
@@ -140,8 +151,8 @@ class ResourceResult:
     age: timedelta | None = None
 
 
-class SyncStopped(Exception):
-    """A resource's reads were stopped (the sync failed elsewhere): nothing of it commits."""
+#: Why a resource is read whole when a stopped or killed run left its whole read unfinished.
+RESUMED = "the rest of an interrupted whole read"
 
 
 class ResourceSync:
@@ -179,6 +190,7 @@ class ResourceSync:
     def run(self, wanted: list[str]) -> dict[str, ResourceResult]:
         with self.db_lock:
             last = last_reads(self.con)
+            left = unfinished_whole(self.con, self.run_id)
         # a first count tells the service's clock before deciding what is due (the first
         # resource's whole count, which a cursor's check needs anyway: customers come first)
         self._first = wanted[0]
@@ -192,6 +204,15 @@ class ResourceSync:
             )
             for name in wanted
         }
+        # a whole read a stopped or killed run left is finished (its parts committed are not
+        # read again) while it is fresh enough to stand for a read begun when it began
+        resumed = {
+            name: read
+            for name, read in left.items()
+            if name in wanted and now - read.began < self.freshness.limit(name)
+        }
+        for name in resumed:
+            decisions[name] = RESUMED
         # a cursor's resource is read every sync (by what changed); the others only when due
         results: dict[str, ResourceResult] = {}
         threads = []
@@ -201,7 +222,9 @@ class ResourceSync:
                 age = None if whole_at is None else now - whole_at
                 results[name] = ResourceResult(name, "not re-read", "fresh enough", age=age)
                 continue
-            thread = _Runner(self._resource, name, decisions[name], last[name], now)
+            thread = _Runner(
+                self._resource, name, decisions[name], last[name], now, resumed.get(name)
+            )
             threads.append(thread)
         for thread in threads:
             thread.start()
@@ -210,7 +233,12 @@ class ResourceSync:
         return {name: results[name] for name in wanted}
 
     def _resource(
-        self, name: str, reason: str | None, last: LastRead, now: datetime
+        self,
+        name: str,
+        reason: str | None,
+        last: LastRead,
+        now: datetime,
+        resumed: WholeRead | None,
     ) -> ResourceResult:
         age = now - last.whole_at if last.whole_at else None
         if reason is None:  # a cursor's, by what changed since the newest stored value
@@ -219,11 +247,40 @@ class ResourceSync:
                 result.age = age
                 return result
             reason = "counts differ from what is stored"
-        records, rejected = self._land(name, self._whole(name), whole=True, now=now)
-        return ResourceResult(name, "whole", reason, records, rejected, timedelta(0))
+        whole = resumed or WholeRead(name, self.run_id, now, self._whole_parts(name))
+        if resumed is None:
+            with self.db_lock:
+                begin_whole(self.con, whole)
+        rejected = self._read_whole(whole, now)
+        with self.db_lock:
+            records = finish_whole(self.con, whole, run_id=self.run_id, service_now=now)
+        return ResourceResult(name, "whole", reason, records, rejected, now - whole.began)
 
-    def _land(self, name: str, got: Read, *, whole: bool, now: datetime) -> tuple[int, int]:
-        """Type what was read and commit it with the resource's read time: (records, rejected)."""
+    def _read_whole(self, whole: WholeRead, now: datetime) -> int:
+        """Read the parts of a whole read left to read at once, committing each as it is read
+        (with its mark in `sync_slices`): a Ctrl-C loses only the parts being read. Returns
+        the records rejected."""
+        futures = {
+            self._submit(read, self.client, whole.resource, filters, self.stop): filters
+            for filters in whole.parts
+        }
+        rejected = 0
+        for future in as_completed(futures):
+            rejected += self._land(
+                whole.resource, future.result(), now=now, part=(whole, futures[future])
+            )[1]
+        return rejected
+
+    def _land(
+        self,
+        name: str,
+        got: Read,
+        *,
+        now: datetime,
+        part: tuple[WholeRead, dict[str, Any]] | None = None,
+    ) -> tuple[int, int]:
+        """Type what was read and commit it with the resource's read time (`part`: the part
+        of a whole read it is): (records, rejected)."""
         if self.stop.is_set():
             raise SyncStopped(name)
         table, rejects = typed(name, got, self.run_id, self.started)
@@ -233,7 +290,7 @@ class ResourceSync:
                 name,
                 table,
                 rejects,
-                whole=whole,
+                part=part,
                 run_id=self.run_id,
                 at=self.started,
                 service_now=now,
@@ -255,7 +312,7 @@ class ResourceSync:
         ]
         changed = {cursor.filter: last.watermark}
         got = self._submit(read, self.client, name, changed, self.stop).result()
-        records, rejected = self._land(name, got, whole=False, now=now)
+        records, rejected = self._land(name, got, now=now)
         with self.db_lock:
             stored = stored_counts(self.con, name, cursor.counts)
         service = tuple(f.result() for f in counts)
@@ -272,7 +329,8 @@ class ResourceSync:
             name, "changes", f"{cursor.filter.removesuffix('_after')} since {since}", records, 0
         )
 
-    def _whole(self, name: str) -> Read:
+    def _whole_parts(self, name: str) -> list[dict[str, Any]]:
+        """The listings (their filters) a whole read of `name` is cut into."""
         read_as = RESOURCES[name].read
         whole = read_as.whole if isinstance(read_as, Cursor) else read_as
         assert isinstance(whole, Whole)  # the transactions' windows are read by `run`
@@ -283,11 +341,7 @@ class ResourceSync:
             parts = self._currency_parts(name, split)
         else:
             parts = [{}]
-        futures = [self._submit(read, self.client, name, f, self.stop) for f in parts]
-        out = Read()
-        for future in futures:
-            out.add(future.result())
-        return out
+        return parts
 
     def _creation_parts(self, name: str) -> list[dict[str, Any]]:
         """Creation-time parts of about equal counts (a few pages each at least): cut at the
