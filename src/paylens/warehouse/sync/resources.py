@@ -180,6 +180,10 @@ class ResourceSync:
         self._listed: Future[int | None] | None = None
         self._first: str | None = None  # the resource whose whole count `_listed` is
 
+    def _stopping(self) -> bool:
+        """Whether the run is ending (failed elsewhere, or a Ctrl-C came): nothing more commits."""
+        return self.stop.is_set() or CTRL_C.is_set()
+
     def _submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         return self.pool.submit(fn, *args)
 
@@ -281,9 +285,11 @@ class ResourceSync:
     ) -> tuple[int, int]:
         """Type what was read and commit it with the resource's read time (`part`: the part
         of a whole read it is): (records, rejected)."""
-        if self.stop.is_set():
+        if self._stopping():
             raise SyncStopped(name)
         table, rejects = typed(name, got, self.run_id, self.started)
+        if self._stopping():  # typing a large part takes a while: a Ctrl-C waits for no commit
+            raise SyncStopped(name)
         with self.db_lock:
             commit(
                 self.con,
