@@ -17,8 +17,11 @@ its `Whole.split` says: customers by creation time, accounts by currency when th
 per-currency counts add up to the total; a few pages are read as one listing, cheaper than a
 count per part), typed on the Arrow
 path (pydantic only for the records it refuses, which go to `rejected_records`) and committed
-in one transaction with the resource's read time (`resource_reads`). A record a whole read
-no longer lists keeps its row, with `removed_at` set: history is not lost.
+part by part, each in one transaction with its mark in `sync_slices` (the parts are recorded
+there as the read begins): a run stopped by Ctrl-C or killed leaves the parts not committed
+to the next run, which reads only those. When the last part is in, the records no part listed
+are marked removed and the read's time recorded (`resource_reads`). A record a whole read no
+longer lists keeps its row, with `removed_at` set: history is not lost.
 """
 
 from __future__ import annotations
