@@ -316,13 +316,13 @@ def _stopped_at_the_third_part(monkeypatch: pytest.MonkeyPatch, name: str) -> No
 
     read, parts = resources.read, []
 
-    def stopping(client: Client, resource: str, filters: dict[str, Any], stop: Any = None) -> Any:
+    def stopping(client: Client, resource: str, filters: dict[str, Any], *rest: Any) -> Any:
         if resource == name:
             parts.append(filters)
             if len(parts) == 3:
                 monkeypatch.setattr(resources, "read", read)
                 raise KeyboardInterrupt
-        return read(client, resource, filters, stop)
+        return read(client, resource, filters, *rest)
 
     monkeypatch.setattr(resources, "read", stopping)
 

@@ -82,6 +82,7 @@ class SyncRun:
             full=opts.full,
             forced=forced,
             parts=opts.concurrency,
+            ahead_records=opts.ahead_records,
         )
         beside = _Beside(small_sync.run, small)
         engine: TransactionSync | None = None

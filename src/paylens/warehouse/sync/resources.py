@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import itertools
 import logging
+import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Executor, Future, as_completed
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -114,15 +115,21 @@ class SyncStopped(Exception):
 
 
 def read(
-    client: Client, resource: str, filters: dict[str, Any], stop: threading.Event | None = None
+    client: Client,
+    resource: str,
+    filters: dict[str, Any],
+    stop: threading.Event | None = None,
+    on_page: Callable[[int], None] = lambda records: None,
 ) -> Read:
-    """Every page of one listing; `SyncStopped` once `stop` is set or a Ctrl-C comes (looked at
-    before each page: what is read then is incomplete, never handed on)."""
+    """Every page of one listing (`on_page` hears of each page's records); `SyncStopped` once
+    `stop` is set or a Ctrl-C comes (looked at before each page: what is read then is
+    incomplete, never handed on)."""
     out = Read()
     for page in listing(client, resource, filters).pages(raw="text"):
         if (stop is not None and stop.is_set()) or CTRL_C.is_set():
             raise SyncStopped(resource)
         checked_count(page.total_count, Window(None, None))
+        on_page(len(page.records))
         out.pages += 1
         for record_id, text in zip(page.ids, page.records, strict=True):
             if record_id is None:
@@ -154,6 +161,9 @@ class ResourceResult:
     age: timedelta | None = None
 
 
+#: How often a whole read waiting on its parts looks whether the run is ending.
+_LOOK_SECONDS = 0.1
+
 #: Why a resource is read whole when a stopped or killed run left its whole read unfinished.
 RESUMED = "the rest of an interrupted whole read"
 
@@ -175,8 +185,16 @@ class ResourceSync:
         full: bool,
         forced: frozenset[str],
         parts: int,
+        ahead_records: int | None = None,
     ) -> None:
+        """`parts`: how many parts a whole read is cut into at most; `ahead_records`: a whole
+        read begins no further part while this many records of its resources' parts are read
+        and not committed (None: no bound): what a Ctrl-C drops, and the next run reads again,
+        is bounded by it and the parts being read."""
         self.con, self.db_lock, self.client, self.pool = con, db_lock, client, pool
+        self.ahead_records = ahead_records
+        self._pending = 0  # records of parts read (or being read) and not committed
+        self._pending_lock = threading.Lock()
         self.run_id, self.started = run_id, started
         self.freshness, self.full, self.forced, self.parts = freshness, full, forced, parts
         self.stop = threading.Event()  # set when the run fails: reads end, nothing commits
@@ -264,19 +282,57 @@ class ResourceSync:
         return ResourceResult(name, "whole", reason, records, rejected, now - whole.began)
 
     def _read_whole(self, whole: WholeRead, now: datetime) -> int:
-        """Read the parts of a whole read left to read at once, committing each as it is read
-        (with its mark in `sync_slices`): a Ctrl-C loses only the parts being read. Returns
-        the records rejected."""
-        futures = {
-            self._submit(read, self.client, whole.resource, filters, self.stop): filters
-            for filters in whole.parts
-        }
+        """Read the parts of a whole read left to read, committing each as it is read (with its
+        mark in `sync_slices`): a Ctrl-C loses only the parts being read. They are read at
+        once, but a part begins only once every part begun has brought its first page (so its
+        records are counted) and while fewer than `ahead_records` records are read and not
+        committed: readers far ahead of the commits would leave a Ctrl-C that much to read
+        again. Returns the records rejected."""
+        todo = list(whole.parts)
+        reading: dict[Future[Read], tuple[dict[str, Any], threading.Event]] = {}
+        finished: queue.Queue[Future[Read]] = queue.Queue()  # in the order they end
         rejected = 0
-        for future in as_completed(futures):
-            rejected += self._land(
-                whole.resource, future.result(), now=now, part=(whole, futures[future])
-            )[1]
+        while todo or reading:
+            while todo and (
+                not reading
+                or (self._room() and all(paged.is_set() for _, paged in reading.values()))
+            ):
+                filters, paged = todo.pop(0), threading.Event()
+                future = self._submit(
+                    read, self.client, whole.resource, filters, self.stop, self._counter(paged)
+                )
+                reading[future] = (filters, paged)
+                future.add_done_callback(finished.put)
+            try:
+                future = finished.get(timeout=_LOOK_SECONDS)
+            except queue.Empty:
+                if self._stopping():
+                    raise SyncStopped(whole.resource) from None
+                continue
+            filters, _ = reading.pop(future)
+            got = future.result()
+            try:
+                rejected += self._land(whole.resource, got, now=now, part=(whole, filters))[1]
+            finally:
+                self._read_more(-len(got.records) - len(got.rejects))
         return rejected
+
+    def _counter(self, paged: threading.Event) -> Callable[[int], None]:
+        """What a part's reader calls with each page's records: counted as read and not
+        committed, and `paged` set."""
+
+        def on_page(records: int) -> None:
+            self._read_more(records)
+            paged.set()
+
+        return on_page
+
+    def _room(self) -> bool:
+        return self.ahead_records is None or self._pending < self.ahead_records
+
+    def _read_more(self, records: int) -> None:
+        with self._pending_lock:
+            self._pending += records
 
     def _land(
         self,
