@@ -59,6 +59,14 @@ def announced(self, batch):
     done("transactions", batch.records)
 
 run.TransactionSync._land = announced
+from paylens.warehouse import _run
+outcome = _run._Beside.outcome
+
+def announced_outcome(self):
+    say("waiting for the smaller resources")
+    return outcome(self)
+
+_run._Beside.outcome = announced_outcome
 commit = resources.commit
 
 def announced_commit(con, name, table, *args, **kwargs):
@@ -91,8 +99,9 @@ def sync_script(options: dict[str, int] | None = None, *words: str) -> str:
     """The code of a `paylens sync` process (its CLI, with its own Ctrl-C handler) into the
     file named by its first argument, printing how many records of every resource the run
     has committed after each commit, and of which resource the commit was and how many it held
-    (`committed N NAME RECORDS`), and each page of a smaller resource's listing it reads, with
-    its records (`page NAME RECORDS`); `options`: `SyncOptions` fields set, `words`: more of its
+    (`committed N NAME RECORDS`), each page of a smaller resource's listing it reads, with its
+    records (`page NAME RECORDS`), and when the run, the transactions read, waits for the
+    smaller resources (`waiting for the smaller resources`); `options`: `SyncOptions` fields set, `words`: more of its
     command line (every resource unless `--resources` says otherwise)."""
     return _SCRIPT.replace("OPTIONS", repr(options or {})).replace("WORDS", repr(list(words)))
 
@@ -147,6 +156,8 @@ class Seen:
     #: per resource, its commits and the records its pages held
     commits_of: Counter[str] = field(default_factory=Counter)
     read: Counter[str] = field(default_factory=Counter)
+    #: whether the run, the transactions read, waits for the smaller resources
+    waiting: bool = False
 
 
 def run_sync(
@@ -185,6 +196,8 @@ def run_sync(
         elif words[:1] == ["page"]:
             seen.pages += 1
             seen.read[words[1]] += int(words[2])
+        elif words[:2] == ["waiting", "for"]:
+            seen.waiting = True
         else:
             continue  # the sync's own report
         if signalled is None and stop is not None and stop(seen):
@@ -318,3 +331,31 @@ def test_a_ctrl_c_while_the_smaller_resources_are_read(tmp_path: Path) -> None:
         with Warehouse(path, read_only=True) as wh:
             assert_exact(wh, sandbox)
             assert list(wh.sync_runs()["status"]) == ["interrupted", "succeeded"]
+
+
+@pytest.mark.http
+def test_a_ctrl_c_while_the_run_waits_for_the_smaller_resources_stops_them(
+    tmp_path: Path,
+) -> None:
+    # the run then waits for the smaller resources' thread alone: the wait must let the
+    # SIGINT in (a thread's join without a timeout does not, and the run went on to the end)
+    sandbox = Sandbox(seed=8, transactions=3_000, profile="remittance")
+    with sandbox.serve() as server:
+        sandbox.faults.configure(latency=0.002)
+        env = sandbox.env(server)
+        whole = run_sync(_SYNC_ALL, env, tmp_path / "whole.duckdb", sandbox.requests.count)
+        expected = _stored(tmp_path / "whole.duckdb", ALL_STORED_TABLES)
+        path = tmp_path / "stopped.duckdb"
+        first = run_sync(
+            _SYNC_ALL, env, path, sandbox.requests.count, stop=lambda seen: seen.waiting
+        )
+        assert first["exit"] == 130, first["stderr"]
+        assert first["ctrl_c_seconds"] is not None and first["ctrl_c_seconds"] < 5
+        # stopped with parts of the smaller resources left to read (the remittance profile's
+        # accounts and customers outnumber its transactions)
+        parts = _parts_read(path.with_name(path.name + ".syncing"))
+        assert sum(left for _, left in parts.values()) > 0, parts
+        assert first["committed"] < whole["committed"]
+        second = run_sync(_SYNC_ALL, env, path, sandbox.requests.count)
+        assert second["exit"] == 0, second["stderr"]
+        assert _stored(path, ALL_STORED_TABLES) == expected
