@@ -11,6 +11,7 @@ average beside each, and whether the stored rows are the uninterrupted run's.
 
     cd bench && python bench_resume.py --transactions 200000 [--shares 0.25 0.5 0.75] [--out F]
     cd bench && python bench_resume.py --transactions 50000 --resources all --profile remittance
+    cd bench && python bench_resume.py --checkpoint-threshold 1GB   # the log's bound before #34
 """
 
 from __future__ import annotations
@@ -37,6 +38,18 @@ SYNCS = {
     "transactions": (sync_script({}, "--resources", "transactions"), STORED_TABLES),
     "all": (sync_script(), ALL_STORED_TABLES),
 }
+
+
+def with_threshold(script: str, threshold: str | None) -> str:
+    """`script` with the write connection's checkpoint threshold set to `threshold` (DuckDB's
+    size, e.g. 1GB) instead of the library's (`_open._WRITE_SETTINGS`)."""
+    if threshold is None:
+        return script
+    return (
+        "import re\nimport paylens.warehouse._open as o\n"
+        "o._WRITE_SETTINGS = re.sub(\"checkpoint_threshold = '[^']*'\", "
+        f"\"checkpoint_threshold = '{threshold}'\", o._WRITE_SETTINGS)\n{script}"
+    )
 
 
 def requests(env: dict[str, str]) -> int:
@@ -93,13 +106,19 @@ def main() -> None:
         default="default",
         help="the sandbox's shape (remittance: about a customer per transaction)",
     )
+    parser.add_argument(
+        "--checkpoint-threshold",
+        help="the sync's checkpoint threshold (DuckDB's size, e.g. 1GB; default: the library's)",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     script, tables = SYNCS[args.resources]
+    script = with_threshold(script, args.checkpoint_threshold)
     results: dict[str, Any] = {
         "transactions": args.transactions,
         "resources": args.resources,
         "profile": args.profile,
+        "checkpoint_threshold": args.checkpoint_threshold,
         "load": os.getloadavg(),
     }
     with (
