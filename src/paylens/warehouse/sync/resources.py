@@ -26,11 +26,12 @@ longer lists keeps its row, with `removed_at` set: history is not lost.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -201,6 +202,20 @@ class ResourceSync:
         self._listed: Future[int | None] | None = None
         self._first: str | None = None  # the resource whose whole count `_listed` is
 
+    @contextlib.contextmanager
+    def _db(self) -> Iterator[None]:
+        """The database's lock, waited for a tenth of a second at a time until the run ends:
+        a Ctrl-C raised on the main thread as it took the lock (between the lock's acquiring
+        and the `with` that releases it) leaves it held there while the run waits for these
+        threads (seen: a sync hung at its Ctrl-C, both runners waiting on the lock)."""
+        while not self.db_lock.acquire(timeout=_LOOK_SECONDS):
+            if self._stopping():
+                raise SyncStopped("the run is ending")
+        try:
+            yield
+        finally:
+            self.db_lock.release()
+
     def _stopping(self) -> bool:
         """Whether the run is ending (failed elsewhere, or a Ctrl-C came): nothing more commits."""
         return self.stop.is_set() or CTRL_C.is_set()
@@ -213,7 +228,7 @@ class ResourceSync:
         return self.client.stats.service_time or datetime.now(UTC)
 
     def run(self, wanted: list[str]) -> dict[str, ResourceResult]:
-        with self.db_lock:
+        with self._db():
             last = last_reads(self.con)
             left = unfinished_whole(self.con, self.run_id)
         # a first count tells the service's clock before deciding what is due (the first
@@ -274,10 +289,10 @@ class ResourceSync:
             reason = "counts differ from what is stored"
         whole = resumed or WholeRead(name, self.run_id, now, self._whole_parts(name))
         if resumed is None:
-            with self.db_lock:
+            with self._db():
                 begin_whole(self.con, whole)
         rejected = self._read_whole(whole, now)
-        with self.db_lock:
+        with self._db():
             records = finish_whole(self.con, whole, run_id=self.run_id, service_now=now)
         return ResourceResult(name, "whole", reason, records, rejected, now - whole.began)
 
@@ -349,7 +364,7 @@ class ResourceSync:
         table, rejects = typed(name, got, self.run_id, self.started)
         if self._stopping():  # typing a large part takes a while: a Ctrl-C waits for no commit
             raise SyncStopped(name)
-        with self.db_lock:
+        with self._db():
             commit(
                 self.con,
                 name,
@@ -378,7 +393,7 @@ class ResourceSync:
         changed = {cursor.filter: last.watermark}
         got = self._submit(read, self.client, name, changed, self.stop).result()
         records, rejected = self._land(name, got, now=now)
-        with self.db_lock:
+        with self._db():
             stored = stored_counts(self.con, name, cursor.counts)
         service = tuple(f.result() for f in counts)
         if rejected or service != stored:
@@ -413,7 +428,7 @@ class ResourceSync:
         stored quantiles, or (nothing stored) where one round of counts of the records
         created before instants going back from now places them."""
         fractions = [k / self.parts for k in range(1, self.parts)]
-        with self.db_lock:
+        with self._db():
             ((stored, quantiles),) = self.con.execute(
                 f"""SELECT count(*), list_transform(quantile_disc(created_at, ?), lambda t: epoch_us(t))
                    FROM {name} WHERE created_at IS NOT NULL AND removed_at IS NULL""",
@@ -442,7 +457,7 @@ class ResourceSync:
         the stored currencies and the platform's); else, and when the whole is a few pages
         (a count per currency would cost more requests than the pages), the whole listing."""
         column = split.column
-        with self.db_lock:
+        with self._db():
             rows = self.con.execute(
                 f"SELECT DISTINCT {column} FROM {name} WHERE {column} IS NOT NULL"
             ).fetchall()
