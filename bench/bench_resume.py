@@ -1,13 +1,17 @@
-"""What a Ctrl-C costs: a full `paylens sync --resources transactions` interrupted (SIGINT) once
-a share of an uninterrupted run's commits is made, then run again to its end, against one
-uninterrupted sync of the same served sandbox (fixed clock: nothing changes between runs).
+"""What a Ctrl-C costs: a full `paylens sync` (of transactions alone, or of every resource)
+interrupted (SIGINT) once a share of an uninterrupted run's records is committed, then run
+again to its end, against one uninterrupted sync of the same served sandbox (fixed clock:
+nothing changes between runs).
 
 For each share: the requests the served sandbox answered to the interrupted run and to the
 resumed one (its own count, `GET _control/requests`), their sum against the uninterrupted
-run's, the seconds from the SIGINT to the process's exit, the processes' wall time, and
-whether the stored rows are the uninterrupted run's.
+run's, the seconds from the SIGINT to the process's exit, the processes' wall and CPU time
+(each process's own, from the children's rusage) against the uninterrupted run's, the load
+average beside each, and whether the stored rows are the uninterrupted run's.
 
     cd bench && python bench_resume.py --transactions 200000 [--shares 0.25 0.5 0.75] [--out F]
+    cd bench && python bench_resume.py --transactions 50000 --resources all --profile remittance
+    cd bench && python bench_resume.py --checkpoint-threshold 1GB   # the log's bound before #34
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import tempfile
 from pathlib import Path
@@ -25,11 +30,26 @@ import httpx
 from bench_sync import served
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.test_sync_ctrl_c import STORED_TABLES, run_sync, sync_script
+from tests.test_sync_ctrl_c import ALL_STORED_TABLES, STORED_TABLES, run_sync, sync_script
 
-#: `paylens sync --resources transactions`, saying how many records it committed after each
-#: commit (the Ctrl-C test's, with the sync's own options).
-SYNC = sync_script()
+#: `paylens sync`, saying how many records it committed after each commit (the Ctrl-C
+#: test's, with the sync's own options): of transactions alone, or of every resource.
+SYNCS = {
+    "transactions": (sync_script({}, "--resources", "transactions"), STORED_TABLES),
+    "all": (sync_script(), ALL_STORED_TABLES),
+}
+
+
+def with_threshold(script: str, threshold: str | None) -> str:
+    """`script` with the write connection's checkpoint threshold set to `threshold` (DuckDB's
+    size, e.g. 1GB) instead of the library's (`_open._WRITE_SETTINGS`)."""
+    if threshold is None:
+        return script
+    return (
+        "import re\nimport paylens.warehouse._open as o\n"
+        "o._WRITE_SETTINGS = re.sub(\"checkpoint_threshold = '[^']*'\", "
+        f"\"checkpoint_threshold = '{threshold}'\", o._WRITE_SETTINGS)\n{script}"
+    )
 
 
 def requests(env: dict[str, str]) -> int:
@@ -38,17 +58,29 @@ def requests(env: dict[str, str]) -> int:
     return int(httpx.get(f"{root}/_control/requests", auth=auth, timeout=60).json()["count"])
 
 
-def sync(env: dict[str, str], db: Path, stop_after: int | None = None) -> dict[str, Any]:
-    """One sync process; with `stop_after`, SIGINT once that many commits are made."""
-    return run_sync(SYNC, env, db, lambda: requests(env), stop_after)
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
-def stored(db: Path) -> dict[str, int]:
+def sync(script: str, env: dict[str, str], db: Path, stop_at: int | None = None) -> dict[str, Any]:
+    """One sync process; with `stop_at`, SIGINT once it has committed that many records. Its
+    CPU seconds are the children's rusage across it (the served sandbox, a child too, is
+    counted only once it is waited for, at the end)."""
+    load, cpu = os.getloadavg()[0], _cpu()
+    stop = None if stop_at is None else (lambda seen: seen.committed >= stop_at)
+    out = run_sync(script, env, db, lambda: requests(env), stop=stop)
+    out["cpu_seconds"] = _cpu() - cpu
+    out["load"] = [load, os.getloadavg()[0]]
+    return out
+
+
+def stored(db: Path, tables: dict[str, str]) -> dict[str, list[int]]:
     """Per table, the row count and a hash of the rows (order-free)."""
     con = duckdb.connect(str(db), read_only=True)
     try:
         out = {}
-        for table, columns in STORED_TABLES.items():
+        for table, columns in tables.items():
             count, digest = con.execute(
                 f"SELECT count(*), bit_xor(hash(t)) FROM (SELECT {columns} FROM {table}) t"
             ).fetchone() or (0, 0)
@@ -62,29 +94,54 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--transactions", type=int, default=200_000)
     parser.add_argument("--shares", type=float, nargs="+", default=[0.25, 0.5, 0.75])
+    parser.add_argument(
+        "--resources",
+        choices=sorted(SYNCS),
+        default="transactions",
+        help="transactions alone, or every resource (customers, cards, accounts beside them)",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=["default", "remittance"],
+        default="default",
+        help="the sandbox's shape (remittance: about a customer per transaction)",
+    )
+    parser.add_argument(
+        "--checkpoint-threshold",
+        help="the sync's checkpoint threshold (DuckDB's size, e.g. 1GB; default: the library's)",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    results: dict[str, Any] = {"transactions": args.transactions, "load": os.getloadavg()}
+    script, tables = SYNCS[args.resources]
+    script = with_threshold(script, args.checkpoint_threshold)
+    results: dict[str, Any] = {
+        "transactions": args.transactions,
+        "resources": args.resources,
+        "profile": args.profile,
+        "checkpoint_threshold": args.checkpoint_threshold,
+        "load": os.getloadavg(),
+    }
     with (
         tempfile.TemporaryDirectory() as tmp,
-        served(args.transactions, extra=["--clock", "fixed"]) as env,
+        served(args.transactions, extra=["--clock", "fixed", "--profile", args.profile]) as env,
     ):
         env = {k: v for k, v in env.items() if k.startswith("PAYLENS_")}
-        whole = sync(env, Path(tmp) / "whole.duckdb")
-        whole["stored"] = stored(Path(tmp) / "whole.duckdb")
+        whole = sync(script, env, Path(tmp) / "whole.duckdb")
+        whole["stored"] = stored(Path(tmp) / "whole.duckdb", tables)
         results["uninterrupted"] = whole
         print(json.dumps({"uninterrupted": whole}), flush=True)
         for share in args.shares:
             db = Path(tmp) / f"resumed-{share}.duckdb"
-            first = sync(env, db, stop_after=max(1, round(share * whole["commits"])))
-            second = sync(env, db)
+            first = sync(script, env, db, stop_at=max(1, round(share * whole["committed"])))
+            second = sync(script, env, db)
             row = {
                 "share": share,
                 "interrupted": first,
                 "resumed": second,
                 "requests_ratio": (first["requests"] + second["requests"]) / whole["requests"],
                 "seconds_ratio": (first["seconds"] + second["seconds"]) / whole["seconds"],
-                "same_rows": stored(db) == whole["stored"],
+                "cpu_ratio": (first["cpu_seconds"] + second["cpu_seconds"]) / whole["cpu_seconds"],
+                "same_rows": stored(db, tables) == whole["stored"],
             }
             results[f"share_{share}"] = row
             print(json.dumps(row), flush=True)

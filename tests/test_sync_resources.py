@@ -306,3 +306,92 @@ def test_a_listing_of_a_few_pages_is_read_whole_and_a_long_one_by_currency(
                     assert listed > 1 + pages + 5, name  # the count, one per currency, the parts
                 else:
                     assert listed == 1 + pages, name  # the count, then the pages
+
+
+def _stopped_at_the_third_part(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """The next sync reading `name` (a resource read only whole) stops, as a Ctrl-C stops it,
+    as the third part of its whole read is read: one reader reads the parts in turn, and the
+    resource's runner commits each as it is read."""
+    from paylens.warehouse.sync import resources
+
+    read, parts = resources.read, []
+
+    def stopping(client: Client, resource: str, filters: dict[str, Any], *rest: Any) -> Any:
+        if resource == name:
+            parts.append(filters)
+            if len(parts) == 3:
+                monkeypatch.setattr(resources, "read", read)
+                raise KeyboardInterrupt
+        return read(client, resource, filters, *rest)
+
+    monkeypatch.setattr(resources, "read", stopping)
+
+
+def _parts(wh: Warehouse, name: str) -> dict[str, tuple[int, bool]]:
+    rows = wh.sql(f"SELECT slice_key, run_id, done FROM sync_slices WHERE resource = '{name}'")
+    return {
+        k: (r, d) for k, r, d in zip(rows["slice_key"], rows["run_id"], rows["done"], strict=True)
+    }
+
+
+def test_a_stopped_whole_read_is_finished_by_the_next_run_reading_only_its_parts_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sandbox = Sandbox(seed=8, transactions=1_000, profile="remittance")  # 1,200 external accounts
+    client = sandbox.client()
+    name = "external_accounts"
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        sync(wh, client, resources=[name])
+        with wh._writing() as con:  # an account the service once listed and no longer does
+            con.execute(
+                f"""INSERT INTO {name} (id, raw, first_run_id, last_changed_run_id, sync_run_id)
+                    VALUES ('ExternalAccount:gone', '{{"id": "ExternalAccount:gone"}}', 1, 1, 1)"""
+            )
+        _stopped_at_the_third_part(monkeypatch, name)
+        with pytest.raises(KeyboardInterrupt):
+            sync(wh, client, resources=[name], full=True, concurrency=1)
+        assert list(wh.sync_runs()["status"]) == ["succeeded", "stopped"]
+        parts = _parts(wh, name)
+        done = sorted(k for k, (run, d) in parts.items() if d and run == 2)
+        left = sorted(k for k, (run, d) in parts.items() if not d)
+        assert len(done) == 2 and len(left) > 1
+        # nothing is marked removed before the last part is in
+        gone = f"SELECT removed_at FROM {name} WHERE id = 'ExternalAccount:gone'"
+        assert wh.sql(gone)["removed_at"].isna().all()
+        service = truth(client, name)
+        pages = sum(
+            -(-sum(r["currency"] == orjson.loads(k)["currency"] for r in service.values()) // 100)
+            for k in left
+        )
+        before = list_requests(sandbox, name)
+        # named, so read whole: the read begun is finished rather than begun again
+        report = sync(wh, client, resources=[name])
+        # the first count (which tells the service's clock) and the pages of the parts left:
+        # no count per currency, no part read again
+        assert list_requests(sandbox, name) - before == 1 + pages
+        assert report.reads[name] == "whole: the rest of an interrupted whole read"
+        assert stored(wh, name) == service
+        assert wh.sql(gone)["removed_at"].iloc[0].to_pydatetime() == sandbox.now
+        assert all(d and run == 2 for run, d in _parts(wh, name).values())
+        # the stopped run is marked interrupted by the next sync of transactions, which
+        # resumes its windows (it had none here)
+        assert list(wh.sync_runs()["status"]) == ["succeeded", "stopped", "succeeded"]
+
+
+def test_a_stopped_whole_read_older_than_the_freshness_limit_is_read_again_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sandbox = Sandbox(seed=8, transactions=1_000, profile="remittance")
+    client = sandbox.client()
+    name = "external_accounts"
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        _stopped_at_the_third_part(monkeypatch, name)
+        with pytest.raises(KeyboardInterrupt):
+            sync(wh, client, resources=[name], concurrency=1)
+        sandbox.advance(timedelta(hours=13))  # past external accounts' 12 hours
+        report = sync(wh, client, resources=[name])
+        assert report.reads[name] == "whole: asked for"  # not the rest of the stale read
+        assert stored(wh, name) == truth(client, name)
+        # the new read's parts all read; the parts the stale one left dropped
+        parts = _parts(wh, name).values()
+        assert any(run == 2 for run, _ in parts) and all(d for _, d in parts)

@@ -33,7 +33,7 @@ from .sync import (
     utcnow,
 )
 from .sync.events import fold_before_sync, listings_done
-from .sync.run import CTRL_C
+from .sync.run import _CTRL_C_SECONDS, CTRL_C
 from .sync.save import STOPPED
 
 logger = logging.getLogger("paylens.warehouse")
@@ -82,6 +82,7 @@ class SyncRun:
             full=opts.full,
             forced=forced,
             parts=opts.concurrency,
+            ahead_records=opts.ahead_records,
         )
         beside = _Beside(small_sync.run, small)
         engine: TransactionSync | None = None
@@ -318,8 +319,11 @@ class _Beside(threading.Thread):
             self._error = exc
 
     def outcome(self) -> dict[str, ResourceResult]:
-        if self.is_alive() or self.ident is not None:
-            self.join()
+        # joined a tenth of a second at a time: a SIGINT that another thread of the process
+        # takes runs its handler (the Ctrl-C) only once the main thread runs Python again,
+        # which a join without a timeout never does until the thread ends (seen: 2.5 s)
+        while self.is_alive():
+            self.join(_CTRL_C_SECONDS)
         if self._error is not None:
             raise self._error
         return self._result

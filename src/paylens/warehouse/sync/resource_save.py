@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -20,7 +21,7 @@ from paylens.frames import to_arrow
 from .. import _store
 from .catalog import RESOURCES, SMALL_RESOURCES, Count, Cursor
 from .freshness import LastRead
-from .save import RejectRow, unreadable
+from .save import STOPPED, RejectRow, unreadable
 
 logger = logging.getLogger("paylens.warehouse")
 
@@ -33,11 +34,6 @@ class Read:
     records: dict[str, bytes] = field(default_factory=dict)
     rejects: list[bytes] = field(default_factory=list)
     pages: int = 0
-
-    def add(self, other: Read) -> None:
-        self.records.update(other.records)
-        self.rejects += other.rejects
-        self.pages += other.pages
 
 
 def _model(resource: str) -> Any:
@@ -176,6 +172,10 @@ def _utc(value: datetime | None) -> datetime | None:
     return None if value is None else value.astimezone(UTC)
 
 
+def _utc_always(value: datetime) -> datetime:
+    return value.astimezone(UTC)
+
+
 def stored_counts(
     con: duckdb.DuckDBPyConnection, name: str, counts: tuple[Count, ...]
 ) -> tuple[int, ...]:
@@ -185,20 +185,77 @@ def stored_counts(
     return tuple(int(n) for n in row)
 
 
+@dataclass(frozen=True)
+class WholeRead:
+    """A whole read of a resource, cut into parts (each a listing's filters) committed one by
+    one: `run_id` is the run that began it, `began` the service's time then; `parts` are
+    those left to read (all of them when it begins)."""
+
+    resource: str
+    run_id: int
+    began: datetime
+    parts: list[dict[str, Any]]
+
+
+def part_key(filters: dict[str, Any]) -> str:
+    """A part's key in `sync_slices`: its filters as JSON (read back by `_part_filters`)."""
+    return orjson.dumps(filters, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _part_filters(key: str) -> dict[str, Any]:
+    filters: dict[str, Any] = orjson.loads(key)
+    for name in ("created_after", "created_before"):  # the creation parts' instants
+        if isinstance(filters.get(name), str):
+            filters[name] = datetime.fromisoformat(filters[name])
+    return filters
+
+
+def begin_whole(con: duckdb.DuckDBPyConnection, read: WholeRead) -> None:
+    """Record the parts of a whole read as it begins (one statement), for a run that stops
+    before its end to leave them to the next (`unfinished_whole`)."""
+    con.execute(
+        """INSERT INTO sync_slices
+           SELECT $run, $resource, unnest($keys::VARCHAR[]), $began, NULL, NULL, NULL, false, 0""",
+        {
+            "run": read.run_id,
+            "resource": read.resource,
+            "keys": [part_key(f) for f in read.parts],
+            "began": read.began,
+        },
+    )
+
+
+def unfinished_whole(con: duckdb.DuckDBPyConnection, run_id: int) -> dict[str, WholeRead]:
+    """Per smaller resource, the parts a whole read left unread when its run was killed or
+    stopped (the latest such read): what the next whole read of it finishes rather than
+    starting again. A failed run's read is not resumed (nor are its transactions')."""
+    rows = con.execute(
+        f"""SELECT s.resource, s.run_id, s.slice_start, list(s.slice_key ORDER BY s.slice_key)
+            FROM sync_slices s JOIN sync_runs r USING (run_id)
+            WHERE s.resource <> 'transactions' AND NOT s.done AND s.run_id <> $run
+              AND r.status IN ('running', '{STOPPED}', 'interrupted')
+            GROUP BY ALL ORDER BY s.run_id""",
+        {"run": run_id},
+    ).fetchall()
+    return {
+        name: WholeRead(name, run, _utc_always(began), [_part_filters(k) for k in keys])
+        for name, run, began, keys in rows
+    }
+
+
 def commit(
     con: duckdb.DuckDBPyConnection,
     resource: str,
     table: pa.Table,
     rejects: list[RejectRow],
     *,
-    whole: bool,
+    part: tuple[WholeRead, dict[str, Any]] | None,
     run_id: int,
     at: datetime,
     service_now: datetime,
 ) -> None:
-    """Land a resource's records, their rejects and its read time in one transaction; a whole
-    read also marks what it no longer lists as removed (rejected records are not removed:
-    they are listed, only unreadable)."""
+    """Land a resource's records, their rejects and its read time in one transaction; `part`:
+    they are a part of a whole read (`begin_whole`), marked read in the same transaction."""
     with _store.transaction(con):
         _store.upsert(con, resource, table, run_id=run_id, now=at)
         _store.record_rejects(con, rejects)
@@ -206,28 +263,59 @@ def commit(
             con.execute("DELETE FROM paylens_meta WHERE key = ?", [_mark_key(resource)])
         elif resource == "internal_accounts":
             _store.record_balance_reads(con, table, read_at=service_now, run_id=run_id)
-        if whole:
-            # the rejected ids as a parameter: a list of str made into an Arrow array would
-            # have pyarrow import pandas
-            con.register("_listed", table.select(["id"]))
-            try:
-                con.execute(
-                    f"""UPDATE {resource} SET removed_at = $at, last_changed_run_id = $run
-                        WHERE removed_at IS NULL
-                          AND id NOT IN (SELECT id FROM _listed WHERE id IS NOT NULL)
-                          AND id NOT IN (SELECT unnest($rejected::VARCHAR[]))""",
-                    {
-                        "at": service_now,
-                        "run": run_id,
-                        "rejected": [r[2] for r in rejects if r[2] is not None],
-                    },
-                )
-            finally:
-                con.unregister("_listed")
+        if part is not None:
+            read, filters = part
+            con.execute(
+                """UPDATE sync_slices SET done = true, records = ?
+                   WHERE run_id = ? AND resource = ? AND slice_key = ?""",
+                [table.num_rows, read.run_id, resource, part_key(filters)],
+            )
+        else:
+            _read_at(con, resource, run_id, service_now, None, table.num_rows)
+
+
+def finish_whole(
+    con: duckdb.DuckDBPyConnection, read: WholeRead, *, run_id: int, service_now: datetime
+) -> int:
+    """End a whole read whose every part is committed: what no part listed is marked removed
+    (rejected records are not: they are listed, only unreadable), and the read's time is
+    recorded. Returns the records it listed."""
+    name = read.resource
+    with _store.transaction(con):
+        # listed by this read: every part stamped the records it listed with its run's id,
+        # from the run that began the read on (no other run wrote them in between)
         con.execute(
-            """INSERT INTO resource_reads VALUES (?, ?, ?, ?, ?)
-               ON CONFLICT (resource) DO UPDATE SET read_at = excluded.read_at,
-                   whole_at = coalesce(excluded.whole_at, resource_reads.whole_at),
-                   run_id = excluded.run_id, records = excluded.records""",
-            [resource, service_now, service_now if whole else None, run_id, table.num_rows],
+            f"""UPDATE {name} SET removed_at = $at, last_changed_run_id = $run
+                WHERE removed_at IS NULL AND sync_run_id < $began
+                  AND id NOT IN (SELECT record_id FROM rejected_records
+                                 WHERE resource = $name AND run_id >= $began
+                                   AND record_id IS NOT NULL)""",
+            {"at": service_now, "run": run_id, "began": read.run_id, "name": name},
         )
+        # the parts of older reads this one replaced are never resumed
+        con.execute(
+            "DELETE FROM sync_slices WHERE resource = ? AND run_id < ? AND NOT done",
+            [name, read.run_id],
+        )
+        ((listed,),) = con.execute(
+            f"SELECT count(*) FROM {name} WHERE sync_run_id >= ?", [read.run_id]
+        ).fetchall()
+        _read_at(con, name, run_id, service_now, read.began, listed)
+    return int(listed)
+
+
+def _read_at(
+    con: duckdb.DuckDBPyConnection,
+    resource: str,
+    run_id: int,
+    read_at: datetime,
+    whole_at: datetime | None,
+    records: int,
+) -> None:
+    con.execute(
+        """INSERT INTO resource_reads VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (resource) DO UPDATE SET read_at = excluded.read_at,
+               whole_at = coalesce(excluded.whole_at, resource_reads.whole_at),
+               run_id = excluded.run_id, records = excluded.records""",
+        [resource, read_at, whole_at, run_id, records],
+    )

@@ -17,16 +17,21 @@ its `Whole.split` says: customers by creation time, accounts by currency when th
 per-currency counts add up to the total; a few pages are read as one listing, cheaper than a
 count per part), typed on the Arrow
 path (pydantic only for the records it refuses, which go to `rejected_records`) and committed
-in one transaction with the resource's read time (`resource_reads`). A record a whole read
-no longer lists keeps its row, with `removed_at` set: history is not lost.
+part by part, each in one transaction with its mark in `sync_slices` (the parts are recorded
+there as the read begins): a run stopped by Ctrl-C or killed leaves the parts not committed
+to the next run, which reads only those. When the last part is in, the records no part listed
+are marked removed and the read's time recorded (`resource_reads`). A record a whole read no
+longer lists keeps its row, with `removed_at` set: history is not lost.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
+import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -43,11 +48,16 @@ from .freshness import Freshness, LastRead, whole_reason
 from .plan import Window
 from .resource_save import (
     Read,
+    WholeRead,
+    begin_whole,
     commit,
+    finish_whole,
     last_reads,
     stored_counts,
     typed,
+    unfinished_whole,
 )
+from .run import CTRL_C
 from .save import instant
 
 logger = logging.getLogger("paylens.warehouse")
@@ -100,15 +110,27 @@ def count(client: Client, resource: str, filters: dict[str, Any]) -> int | None:
     return checked_count(page.total_count, Window(None, None))
 
 
+class SyncStopped(Exception):
+    """A resource's reads were stopped (the sync failed elsewhere, or a Ctrl-C came): what was
+    read and not committed is dropped."""
+
+
 def read(
-    client: Client, resource: str, filters: dict[str, Any], stop: threading.Event | None = None
+    client: Client,
+    resource: str,
+    filters: dict[str, Any],
+    stop: threading.Event | None = None,
+    on_page: Callable[[int], None] = lambda records: None,
 ) -> Read:
-    """Every page of one listing (until `stop` is set: then what is read is incomplete)."""
+    """Every page of one listing (`on_page` hears of each page's records); `SyncStopped` once
+    `stop` is set or a Ctrl-C comes (looked at before each page: what is read then is
+    incomplete, never handed on)."""
     out = Read()
     for page in listing(client, resource, filters).pages(raw="text"):
-        if stop is not None and stop.is_set():
-            break
+        if (stop is not None and stop.is_set()) or CTRL_C.is_set():
+            raise SyncStopped(resource)
         checked_count(page.total_count, Window(None, None))
+        on_page(len(page.records))
         out.pages += 1
         for record_id, text in zip(page.ids, page.records, strict=True):
             if record_id is None:
@@ -140,8 +162,11 @@ class ResourceResult:
     age: timedelta | None = None
 
 
-class SyncStopped(Exception):
-    """A resource's reads were stopped (the sync failed elsewhere): nothing of it commits."""
+#: How often a whole read waiting on its parts looks whether the run is ending.
+_LOOK_SECONDS = 0.1
+
+#: Why a resource is read whole when a stopped or killed run left its whole read unfinished.
+RESUMED = "the rest of an interrupted whole read"
 
 
 class ResourceSync:
@@ -161,13 +186,39 @@ class ResourceSync:
         full: bool,
         forced: frozenset[str],
         parts: int,
+        ahead_records: int | None = None,
     ) -> None:
+        """`parts`: how many parts a whole read is cut into at most; `ahead_records`: a whole
+        read begins no further part while this many records of its resources' parts are read
+        and not committed (None: no bound): what a Ctrl-C drops, and the next run reads again,
+        is bounded by it and the parts being read."""
         self.con, self.db_lock, self.client, self.pool = con, db_lock, client, pool
+        self.ahead_records = ahead_records
+        self._pending = 0  # records of parts read (or being read) and not committed
+        self._pending_lock = threading.Lock()
         self.run_id, self.started = run_id, started
         self.freshness, self.full, self.forced, self.parts = freshness, full, forced, parts
         self.stop = threading.Event()  # set when the run fails: reads end, nothing commits
         self._listed: Future[int | None] | None = None
         self._first: str | None = None  # the resource whose whole count `_listed` is
+
+    @contextlib.contextmanager
+    def _db(self) -> Iterator[None]:
+        """The database's lock, waited for a tenth of a second at a time until the run ends:
+        a Ctrl-C raised on the main thread as it took the lock (between the lock's acquiring
+        and the `with` that releases it) leaves it held there while the run waits for these
+        threads (seen: a sync hung at its Ctrl-C, both runners waiting on the lock)."""
+        while not self.db_lock.acquire(timeout=_LOOK_SECONDS):
+            if self._stopping():
+                raise SyncStopped("the run is ending")
+        try:
+            yield
+        finally:
+            self.db_lock.release()
+
+    def _stopping(self) -> bool:
+        """Whether the run is ending (failed elsewhere, or a Ctrl-C came): nothing more commits."""
+        return self.stop.is_set() or CTRL_C.is_set()
 
     def _submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         return self.pool.submit(fn, *args)
@@ -177,8 +228,9 @@ class ResourceSync:
         return self.client.stats.service_time or datetime.now(UTC)
 
     def run(self, wanted: list[str]) -> dict[str, ResourceResult]:
-        with self.db_lock:
+        with self._db():
             last = last_reads(self.con)
+            left = unfinished_whole(self.con, self.run_id)
         # a first count tells the service's clock before deciding what is due (the first
         # resource's whole count, which a cursor's check needs anyway: customers come first)
         self._first = wanted[0]
@@ -192,6 +244,15 @@ class ResourceSync:
             )
             for name in wanted
         }
+        # a whole read a stopped or killed run left is finished (its parts committed are not
+        # read again) while it is fresh enough to stand for a read begun when it began
+        resumed = {
+            name: read
+            for name, read in left.items()
+            if name in wanted and now - read.began < self.freshness.limit(name)
+        }
+        for name in resumed:
+            decisions[name] = RESUMED
         # a cursor's resource is read every sync (by what changed); the others only when due
         results: dict[str, ResourceResult] = {}
         threads = []
@@ -201,7 +262,9 @@ class ResourceSync:
                 age = None if whole_at is None else now - whole_at
                 results[name] = ResourceResult(name, "not re-read", "fresh enough", age=age)
                 continue
-            thread = _Runner(self._resource, name, decisions[name], last[name], now)
+            thread = _Runner(
+                self._resource, name, decisions[name], last[name], now, resumed.get(name)
+            )
             threads.append(thread)
         for thread in threads:
             thread.start()
@@ -210,7 +273,12 @@ class ResourceSync:
         return {name: results[name] for name in wanted}
 
     def _resource(
-        self, name: str, reason: str | None, last: LastRead, now: datetime
+        self,
+        name: str,
+        reason: str | None,
+        last: LastRead,
+        now: datetime,
+        resumed: WholeRead | None,
     ) -> ResourceResult:
         age = now - last.whole_at if last.whole_at else None
         if reason is None:  # a cursor's, by what changed since the newest stored value
@@ -219,21 +287,90 @@ class ResourceSync:
                 result.age = age
                 return result
             reason = "counts differ from what is stored"
-        records, rejected = self._land(name, self._whole(name), whole=True, now=now)
-        return ResourceResult(name, "whole", reason, records, rejected, timedelta(0))
+        whole = resumed or WholeRead(name, self.run_id, now, self._whole_parts(name))
+        if resumed is None:
+            with self._db():
+                begin_whole(self.con, whole)
+        rejected = self._read_whole(whole, now)
+        with self._db():
+            records = finish_whole(self.con, whole, run_id=self.run_id, service_now=now)
+        return ResourceResult(name, "whole", reason, records, rejected, now - whole.began)
 
-    def _land(self, name: str, got: Read, *, whole: bool, now: datetime) -> tuple[int, int]:
-        """Type what was read and commit it with the resource's read time: (records, rejected)."""
-        if self.stop.is_set():
+    def _read_whole(self, whole: WholeRead, now: datetime) -> int:
+        """Read the parts of a whole read left to read, committing each as it is read (with its
+        mark in `sync_slices`): a Ctrl-C loses only the parts being read. They are read at
+        once, but a part begins only once every part begun has brought its first page (so its
+        records are counted) and while fewer than `ahead_records` records are read and not
+        committed: readers far ahead of the commits would leave a Ctrl-C that much to read
+        again. Returns the records rejected."""
+        todo = list(whole.parts)
+        reading: dict[Future[Read], tuple[dict[str, Any], threading.Event]] = {}
+        finished: queue.Queue[Future[Read]] = queue.Queue()  # in the order they end
+        rejected = 0
+        while todo or reading:
+            while todo and (
+                not reading
+                or (self._room() and all(paged.is_set() for _, paged in reading.values()))
+            ):
+                filters, paged = todo.pop(0), threading.Event()
+                future = self._submit(
+                    read, self.client, whole.resource, filters, self.stop, self._counter(paged)
+                )
+                reading[future] = (filters, paged)
+                future.add_done_callback(finished.put)
+            try:
+                future = finished.get(timeout=_LOOK_SECONDS)
+            except queue.Empty:
+                if self._stopping():
+                    raise SyncStopped(whole.resource) from None
+                continue
+            filters, _ = reading.pop(future)
+            got = future.result()
+            try:
+                rejected += self._land(whole.resource, got, now=now, part=(whole, filters))[1]
+            finally:
+                self._read_more(-len(got.records) - len(got.rejects))
+        return rejected
+
+    def _counter(self, paged: threading.Event) -> Callable[[int], None]:
+        """What a part's reader calls with each page's records: counted as read and not
+        committed, and `paged` set."""
+
+        def on_page(records: int) -> None:
+            self._read_more(records)
+            paged.set()
+
+        return on_page
+
+    def _room(self) -> bool:
+        return self.ahead_records is None or self._pending < self.ahead_records
+
+    def _read_more(self, records: int) -> None:
+        with self._pending_lock:
+            self._pending += records
+
+    def _land(
+        self,
+        name: str,
+        got: Read,
+        *,
+        now: datetime,
+        part: tuple[WholeRead, dict[str, Any]] | None = None,
+    ) -> tuple[int, int]:
+        """Type what was read and commit it with the resource's read time (`part`: the part
+        of a whole read it is): (records, rejected)."""
+        if self._stopping():
             raise SyncStopped(name)
         table, rejects = typed(name, got, self.run_id, self.started)
-        with self.db_lock:
+        if self._stopping():  # typing a large part takes a while: a Ctrl-C waits for no commit
+            raise SyncStopped(name)
+        with self._db():
             commit(
                 self.con,
                 name,
                 table,
                 rejects,
-                whole=whole,
+                part=part,
                 run_id=self.run_id,
                 at=self.started,
                 service_now=now,
@@ -255,8 +392,8 @@ class ResourceSync:
         ]
         changed = {cursor.filter: last.watermark}
         got = self._submit(read, self.client, name, changed, self.stop).result()
-        records, rejected = self._land(name, got, whole=False, now=now)
-        with self.db_lock:
+        records, rejected = self._land(name, got, now=now)
+        with self._db():
             stored = stored_counts(self.con, name, cursor.counts)
         service = tuple(f.result() for f in counts)
         if rejected or service != stored:
@@ -272,7 +409,8 @@ class ResourceSync:
             name, "changes", f"{cursor.filter.removesuffix('_after')} since {since}", records, 0
         )
 
-    def _whole(self, name: str) -> Read:
+    def _whole_parts(self, name: str) -> list[dict[str, Any]]:
+        """The listings (their filters) a whole read of `name` is cut into."""
         read_as = RESOURCES[name].read
         whole = read_as.whole if isinstance(read_as, Cursor) else read_as
         assert isinstance(whole, Whole)  # the transactions' windows are read by `run`
@@ -283,18 +421,14 @@ class ResourceSync:
             parts = self._currency_parts(name, split)
         else:
             parts = [{}]
-        futures = [self._submit(read, self.client, name, f, self.stop) for f in parts]
-        out = Read()
-        for future in futures:
-            out.add(future.result())
-        return out
+        return parts
 
     def _creation_parts(self, name: str) -> list[dict[str, Any]]:
         """Creation-time parts of about equal counts (a few pages each at least): cut at the
         stored quantiles, or (nothing stored) where one round of counts of the records
         created before instants going back from now places them."""
         fractions = [k / self.parts for k in range(1, self.parts)]
-        with self.db_lock:
+        with self._db():
             ((stored, quantiles),) = self.con.execute(
                 f"""SELECT count(*), list_transform(quantile_disc(created_at, ?), lambda t: epoch_us(t))
                    FROM {name} WHERE created_at IS NOT NULL AND removed_at IS NULL""",
@@ -323,7 +457,7 @@ class ResourceSync:
         the stored currencies and the platform's); else, and when the whole is a few pages
         (a count per currency would cost more requests than the pages), the whole listing."""
         column = split.column
-        with self.db_lock:
+        with self._db():
             rows = self.con.execute(
                 f"SELECT DISTINCT {column} FROM {name} WHERE {column} IS NOT NULL"
             ).fetchall()
