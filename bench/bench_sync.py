@@ -84,12 +84,21 @@ def served(
     if scenarios is not None:
         cmd += ["--scenarios", str(scenarios)]
     cmd += list(extra)
+    with serving(cmd) as env:
+        yield env
+
+
+@contextmanager
+def serving(cmd: Sequence[str]) -> Iterator[dict[str, str]]:
+    """A service in its own process that prints its three PAYLENS_* lines once it listens;
+    yields them, with how long it took to get there and its process id."""
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         env = dict(proc.stdout.readline().strip().split("=", 1) for _ in range(3))
         env["generated_seconds"] = f"{time.perf_counter() - started:.1f}"
+        env["pid"] = str(proc.pid)
         yield env
     finally:
         proc.terminate()
