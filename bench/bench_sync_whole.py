@@ -42,8 +42,9 @@ _REQUESTS = re.compile(r"([\d,]+) requests")
 
 
 def whole_process(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
-    """Run one process to its exit: wall seconds and what it printed."""
-    service = {k: v for k, v in env.items() if k.startswith("PAYLENS_")}
+    """Run one process to its exit: wall seconds and what it printed (`env`: the service's
+    PAYLENS_* variables, and PYTHONPATH when another version of paylens is measured)."""
+    service = {k: v for k, v in env.items() if k.startswith("PAYLENS_") or k == "PYTHONPATH"}
     started = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **service})
     seconds = time.perf_counter() - started
@@ -114,28 +115,46 @@ def _measured(
         after = _second_stats(env)
         result["served"] = after["served"] - before["served"]
         result["rendered"] = after["rendered"] - before["rendered"]
+        was = before["served_by_path"]
+        result["served_by_path"] = {
+            path: n - was.get(path, 0)
+            for path, n in after["served_by_path"].items()
+            if n > was.get(path, 0)
+        }
     return result
 
 
 def measure(
-    env: dict[str, str], tmp: Path, repeats: int, warmups: int, second: bool
+    env: dict[str, str],
+    tmp: Path,
+    repeats: int,
+    warmups: int,
+    second: bool,
+    before: Path | None = None,
 ) -> dict[str, Any]:
-    """The five measurements of the module's docstring against one served service."""
+    """The measurements of the module's docstring against one served service (`before`:
+    another version's `src`, whose two syncs run too, alternating with this one's)."""
+    older = {**env, "PYTHONPATH": str(before)}
     results: dict[str, Any] = {"load_average_before": os.getloadavg()}
     if second:
         results["records"] = _second_stats(env)["records"]
     for _ in range(warmups):  # every distinct page asked for once, off the clock
         careful(env, _fresh(tmp, "careful"))
-        paylens_sync(env, _fresh(tmp, "paylens"))
-        paylens_sync(env, _fresh(tmp, "alone"), "--resources", "transactions")
-    whole: dict[str, list[dict[str, Any]]] = {"careful": [], "paylens": []}
-    alone: dict[str, list[dict[str, Any]]] = {"careful": [], "paylens": []}
+        for version in (env, older) if before else (env,):
+            db = _fresh(tmp, "paylens")
+            paylens_sync(version, db)
+            paylens_sync(version, db)
+            paylens_sync(version, _fresh(tmp, "alone"), "--resources", "transactions")
+    whole: dict[str, list[dict[str, Any]]] = {"careful": [], "paylens": [], "before": []}
+    alone: dict[str, list[dict[str, Any]]] = {"careful": [], "paylens": [], "before": []}
     resync: list[dict[str, Any]] = []
     for repeat in range(repeats):  # alternating, so load falls on both alike
         whole["careful"].append(_measured(careful, env, _fresh(tmp, "careful"), second))
         db = _fresh(tmp, "paylens")
         whole["paylens"].append(_measured(paylens_sync, env, db, second))
         resync.append(_measured(paylens_sync, env, db, second))
+        if before:
+            whole["before"].append(_measured(paylens_sync, older, _fresh(tmp, "before"), second))
         alone["paylens"].append(
             _measured(
                 paylens_sync, env, _fresh(tmp, "alone"), second, "--resources", "transactions"
@@ -144,12 +163,18 @@ def measure(
         alone["careful"].append(
             _measured(careful, env, _fresh(tmp, "careful"), second, "transactions")
         )
+        if before:
+            alone["before"].append(
+                _measured(
+                    paylens_sync, older, _fresh(tmp, "alone"), second, "--resources", "transactions"
+                )
+            )
         print(
             json.dumps(
                 {
                     "repeat": repeat,
-                    "whole": {k: v[-1]["seconds"] for k, v in whole.items()},
-                    "alone": {k: v[-1]["seconds"] for k, v in alone.items()},
+                    "whole": {k: v[-1]["seconds"] for k, v in whole.items() if v},
+                    "alone": {k: v[-1]["seconds"] for k, v in alone.items() if v},
                     "resync_requests": resync[-1]["requests"],
                     "load": os.getloadavg(),
                 }
@@ -184,6 +209,11 @@ def measure(
         "paylens_cpu_seconds": _median(alone["paylens"], "cpu_seconds"),
         "server_cpu_seconds": {k: _median(v, "server_cpu_seconds") for k, v in alone.items()},
     }
+    if before:
+        for key, runs in (("whole", whole), ("transactions_alone", alone)):
+            results[key]["before_seconds"] = _median(runs["before"])
+            results[key]["before_cpu_seconds"] = _median(runs["before"], "cpu_seconds")
+            results[key]["before_speedup"] = _median(runs["careful"]) / _median(runs["before"])
     results["runs"] = {"whole": whole, "alone": alone, "resync": resync}
     results["load_average_after"] = os.getloadavg()
     return results
@@ -206,6 +236,9 @@ def main() -> None:
         default=1,
         help="unmeasured rounds first (the second service renders each page once)",
     )
+    parser.add_argument(
+        "--before", type=Path, help="another version's src/: its syncs alternate with this one's"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     results: dict[str, Any] = {"machine": machine(), "latency_seconds": args.latency}
@@ -226,7 +259,9 @@ def main() -> None:
                 ]
             )
         with tempfile.TemporaryDirectory() as tmp_name, serving_it as env:
-            result = measure(env, Path(tmp_name), args.repeats, args.warmups, service == "second")
+            result = measure(
+                env, Path(tmp_name), args.repeats, args.warmups, service == "second", args.before
+            )
             result["generation_seconds"] = float(env["generated_seconds"])
             results[service] = result
     if args.out:

@@ -27,6 +27,7 @@ import json
 import random
 import sys
 import time
+from collections import Counter
 from email.utils import format_datetime
 from pathlib import Path
 from typing import Any
@@ -94,11 +95,13 @@ class Pages:
         self.port = port
         self.cache: dict[bytes, bytes] = {}
         self.served = 0
+        self.by_path: Counter[str] = Counter()
         self.rendered = 0
         self.render_seconds = 0.0
 
     def answer(self, target: bytes) -> bytes:
         self.served += 1
+        self.by_path[target.split(b"?", 1)[0].decode("latin-1")] += 1
         found = self.cache.get(target)
         if found is None:
             started = time.perf_counter()
@@ -122,6 +125,7 @@ class Pages:
         body = json.dumps(
             {
                 "served": self.served,
+                "served_by_path": dict(self.by_path),
                 "rendered": self.rendered,
                 "render_seconds": round(self.render_seconds, 3),
                 "records": {
