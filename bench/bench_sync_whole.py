@@ -1,6 +1,14 @@
-"""The whole sync, as whole processes, against `paylens sandbox serve --profile remittance`
-(20,000 transactions; behind them about 20,000 customers, 24,000 external accounts, 12,000
-internal accounts, 2,000 cards) over loopback at 20 ms per request, in one run:
+"""The whole sync, as whole processes, against two services served over loopback at 20 ms a
+request, each in its own process:
+
+- `paylens sandbox serve --profile remittance --clock fixed` (20,000 transactions; behind
+  them about 20,000 customers, 24,000 external accounts, 12,000 internal accounts, 2,000
+  cards);
+- the independent second service of `tests/_second_service.py`, built to the same shape and
+  frozen, each page rendered once and kept (`second_serve.py`: its own CPU off the clock; a
+  warm-up round asks for every page the measured runs ask for).
+
+Against each, in one run:
 
 - `paylens sync` (all five resources) against the careful sequential baseline
   (`bench/baselines/careful.py`: one cursor per resource, one bulk insert each), run
@@ -8,13 +16,15 @@ internal accounts, 2,000 cards) over loopback at 20 ms per request, in one run:
 - `paylens sync` again with nothing changed: its requests as a share of a full sync's,
   target <= 20 %;
 - transactions alone (`paylens sync --resources transactions`) against the baseline on
-  transactions alone, target >= 4x.
+  transactions alone, target >= 4x;
+- with `--before OTHER/src`, another version's two syncs too, alternating with this one's.
 
-    python bench/bench_sync_whole.py --out bench/results/sync-whole.json
+    python bench/bench_sync_whole.py --out bench/results/sync-whole.json [--service second]
 
 Times are wall clock of each process from its start to its exit (interpreter start, imports,
-opening the file and the final commit included). The sandbox's clock is fixed, so nothing
-changes between syncs unless the benchmark says so.
+opening the file and the final commit included); beside them each process's CPU seconds
+(`getrusage` of the children) and the server's during it (`/proc/<pid>/stat`). The services'
+clocks are fixed, so nothing changes between syncs unless the benchmark says so.
 """
 
 from __future__ import annotations
