@@ -4,10 +4,16 @@ cut, and the longest listing's read, go before reads queued earlier (#34)."""
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from concurrent.futures import CancelledError
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from paylens import Sandbox, Warehouse
+from paylens.warehouse import _run
+from paylens.warehouse.sync import resources
 from paylens.warehouse.sync.readers import PLAN, Readers, submit_ranked
 from paylens.warehouse.sync.run import InlineExecutor
 
@@ -90,3 +96,34 @@ def test_shutdown_without_cancelling_finishes_the_queue() -> None:
 
 def test_an_executor_that_does_not_rank_runs_the_work_as_submitted() -> None:
     assert submit_ranked(InlineExecutor(), PLAN, sum, [2, 3]).result() == 5
+
+
+def test_a_sync_ranks_counts_first_and_the_accounts_parts_by_their_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a whole sync, every count is ranked first; each currency part of the accounts is
+    ranked by the records the service counts in it (so the longest starts first); the
+    transactions' windows come after, in order."""
+    ranked: list[tuple[int, Any, tuple[Any, ...]]] = []
+
+    class Recording(Readers):
+        def submit_ranked(self, rank: int, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            ranked.append((rank, fn, args))
+            return super().submit_ranked(rank, fn, *args, **kwargs)
+
+    monkeypatch.setattr(_run, "Readers", Recording)
+    sandbox = Sandbox(seed=8, transactions=1_000, profile="remittance")  # 613 external accounts
+    client = sandbox.client()
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        wh.sync(client, progress=False)
+    by_currency = Counter(a.currency for a in client.external_accounts.list())
+    parts = {
+        args[2]["currency"]: rank
+        for rank, fn, args in ranked
+        if fn is resources.read and args[1] == "external_accounts"
+    }
+    assert parts == dict(by_currency)  # every currency a part, ranked by its count
+    counts = [rank for rank, fn, _ in ranked if fn is resources.count]
+    assert counts and set(counts) == {PLAN}
+    windows = [rank for rank, fn, _ in ranked if getattr(fn, "__name__", "") == "_read"]
+    assert windows and set(windows) == {0}
