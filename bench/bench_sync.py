@@ -84,6 +84,14 @@ def served(
     if scenarios is not None:
         cmd += ["--scenarios", str(scenarios)]
     cmd += list(extra)
+    with serving(cmd) as env:
+        yield env
+
+
+@contextmanager
+def serving(cmd: Sequence[str]) -> Iterator[dict[str, str]]:
+    """A service in its own process that prints its three PAYLENS_* lines once it listens;
+    yields them, with how long it took to get there and its process id."""
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:

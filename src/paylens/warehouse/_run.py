@@ -9,7 +9,6 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, TypedDict
@@ -33,6 +32,7 @@ from .sync import (
     utcnow,
 )
 from .sync.events import fold_before_sync, listings_done
+from .sync.readers import Readers
 from .sync.run import _CTRL_C_SECONDS, CTRL_C
 from .sync.save import STOPPED
 
@@ -68,8 +68,9 @@ class SyncRun:
             )
         report = SyncReport(run_id, "incremental", client.base_url, client.is_sandbox)
         bar = Progress(opts.progress, client.is_sandbox)
-        # one pool of readers for every resource: one request budget (with the client's rate)
-        pool = ThreadPoolExecutor(max_workers=opts.concurrency, thread_name_prefix="paylens-sync")
+        # one pool of readers for every resource: one request budget (with the client's
+        # rate); counts first, then the longest listings, then the transactions' windows
+        pool = Readers(opts.concurrency, "paylens-sync")
         small = [r for r in wanted if r != "transactions"]
         small_sync = ResourceSync(
             self._con,

@@ -32,7 +32,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -46,6 +46,7 @@ from .catalog import RESOURCES, ByCreation, ByCurrency, Cursor, Whole
 from .fetch import checked_count
 from .freshness import Freshness, LastRead, whole_reason
 from .plan import Window
+from .readers import PLAN, Readers
 from .resource_save import (
     Read,
     WholeRead,
@@ -140,6 +141,15 @@ def read(
     return out
 
 
+def _about_equal(parts: list[dict[str, Any]], total: int) -> list[tuple[dict[str, Any], int]]:
+    """Parts cut to hold about equal shares of `total` records, with that share."""
+    return [(filters, total // len(parts)) for filters in parts]
+
+
+def _part_key(name: str, filters: dict[str, Any]) -> str:
+    return f"{name} {sorted(filters.items())!r}"
+
+
 def _few(total: int) -> bool:
     """Whether a whole of `total` records is read as one listing: under two parts' worth, a
     count per part would cost more requests than the pages it spreads."""
@@ -178,7 +188,7 @@ class ResourceSync:
         con: duckdb.DuckDBPyConnection,
         db_lock: threading.Lock | threading.RLock,
         client: Client,
-        pool: Executor,
+        pool: Readers,
         run_id: int,
         started: datetime,
         *,
@@ -201,6 +211,7 @@ class ResourceSync:
         self.stop = threading.Event()  # set when the run fails: reads end, nothing commits
         self._listed: Future[int | None] | None = None
         self._first: str | None = None  # the resource whose whole count `_listed` is
+        self._expected: dict[str, int] = {}  # records a part is expected to hold, by its key
 
     @contextlib.contextmanager
     def _db(self) -> Iterator[None]:
@@ -221,7 +232,16 @@ class ResourceSync:
         return self.stop.is_set() or CTRL_C.is_set()
 
     def _submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        return self.pool.submit(fn, *args)
+        """A count or the configuration: what decides how the listings are cut goes first."""
+        return self.pool.submit_ranked(PLAN, fn, *args)
+
+    def _read(self, name: str, filters: dict[str, Any], records: int, *more: Any) -> Future[Read]:
+        """A part's listing, ranked by the records it is expected to hold (0: unknown, a part
+        resumed from an earlier run): the longest listing bounds the whole read, so it starts
+        first, before the transactions' windows."""
+        return self.pool.submit_ranked(
+            max(1, records), read, self.client, name, filters, self.stop, *more
+        )
 
     def service_now(self) -> datetime:
         """The service's clock (its latest `Date`), the wall clock when it sends none."""
@@ -313,9 +333,8 @@ class ResourceSync:
                 or (self._room() and all(paged.is_set() for _, paged in reading.values()))
             ):
                 filters, paged = todo.pop(0), threading.Event()
-                future = self._submit(
-                    read, self.client, whole.resource, filters, self.stop, self._counter(paged)
-                )
+                expected = self._expected.get(_part_key(whole.resource, filters), 0)
+                future = self._read(whole.resource, filters, expected, self._counter(paged))
                 reading[future] = (filters, paged)
                 future.add_done_callback(finished.put)
             try:
@@ -391,7 +410,7 @@ class ResourceSync:
             for check in cursor.counts
         ]
         changed = {cursor.filter: last.watermark}
-        got = self._submit(read, self.client, name, changed, self.stop).result()
+        got = self._read(name, changed, 0).result()
         records, rejected = self._land(name, got, now=now)
         with self._db():
             stored = stored_counts(self.con, name, cursor.counts)
@@ -410,20 +429,24 @@ class ResourceSync:
         )
 
     def _whole_parts(self, name: str) -> list[dict[str, Any]]:
-        """The listings (their filters) a whole read of `name` is cut into."""
+        """The listings (their filters) a whole read of `name` is cut into, the records each
+        is expected to hold noted (`_expected`)."""
         read_as = RESOURCES[name].read
         whole = read_as.whole if isinstance(read_as, Cursor) else read_as
         assert isinstance(whole, Whole)  # the transactions' windows are read by `run`
         split = whole.split
+        parts: list[tuple[dict[str, Any], int]]  # filters, and the records expected (or 0)
         if isinstance(split, ByCreation):
             parts = self._creation_parts(name)
         elif isinstance(split, ByCurrency):
             parts = self._currency_parts(name, split)
         else:
-            parts = [{}]
-        return parts
+            parts = [({}, 0)]
+        for filters, records in parts:  # how a part's read is ranked among the readers' work
+            self._expected[_part_key(name, filters)] = records
+        return [filters for filters, _ in parts]
 
-    def _creation_parts(self, name: str) -> list[dict[str, Any]]:
+    def _creation_parts(self, name: str) -> list[tuple[dict[str, Any], int]]:
         """Creation-time parts of about equal counts (a few pages each at least): cut at the
         stored quantiles, or (nothing stored) where one round of counts of the records
         created before instants going back from now places them."""
@@ -438,21 +461,21 @@ class ResourceSync:
             parts = min(self.parts, stored // _PART_RECORDS)
             cuts = sorted({t for us in quantiles or [] if (t := instant(us)) is not None})
             step = -(-len(cuts) // parts) if parts > 1 else 0
-            return slices_between(cuts[step - 1 :: step] if step else [])
+            return _about_equal(slices_between(cuts[step - 1 :: step] if step else []), stored)
         total = count(self.client, name, {})
         if total is None or _few(total):
-            return [{}]
+            return [({}, total or 0)]
         now = self.service_now()
         instants = [now - timedelta(days=d) for d in _PROBE_DAYS]
         counts = [self._submit(count, self.client, name, {"created_before": t}) for t in instants]
         known = [(t, f.result()) for t, f in zip(instants, counts, strict=True)]
         if any(n is None for _, n in known):
-            return [{}]
+            return [({}, total)]
         points = [(t, int(n or 0)) for t, n in known] + [(now + timedelta(days=1), total)]
         parts = min(self.parts, total // _PART_RECORDS)
-        return slices_between(time_cuts(points, total, parts))
+        return _about_equal(slices_between(time_cuts(points, total, parts)), total)
 
-    def _currency_parts(self, name: str, split: ByCurrency) -> list[dict[str, Any]]:
+    def _currency_parts(self, name: str, split: ByCurrency) -> list[tuple[dict[str, Any], int]]:
         """Parts by currency when the per-currency counts add up to the whole's (candidates:
         the stored currencies and the platform's); else, and when the whole is a few pages
         (a count per currency would cost more requests than the pages), the whole listing."""
@@ -465,7 +488,7 @@ class ResourceSync:
         config = None if candidates else self._submit(self.client.config.get)
         total = self._submit(count, self.client, name, {})
         if _few(total.result() or 0):  # unknown, or a few pages
-            return [{}]
+            return [({}, total.result() or 0)]
         if config is not None:
             try:
                 candidates |= {c.currency_code for c in config.result().supported_currencies or []}
@@ -474,7 +497,7 @@ class ResourceSync:
         by_currency = [{split.filter: c} for c in sorted(candidates)]
         parts = self._refined(name, by_currency, total.result())
         if parts is None:
-            return [{}]
+            return [({}, total.result() or 0)]
         if split.then is not None:  # a large currency is cut again (accounts: by type)
             key, values = split.then
             large = max(_PART_RECORDS * 4, sum(n for _, n in parts) // self.parts)
@@ -483,7 +506,7 @@ class ResourceSync:
                     again = [{**filters, key: v} for v in values]
                     parts[i : i + 1] = self._refined(name, again, n) or [(filters, n)]
         # the longest listings first: they bound how long the whole read takes
-        return [filters for filters, n in sorted(parts, key=lambda part: -part[1])]
+        return sorted(parts, key=lambda part: -part[1])
 
     def _refined(
         self, name: str, candidates: list[dict[str, Any]], total: int | None

@@ -14,7 +14,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Executor, Future, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,6 +28,7 @@ from . import fetch, plan, save
 from .fetch import Landing, Service
 from .freshness import Freshness
 from .plan import OPEN_STATUSES, Verification, Window
+from .readers import PLAN, Readers, submit_ranked
 from .save import Batch, StoredTransactions
 
 logger = logging.getLogger("paylens.warehouse")
@@ -418,9 +419,7 @@ class TransactionSync:
         self.writer: Writer | InlineWriter
         self._own_pool = pool is None
         if threads:
-            self.pool = pool or ThreadPoolExecutor(
-                max_workers=options.concurrency, thread_name_prefix="paylens-sync"
-            )
+            self.pool = pool or Readers(options.concurrency, "paylens-sync")
             self.writer = Writer(
                 prepare,
                 self._land,
@@ -491,7 +490,7 @@ class TransactionSync:
         """Read everything (`resumed`: an interrupted run's full read was just finished)."""
         everything = Window(self.options.since, None)
         if not resumed:
-            last = self.pool.submit(self.service.probe, everything, sort_order="desc")
+            last = submit_ranked(self.pool, PLAN, self.service.probe, everything, sort_order="desc")
             first = self.service.probe(everything, sort_order="asc")
             newest_page = last.result()
             if isinstance(first.total_count, int) and not isinstance(first.total_count, bool):
@@ -598,7 +597,7 @@ class TransactionSync:
         if start is None or newest is None or newest <= start or not worth:
             return self._slices(start, newest, total)
         parts = plan.cut(Window(start, newest + plan.TICK), self.options.concurrency)
-        futures = [self.pool.submit(self.service.count, part) for part in parts]
+        futures = [submit_ranked(self.pool, PLAN, self.service.count, part) for part in parts]
         answers = [future.result() for future in futures]
         counts = [n or 0 for n in answers]
         if any(n is None for n in answers) or not sum(counts):
@@ -627,7 +626,9 @@ class TransactionSync:
     def _reconcile_level_by_level(self, pending: plan.Level) -> None:
         while pending:
             futures = {
-                (i, status): self.pool.submit(self.service.count, Window(w.start, w.end, status))
+                (i, status): submit_ranked(
+                    self.pool, PLAN, self.service.count, Window(w.start, w.end, status)
+                )
                 for i, (w, statuses) in enumerate(pending)
                 for status in statuses
             }
