@@ -386,13 +386,20 @@ def test_a_sync_killed_mid_fold_applies_every_event_once(tmp_path: Path) -> None
         } | {i: 1 for i in changed if i not in before}
 
 
+def small_with_rounds(tmp_path: Path, *, seed: int, with_events: int) -> tuple[Client, Path, Any]:
+    """A 300-transaction sandbox's client, a warehouse path, options with a round of 2 syncs
+    (`with_events` while the receivers show no gap)."""
+    client = Sandbox(seed=seed, transactions=300).client()
+    opts = SyncOptions(
+        concurrency=2, progress=False, verify_syncs=2, verify_syncs_with_events=with_events
+    )
+    return client, tmp_path / "w.duckdb", opts
+
+
 def test_the_receivers_gaps_since_the_previous_sync_are_reported_and_set_the_round(
     tmp_path: Path,
 ) -> None:
-    sandbox = Sandbox(seed=1, transactions=300)
-    client = sandbox.client()
-    path = tmp_path / "w.duckdb"
-    opts = SyncOptions(concurrency=2, progress=False, verify_syncs=2, verify_syncs_with_events=5)
+    client, path, opts = small_with_rounds(tmp_path, seed=1, with_events=5)
     with Warehouse(path) as wh, EventStore(events_path(path)) as store:
 
         def sync() -> Any:
@@ -446,17 +453,23 @@ class StatusListings(httpx.BaseTransport):
         return taken
 
 
+def watched_month_of_cards() -> tuple[Sandbox, StatusListings, Client]:
+    """`month_of_cards`, its listings' statuses noted, and a client of it."""
+    sandbox = month_of_cards()
+    transport = StatusListings(sandbox)
+    client = Client(
+        IN_PROCESS_BASE_URL, sandbox.client_id, sandbox.client_secret, transport=transport
+    )
+    return sandbox, transport, client
+
+
 def test_while_events_bring_every_transition_the_older_open_statuses_are_not_listed(
     tmp_path: Path,
 ) -> None:
     """Covered by a receiver, nothing kept apart, every transaction event applied: the sync
     lists no open status (the events carried each transition) and every status is the
     service's. A gap, or a body kept apart, brings the listings back for the next sync."""
-    sandbox = month_of_cards()
-    transport = StatusListings(sandbox)
-    client = Client(
-        IN_PROCESS_BASE_URL, sandbox.client_id, sandbox.client_secret, transport=transport
-    )
+    sandbox, transport, client = watched_month_of_cards()
     path = tmp_path / "w.duckdb"
     with EventStore(events_path(path)) as store, Warehouse(path) as wh:
         store.receiver_started("r")
@@ -501,11 +514,7 @@ def test_a_gap_seen_by_a_sync_that_did_not_list_transactions_is_listed_by_the_ne
     """A receiver gap reported by a sync of cards alone: the transitions of that gap were found
     by no listing, so the next transactions sync lists the open statuses though the receivers
     have been up since the cards sync."""
-    sandbox = month_of_cards()
-    transport = StatusListings(sandbox)
-    client = Client(
-        IN_PROCESS_BASE_URL, sandbox.client_id, sandbox.client_secret, transport=transport
-    )
+    sandbox, transport, client = watched_month_of_cards()
     path = tmp_path / "w.duckdb"
     with EventStore(events_path(path)) as store, Warehouse(path) as wh:
         store.receiver_started("r")
@@ -533,10 +542,7 @@ def test_syncs_that_read_no_transactions_do_not_count_towards_the_round_after_a_
 ) -> None:
     # after a gap the next `verify_syncs` syncs re-verify at `verify_syncs`; a sync of cards
     # alone re-verifies no transaction, so it leaves the round to the transactions syncs
-    sandbox = Sandbox(seed=3, transactions=300)
-    client = sandbox.client()
-    path = tmp_path / "w.duckdb"
-    opts = SyncOptions(concurrency=2, progress=False, verify_syncs=2, verify_syncs_with_events=9)
+    client, path, opts = small_with_rounds(tmp_path, seed=3, with_events=9)
     with EventStore(events_path(path)) as store, Warehouse(path) as wh:
         wh.sync(client, resources=[*TX, *NO_TX], options=opts)
         store.receiver_started("r")  # after that sync began: a gap
