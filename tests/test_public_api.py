@@ -357,6 +357,8 @@ _BUILTIN_RAISES = {
     "models/_auth.py": "a pydantic validator (pydantic turns it into its ValidationError)",
     "client/_signing.py": "pickling a SessionKey refused (TypeError, as pickle expects)",
     "client/_pagination.py": "a page that is no page: caught, ResponseValidationError",
+    "warehouse/sync/readers.py": "work given to the readers' pool after its shutdown: "
+    "RuntimeError, as concurrent.futures' executors (a programming error)",
 }
 
 
