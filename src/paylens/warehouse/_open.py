@@ -46,11 +46,12 @@ DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
 }
 
 #: Writes land in batches of thousands of rows; checkpointing the WAL every 16 MB (DuckDB's
-#: default) would stall them. Every 128 MB bounds the log a Ctrl-C leaves, which the next open
-#: replays (at 1 GB, 75 % of a 200,000-transaction sync left ~310 MB: ~2.5 s of the resumed
-#: run's CPU), and costs a full sync no CPU; the commit that checkpoints (two in that sync)
-#: takes 0.6-0.8 s at load 5, which a Ctrl-C landing on it waits for. See BENCHMARKS.md, #34.
-_WRITE_SETTINGS = "SET checkpoint_threshold = '128MB'; SET memory_limit = '256MB'"
+#: default) would stall them. The threshold trades a full sync's CPU against the log a Ctrl-C
+#: leaves for the next open to replay. Measured on a quiet machine (BENCHMARKS.md, #34): a
+#: 1,000,000-transaction full sync costs 65.8 µs of CPU a record at 128 MB, 57.0 at 256 MB,
+#: 49.9 at 512 MB and 52.1 at 1 GB (each checkpoint costs more as the file grows); 512 MB
+#: bounds the log a Ctrl-C leaves at half of what 1 GB did.
+_WRITE_SETTINGS = "SET checkpoint_threshold = '512MB'; SET memory_limit = '256MB'"
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
