@@ -189,12 +189,15 @@ def stored_counts(
 class WholeRead:
     """A whole read of a resource, cut into parts (each a listing's filters) committed one by
     one: `run_id` is the run that began it, `began` the service's time then; `parts` are
-    those left to read (all of them when it begins)."""
+    those left to read (all of them when it begins); `expected`: the records each part is
+    expected to hold, by its `part_key` (known as the read begins; a resumed read has none),
+    which ranks its listing among the readers' work."""
 
     resource: str
     run_id: int
     began: datetime
     parts: list[dict[str, Any]]
+    expected: dict[str, int] = field(default_factory=dict)
 
 
 def part_key(filters: dict[str, Any]) -> str:

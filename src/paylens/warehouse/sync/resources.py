@@ -54,6 +54,7 @@ from .resource_save import (
     commit,
     finish_whole,
     last_reads,
+    part_key,
     stored_counts,
     typed,
     unfinished_whole,
@@ -146,10 +147,6 @@ def _about_equal(parts: list[dict[str, Any]], total: int) -> list[tuple[dict[str
     return [(filters, total // len(parts)) for filters in parts]
 
 
-def _part_key(name: str, filters: dict[str, Any]) -> str:
-    return f"{name} {sorted(filters.items())!r}"
-
-
 def _few(total: int) -> bool:
     """Whether a whole of `total` records is read as one listing: under two parts' worth, a
     count per part would cost more requests than the pages it spreads."""
@@ -211,7 +208,6 @@ class ResourceSync:
         self.stop = threading.Event()  # set when the run fails: reads end, nothing commits
         self._listed: Future[int | None] | None = None
         self._first: str | None = None  # the resource whose whole count `_listed` is
-        self._expected: dict[str, int] = {}  # records a part is expected to hold, by its key
 
     @contextlib.contextmanager
     def _db(self) -> Iterator[None]:
@@ -307,7 +303,7 @@ class ResourceSync:
                 result.age = age
                 return result
             reason = "counts differ from what is stored"
-        whole = resumed or WholeRead(name, self.run_id, now, self._whole_parts(name))
+        whole = resumed or self._begun(name, now)
         if resumed is None:
             with self._db():
                 begin_whole(self.con, whole)
@@ -333,7 +329,7 @@ class ResourceSync:
                 or (self._room() and all(paged.is_set() for _, paged in reading.values()))
             ):
                 filters, paged = todo.pop(0), threading.Event()
-                expected = self._expected.get(_part_key(whole.resource, filters), 0)
+                expected = whole.expected.get(part_key(filters), 0)
                 future = self._read(whole.resource, filters, expected, self._counter(paged))
                 reading[future] = (filters, paged)
                 future.add_done_callback(finished.put)
@@ -428,9 +424,9 @@ class ResourceSync:
             name, "changes", f"{cursor.filter.removesuffix('_after')} since {since}", records, 0
         )
 
-    def _whole_parts(self, name: str) -> list[dict[str, Any]]:
-        """The listings (their filters) a whole read of `name` is cut into, the records each
-        is expected to hold noted (`_expected`)."""
+    def _begun(self, name: str, now: datetime) -> WholeRead:
+        """A whole read of `name` beginning now: the listings (their filters) it is cut into,
+        with the records each is expected to hold."""
         read_as = RESOURCES[name].read
         whole = read_as.whole if isinstance(read_as, Cursor) else read_as
         assert isinstance(whole, Whole)  # the transactions' windows are read by `run`
@@ -442,9 +438,13 @@ class ResourceSync:
             parts = self._currency_parts(name, split)
         else:
             parts = [({}, 0)]
-        for filters, records in parts:  # how a part's read is ranked among the readers' work
-            self._expected[_part_key(name, filters)] = records
-        return [filters for filters, _ in parts]
+        return WholeRead(
+            name,
+            self.run_id,
+            now,
+            [filters for filters, _ in parts],
+            {part_key(filters): records for filters, records in parts},
+        )
 
     def _creation_parts(self, name: str) -> list[tuple[dict[str, Any], int]]:
         """Creation-time parts of about equal counts (a few pages each at least): cut at the
