@@ -320,3 +320,56 @@ def test_a_failed_commit_leaves_the_stored_keys_as_the_tables(
         30,
         30,
     )
+
+
+def _physical_rows(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    """Rows the table's storage holds, the deleted ones still there included."""
+    (rows,) = con.execute(
+        "SELECT estimated_size FROM duckdb_tables() WHERE table_name = ?", [table]
+    ).fetchone()  # type: ignore[misc]
+    return int(rows)
+
+
+def test_a_record_read_again_unchanged_stays_where_it_is(records: list[dict]) -> None:
+    """A record read again as it was (a re-verification, a whole read of a resource) is
+    stamped as seen by this run and left in place: only a changed record's old row is
+    deleted, so the file does not fill with dead rows at every sync. What a reader sees is
+    what delete-and-insert gave: its first and last change kept, this run's stamp."""
+    db = duckdb.connect(":memory:")
+    _store.ensure_schema(db)
+    first = [*records[:300]]
+    save.commit(db, save.typed_batch([landing(first)], 1, AT), run_id=1, at=AT)
+    before = {name: db.execute(q).fetchall() for name, q in _LANDED.items()}
+    changed = {**records[7], "status": "FAILED" if records[7]["status"] != "FAILED" else "EXPIRED"}
+    again = [*records[:7], changed, *records[8:300]]
+    later = datetime(2025, 10, 14, tzinfo=UTC)
+    save.commit(db, save.typed_batch([landing(again)], 2, later), run_id=2, at=later)
+    # one row gone from each table that holds record 7 (and its instructions, if any)
+    for table in ("transactions", "outgoing_fees", "card_transactions"):
+        (live,) = db.execute(f"SELECT count(*) FROM {table}").fetchone()  # type: ignore[misc]
+        (holds_it,) = db.execute(  # type: ignore[misc]
+            f"SELECT count(*) FROM {table} WHERE id = ?", [changed["id"]]
+        ).fetchone()
+        assert _physical_rows(db, table) - live == holds_it, table
+    rows = db.execute(
+        """SELECT id, first_run_id, last_changed_run_id, sync_run_id, last_synced_at = ?
+           FROM transactions ORDER BY id""",
+        [later],
+    ).fetchall()
+    assert {r[0]: r[1:] for r in rows} == {
+        r["id"]: (1, 2 if r["id"] == changed["id"] else 1, 2, True) for r in first
+    }
+    fees = db.execute(
+        "SELECT id, last_changed_run_id, sync_run_id FROM outgoing_fees ORDER BY id"
+    ).fetchall()
+    assert fees and all(f[1:] == ((2 if f[0] == changed["id"] else 1), 2) for f in fees)
+    # the columns a reader reads are what they were, but for record 7 and the stamps
+    after = {name: db.execute(q).fetchall() for name, q in _LANDED.items()}
+    assert len(after["transactions"]) == len(before["transactions"]) == 300
+    (live,) = db.execute("SELECT count(*) FROM payment_instructions").fetchone()  # type: ignore[misc]
+    assert live == len(before["payment_instructions"]) > 0
+    (of_7,) = db.execute(  # type: ignore[misc]
+        "SELECT count(*) FROM payment_instructions WHERE transaction_id = ?", [changed["id"]]
+    ).fetchone()
+    assert _physical_rows(db, "payment_instructions") - live == of_7
+    db.close()

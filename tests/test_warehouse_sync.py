@@ -795,3 +795,73 @@ def test_an_older_file_gains_removed_at_on_transactions_when_opened(tmp_path: Pa
         assert wh._meta()["schema_version"] == str(SCHEMA_VERSION)
         assert wh.sql("SELECT count(removed_at) AS n FROM transactions")["n"][0] == 0
         assert len(wh.transactions()) == 200
+
+
+def test_rows_an_older_paylens_typed_are_typed_again_at_their_next_read(
+    sandbox: Sandbox, client: Client, tmp_path: Path
+) -> None:
+    """A record read again as it was is only stamped, not written again: so the rows of a file
+    an older layout wrote (typed by an older paylens, perhaps otherwise) are typed again from
+    their raw JSON when next read, not kept as they were."""
+    path = tmp_path / "older.duckdb"
+    with Warehouse(path) as wh:
+        wh.sync(client, progress=False, resources=TX_ONLY)
+        right = wh.sql("SELECT id, amount_minor, status FROM transactions ORDER BY id")
+        wh._con.execute("UPDATE transactions SET amount_minor = -1, status = 'TYPED BEFORE'")
+        wh._con.execute(
+            f"UPDATE paylens_meta SET value = '{SCHEMA_VERSION - 1}' WHERE key = 'schema_version'"
+        )
+    with Warehouse(path) as wh:
+        report = wh.sync(client, progress=False, resources=TX_ONLY, full=True)
+        again = wh.sql("SELECT id, amount_minor, status FROM transactions ORDER BY id")
+        pd.testing.assert_frame_equal(again, right)
+        assert report.changed == len(right)
+        unchanged = wh.sync(client, progress=False, resources=TX_ONLY, full=True)
+        assert (unchanged.changed, unchanged.unchanged) == (0, len(right))
+
+
+def _dead_rows(wh: Warehouse, table: str) -> int:
+    """Rows deleted from `table` that its storage still holds (the file's room they take)."""
+    stored = wh.sql("SELECT estimated_size FROM duckdb_tables() WHERE table_name = ?", [table])
+    live = wh.sql(f"SELECT count(*) AS n FROM {table}")
+    return int(stored["estimated_size"].iloc[0]) - int(live["n"].iloc[0])
+
+
+def test_a_sync_reclaims_the_room_of_replaced_rows_once_they_pass_a_fifth(
+    sandbox: Sandbox, client: Client, tmp_path: Path
+) -> None:
+    """The sync's checkpoints write each row once and never merge row groups (DuckDB's vacuum
+    rewrote up to three a checkpoint, #34), so a replaced row's room stays taken until the
+    file is compacted: the sync compacts it once a table's dead rows grow by a fifth of its
+    rows, and what a reader sees does not move."""
+    path = tmp_path / "w.duckdb"
+
+    def replace(share: int) -> None:
+        """`share` % of the stored transactions deleted and inserted again, as they were."""
+        wh._con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE again AS
+                    SELECT * FROM transactions USING SAMPLE {share} PERCENT (reservoir, 7);
+                DELETE FROM transactions WHERE id IN (SELECT id FROM again);
+                INSERT INTO transactions SELECT * FROM again"""
+        )
+
+    with Warehouse(path) as wh:
+        wh.sync(client, progress=False, resources=TX_ONLY)
+        wh._con.execute("CHECKPOINT")  # as a larger sync's own checkpoints leave it
+        before = wh.sql(
+            "SELECT * EXCLUDE (last_synced_at, sync_run_id) FROM transactions ORDER BY id"
+        )
+        rows = len(before)
+        replace(10)  # not yet worth a compaction
+        assert _dead_rows(wh, "transactions") == rows // 10
+        wh.sync(client, progress=False, resources=TX_ONLY)
+        assert _dead_rows(wh, "transactions") == rows // 10
+        replace(70)  # now it is
+        assert _dead_rows(wh, "transactions") == rows // 10 + rows * 7 // 10
+        wh.sync(client, progress=False, resources=TX_ONLY)
+        assert _dead_rows(wh, "transactions") == 0
+        after = wh.sql(
+            "SELECT * EXCLUDE (last_synced_at, sync_run_id) FROM transactions ORDER BY id"
+        )
+        pd.testing.assert_frame_equal(after, before)
+        assert_exact(wh, sandbox)

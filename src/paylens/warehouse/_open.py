@@ -45,13 +45,20 @@ DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "autoload_known_extensions": False,
 }
 
-#: Writes land in batches of thousands of rows; checkpointing the WAL every 16 MB (DuckDB's
-#: default) would stall them. The threshold trades a full sync's CPU against the log a Ctrl-C
-#: leaves for the next open to replay. Measured on a quiet machine (BENCHMARKS.md, #34): a
-#: 1,000,000-transaction full sync costs 65.8 µs of CPU a record at 128 MB, 57.0 at 256 MB,
-#: 49.9 at 512 MB and 52.1 at 1 GB (each checkpoint costs more as the file grows); 512 MB
-#: bounds the log a Ctrl-C leaves at half of what 1 GB did.
-_WRITE_SETTINGS = "SET checkpoint_threshold = '512MB'; SET memory_limit = '256MB'"
+#: Writes land in batches of thousands of rows. A checkpoint compresses what the log holds
+#: into the file; DuckDB's vacuum would then merge the row groups it finds less than full with
+#: their neighbours, and since a table's appends begin a new row group after each checkpoint,
+#: every checkpoint of a sync left one to merge: up to three row groups of the widest table
+#: rewritten at a time (2.6 to 4.5 s for one checkpoint at a million transactions). With the
+#: vacuum off each row is compressed once, and checkpoints cost the same whatever their
+#: spacing (a 1,000,000-transaction full sync: 61.3 µs of CPU a record at 512 MB with the
+#: vacuum, 43.5 at 128 MB and 42.4 at 64 MB without it; BENCHMARKS.md, #34), so the log is
+#: kept small: what a Ctrl-C leaves for the next open to replay, and how long a checkpoint
+#: holds up a commit, are bounded by it. The room of deleted rows is reclaimed by
+#: `_store.compact_if_due`, which turns the vacuum on for one checkpoint.
+_WRITE_SETTINGS = (
+    "SET checkpoint_threshold = '64MB'; SET memory_limit = '256MB'; SET max_vacuum_tasks = 0"
+)
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file

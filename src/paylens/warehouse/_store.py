@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 import duckdb
+import orjson
 import pyarrow as pa
 
 from paylens.errors import WarehouseError
@@ -21,8 +22,11 @@ from .sync import catalog
 #: removed_at of the smaller resources; 3: currency decimals SMALLINT, not TINYINT, and a
 #: card's expiry year BIGINT, not SMALLINT; 4: removed_at of transactions; 5: the journal's
 #: item_id and item_kind, for transactions and wallet sessions alike, were transaction_id;
-#: 6: balance_reads, every read of an internal account's balance).
-SCHEMA_VERSION = 6
+#: 6: balance_reads, every read of an internal account's balance; 7: a record read again
+#: as it was is only stamped, not written again, so an older file's rows, typed by an older
+#: paylens, are typed again at their next read). A change to how records are typed is a new
+#: version: the rows of an older file then count as changed at their next read.
+SCHEMA_VERSION = 7
 
 #: Keys of the record tables (the catalogue's: `sync.catalog`); unique by construction (see
 #: `upsert`), not by an index.
@@ -211,9 +215,16 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
             f"this warehouse was written by a newer paylens (schema {version}, this one knows "
             f"{SCHEMA_VERSION}); upgrade paylens to open it"
         )
+    # rows typed by an older layout, or lacking a column typed from the records, are typed
+    # again at their next read: none of them is read alike (`upsert`)
+    older = version is not None and version < SCHEMA_VERSION
+    refill = {t for t in PRIMARY_KEYS if "raw" in _columns(t)} if older else set()
     for table in PRIMARY_KEYS:
         con.execute(_ddl(table))
-        _add_missing_columns(con, table)
+        if _add_missing_columns(con, table):
+            refill.add(table if "raw" in _columns(table) else "transactions")
+    for table in sorted(refill):
+        con.execute(f"UPDATE {table} SET raw_hash = NULL")
     if version is not None and version < 6:
         # a file from before balance_reads: the one read it kept (the accounts as last read)
         con.execute(
@@ -253,19 +264,24 @@ def _name_journal_items(con: duckdb.DuckDBPyConnection) -> None:
 _WIDER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT")
 
 
-def _add_missing_columns(con: duckdb.DuckDBPyConnection, table: str) -> None:
+def _add_missing_columns(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     """A newer paylens may declare more columns (added, filled from `raw` on next sync) or a
-    wider integer type (the column widened in place, its values kept)."""
+    wider integer type (the column widened in place, its values kept). Whether a column
+    typed from the records was added (the rows are to be typed again)."""
     have = {row[0]: row[1] for row in con.execute(f"DESCRIBE {table}").fetchall()}
+    declared = {f.name for f in arrow_schema(catalog.COLUMNS[table])} - {"raw"}
+    added = False
     for name, kind in _columns(table).items():
         if name not in have:
             con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+            added = added or name in declared
         elif (
             have[name] in _WIDER
             and kind in _WIDER
             and _WIDER.index(kind) > _WIDER.index(have[name])
         ):
             con.execute(f"ALTER TABLE {table} ALTER COLUMN {name} SET DATA TYPE {kind}")
+    return added
 
 
 def meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
@@ -294,6 +310,7 @@ def upsert(
     run_id: int,
     now: datetime,
     new: bool = False,
+    alike: str | None = None,
 ) -> list[str]:
     """Insert or replace a batch with set-based statements, tracking when each row was first
     seen (`first_run_id`) and last changed (`last_changed_run_id`: its raw JSON differs, told by
@@ -308,7 +325,14 @@ def upsert(
     delete-and-insert keeps keys unique. `new=True`: the caller knows none of the batch's keys
     is stored (it just deleted them, or `sync.save.StoredKeys` says so), so nothing stored is
     read: the rows are inserted as first seen now (a transaction's status as its first in the
-    history)."""
+    history).
+
+    A stored row its record's read leaves as it was (the same raw JSON, not removed) is only
+    stamped as seen (`last_synced_at`, `sync_run_id`), not deleted and inserted again: a
+    re-verification or a whole read re-reads far more records than changed, and every row
+    deleted stays in the file as a dead row until it is compacted. Those rows' keys are left in
+    the temporary table `_alike`; `alike` names such a table of transaction ids for a table
+    without raw JSON whose rows are derived from their transaction's (fees, card details)."""
     if batch.num_rows == 0:
         return []
     keys = PRIMARY_KEYS[table]
@@ -317,10 +341,11 @@ def upsert(
     con.register("_batch", batch)
     try:
         if new and table != "transactions":  # no status history to write
-            _insert_new(con, table, batch, run_id=run_id, now=now)
+            _insert_new(con, table, batch, run_id=run_id, now=now, alike=alike)
             return []
         kept = [*keys, "first_seen_at", "first_run_id", "last_changed_run_id"]
         kept += ["raw_hash"] if has_raw else []
+        kept += ["removed_at"] if has_raw and table in _REMOVABLE else []
         kept += ["status", "type"] if table == "transactions" else []
         semi = " AND ".join(f"t.{k} = b.{k}" for k in keys)
         # the semi-join scans every stored key: at a million rows, most of a commit's work
@@ -349,10 +374,18 @@ def upsert(
         if not found:  # nothing stored to carry over or delete
             _insert_new(con, table, batch, run_id=run_id, now=now)
             return moved
-        con.execute(
-            f"DELETE FROM {table} t USING _old o WHERE "
-            + " AND ".join(f"t.{k} = o.{k}" for k in keys)
+        stamped = 0
+        if has_raw or alike is not None:
+            stamped = _stamp_alike(con, table, keys, run_id=run_id, now=now, alike=alike)
+            found -= stamped
+        # rows read alike are stamped in place: neither deleted nor inserted again
+        fresh = (
+            f"WHERE NOT EXISTS (SELECT 1 FROM _alike a WHERE {_equal('a', 'b', keys)})"
+            if stamped
+            else ""
         )
+        if found:
+            con.execute(f"DELETE FROM {table} t USING _old o WHERE {_equal('t', 'o', keys)}")
         columns = ", ".join(batch.column_names)
         if has_raw:
             tracking = """hash(b.raw),
@@ -365,7 +398,7 @@ def upsert(
         con.execute(
             f"""INSERT INTO {table} ({columns}, {names}, last_synced_at, sync_run_id)
                 SELECT b.*, {tracking}, $now, $run
-                FROM _batch b LEFT JOIN _old o ON {on_old}""",
+                FROM _batch b LEFT JOIN _old o ON {on_old} {fresh}""",
             {"now": now, "run": run_id},
         )
         return moved
@@ -373,18 +406,60 @@ def upsert(
         con.unregister("_batch")
 
 
+def _equal(left: str, right: str, keys: tuple[str, ...]) -> str:
+    return " AND ".join(f"{left}.{k} = {right}.{k}" for k in keys)
+
+
+def _stamp_alike(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    keys: tuple[str, ...],
+    *,
+    run_id: int,
+    now: datetime,
+    alike: str | None,
+) -> int:
+    """Stamp the stored rows (`_old`) this read leaves as they were, take them out of `_old`
+    and leave their keys in `_alike`; how many they are."""
+    if alike is None:
+        live = " AND o.removed_at IS NULL" if table in _REMOVABLE else ""
+        same = f"JOIN _batch b ON {_equal('o', 'b', keys)} WHERE o.raw_hash = hash(b.raw){live}"
+    else:  # derived from a transaction read alike
+        same = f"WHERE o.id IN (SELECT id FROM {alike})"
+    (count,) = con.execute(
+        f"CREATE OR REPLACE TEMP TABLE _alike AS SELECT {', '.join(f'o.{k}' for k in keys)}"
+        f" FROM _old o {same}"
+    ).fetchall()[0]
+    if count:
+        con.execute(
+            f"""UPDATE {table} t SET last_synced_at = $now, sync_run_id = $run
+                FROM _alike a WHERE {_equal("t", "a", keys)}""",
+            {"now": now, "run": run_id},
+        )
+        con.execute(f"DELETE FROM _old o USING _alike a WHERE {_equal('o', 'a', keys)}")
+    return int(count)
+
+
 def _insert_new(
-    con: duckdb.DuckDBPyConnection, table: str, batch: pa.Table, *, run_id: int, now: datetime
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    batch: pa.Table,
+    *,
+    run_id: int,
+    now: datetime,
+    alike: str | None = None,
 ) -> None:
     """`upsert`'s insert for rows none of whose keys is stored (`_batch` registered): first
-    seen and changed now, the same values its join with the stored rows gives them."""
+    seen and changed now, the same values its join with the stored rows gives them. `alike`:
+    a table of the transaction ids whose rows are kept, left out (payment instructions)."""
     columns = ", ".join(batch.column_names)
     names = "first_seen_at, first_run_id, last_changed_run_id, last_synced_at, sync_run_id"
     values = "$now, $run, $run, $now, $run"
     if "raw" in batch.column_names:
         names, values = f"raw_hash, {names}", f"hash(b.raw), {values}"
+    kept = f" WHERE b.transaction_id NOT IN (SELECT id FROM {alike})" if alike else ""
     con.execute(
-        f"INSERT INTO {table} ({columns}, {names}) SELECT b.*, {values} FROM _batch b",
+        f"INSERT INTO {table} ({columns}, {names}) SELECT b.*, {values} FROM _batch b{kept}",
         {"now": now, "run": run_id},
     )
 
@@ -404,12 +479,17 @@ def upsert_transaction_tables(
     `upsert`): nothing stored is read or deleted."""
     # a record whose type changed: told by the rows the transactions' upsert found stored
     # (no scan of its own), then dropped from the tables of its former type
+    if not new:  # the transactions read alike, for the rows derived from them
+        con.execute("CREATE OR REPLACE TEMP TABLE _alike (id VARCHAR)")
     changed = upsert(con, "transactions", tables["transactions"], run_id=run_id, now=now, new=new)
+    if not new:
+        con.execute("CREATE OR REPLACE TEMP TABLE _alike_parents AS SELECT id FROM _alike")
+    alike = None if new else "_alike_parents"
     if changed:
         for name in ("outgoing_fees", "card_transactions"):
             con.execute(f"DELETE FROM {name} WHERE id IN (SELECT unnest(?::VARCHAR[]))", [changed])
     for name in ("outgoing_fees", "card_transactions"):
-        upsert(con, name, tables[name], run_id=run_id, now=now, new=new)
+        upsert(con, name, tables[name], run_id=run_id, now=now, new=new, alike=alike)
     instructions = tables["payment_instructions"]
     if new:
         upsert(con, "payment_instructions", instructions, run_id=run_id, now=now, new=True)
@@ -417,7 +497,7 @@ def upsert_transaction_tables(
     # (an empty list is not converted: pyarrow imports pandas to convert Python values)
     moved = pa.array(changed, pa.string()) if changed else pa.nulls(0, pa.string())
     parents = pa.concat_arrays([tables["outgoing_fees"].column("id").combine_chunks(), moved])
-    replace_children(con, parents, instructions, run_id=run_id, now=now)
+    replace_children(con, parents, instructions, run_id=run_id, now=now, alike=alike)
 
 
 def replace_children(
@@ -427,18 +507,82 @@ def replace_children(
     *,
     run_id: int,
     now: datetime,
+    alike: str | None = None,
 ) -> None:
     """Payment instructions follow their transaction: drop the old rows, insert the new ones
-    (`batch`: rows of some of `parent_ids`)."""
+    (`batch`: rows of some of `parent_ids`). Those of a transaction read alike (`alike`: a
+    table of their ids) are only stamped as seen, as `upsert` does."""
     con.register("_parents", pa.table({"id": parent_ids}))
     try:
+        kept = f" AND transaction_id NOT IN (SELECT id FROM {alike})" if alike else ""
         con.execute(
-            "DELETE FROM payment_instructions WHERE transaction_id IN (SELECT id FROM _parents)"
+            "DELETE FROM payment_instructions"
+            f" WHERE transaction_id IN (SELECT id FROM _parents){kept}"
         )
+        if alike:
+            con.execute(
+                f"""UPDATE payment_instructions SET last_synced_at = $now, sync_run_id = $run
+                    WHERE transaction_id IN (SELECT id FROM _parents)
+                      AND transaction_id IN (SELECT id FROM {alike})""",
+                {"now": now, "run": run_id},
+            )
     finally:
         con.unregister("_parents")
-    # every row of the batch belongs to one of the parents: none of its keys is left
-    upsert(con, "payment_instructions", batch, run_id=run_id, now=now, new=True)
+    # every row of the batch belongs to one of the parents: none of its keys is left but
+    # those of the transactions read alike, left out
+    upsert(con, "payment_instructions", batch, run_id=run_id, now=now, new=True, alike=alike)
+
+
+#: A table is compacted once the rows deleted from it (a record's old row when it changed,
+#: rows dropped with their transaction) that its storage still holds have grown, since the
+#: last compaction, by this share of its rows and by this many: DuckDB's vacuum, off while
+#: writing (`_open._WRITE_SETTINGS`), merges the row groups they thin out. (It merges
+#: neighbouring row groups whose rows fit in fewer; dead rows it cannot reach that way stay
+#: and do not make every later sync compact again.)
+COMPACT_SHARE = 0.2
+COMPACT_MIN_ROWS = 1000
+_COMPACTED = "dead_rows_after_compaction"
+
+
+def dead_rows(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
+    """Each record table's rows and the deleted rows its storage still holds."""
+    stored = dict(
+        con.execute(
+            """SELECT table_name, estimated_size FROM duckdb_tables()
+               WHERE database_name = current_database() AND schema_name = 'main'
+                 AND NOT temporary"""
+        ).fetchall()
+    )
+    found = {}
+    for table in (*PRIMARY_KEYS, "status_history"):
+        if table in stored:
+            (live,) = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0]
+            found[table] = (int(live), max(0, int(stored[table]) - int(live)))
+    return found
+
+
+def compact_if_due(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Checkpoint with DuckDB's vacuum on when a table's dead rows are due (`COMPACT_SHARE`):
+    it merges the row groups they thin out, and those a sync's checkpoints left less than
+    full, in every table. The tables that were due (none: nothing done). Call with a change
+    not yet checkpointed (a checkpoint with nothing to write does nothing)."""
+    known = meta(con)
+    before = orjson.loads(known.get(_COMPACTED, "{}"))
+    counts = dead_rows(con)
+    due = [
+        table
+        for table, (live, dead) in counts.items()
+        if dead - before.get(table, 0) >= max(COMPACT_MIN_ROWS, COMPACT_SHARE * live)
+    ]
+    if due:
+        con.execute("RESET max_vacuum_tasks")
+        try:
+            con.execute("CHECKPOINT")
+        finally:
+            con.execute("SET max_vacuum_tasks = 0")
+        left = {table: dead for table, (_, dead) in dead_rows(con).items() if dead}
+        set_meta(con, known, **{_COMPACTED: orjson.dumps(left).decode()})
+    return due
 
 
 def next_run_id(con: duckdb.DuckDBPyConnection) -> int:
