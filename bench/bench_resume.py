@@ -12,6 +12,13 @@ average beside each, and whether the stored rows are the uninterrupted run's.
     cd bench && python bench_resume.py --transactions 200000 [--shares 0.25 0.5 0.75] [--out F]
     cd bench && python bench_resume.py --transactions 50000 --resources all --profile remittance
     cd bench && python bench_resume.py --checkpoint-threshold 1GB   # the log's bound before #34
+    cd bench && python bench_resume.py --transactions 1000000 --repeats 3
+
+With `--repeats K`, a first uninterrupted sync warms the served sandbox up (its first pass
+renders every page, and its CPU beside the sync's slows the sync's own) and is not counted;
+then K uninterrupted syncs and K interrupted-and-resumed pairs at each share, taken in turn,
+and each ratio is against the median of the uninterrupted ones (one run's CPU a record moves
+by up to a tenth on this machine; a single pair can say 100 % or 116 % of the same code).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -90,6 +98,12 @@ def stored(db: Path, tables: dict[str, str]) -> dict[str, list[int]]:
         con.close()
 
 
+def _drop(folder: Path, name: str) -> None:
+    """A sync's files (a million records' take half a gigabyte each)."""
+    for path in folder.glob(f"{name}*"):
+        path.unlink()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--transactions", type=int, default=200_000)
@@ -110,6 +124,12 @@ def main() -> None:
         "--checkpoint-threshold",
         help="the sync's checkpoint threshold (DuckDB's size, e.g. 1GB; default: the library's)",
     )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="uninterrupted syncs and pairs at each share, after one warm-up sync not counted",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     script, tables = SYNCS[args.resources]
@@ -126,25 +146,53 @@ def main() -> None:
         served(args.transactions, extra=["--clock", "fixed", "--profile", args.profile]) as env,
     ):
         env = {k: v for k, v in env.items() if k.startswith("PAYLENS_")}
-        whole = sync(script, env, Path(tmp) / "whole.duckdb")
-        whole["stored"] = stored(Path(tmp) / "whole.duckdb", tables)
-        results["uninterrupted"] = whole
-        print(json.dumps({"uninterrupted": whole}), flush=True)
-        for share in args.shares:
-            db = Path(tmp) / f"resumed-{share}.duckdb"
-            first = sync(script, env, db, stop_at=max(1, round(share * whole["committed"])))
-            second = sync(script, env, db)
-            row = {
-                "share": share,
-                "interrupted": first,
-                "resumed": second,
-                "requests_ratio": (first["requests"] + second["requests"]) / whole["requests"],
-                "seconds_ratio": (first["seconds"] + second["seconds"]) / whole["seconds"],
-                "cpu_ratio": (first["cpu_seconds"] + second["cpu_seconds"]) / whole["cpu_seconds"],
-                "same_rows": stored(db, tables) == whole["stored"],
-            }
-            results[f"share_{share}"] = row
-            print(json.dumps(row), flush=True)
+        if args.repeats > 1:  # the warm-up
+            sync(script, env, Path(tmp) / "warm.duckdb")
+            _drop(Path(tmp), "warm.duckdb")
+        wholes, pairs = [], {share: [] for share in args.shares}
+        for k in range(args.repeats):
+            whole = sync(script, env, Path(tmp) / f"whole-{k}.duckdb")
+            whole["stored"] = stored(Path(tmp) / f"whole-{k}.duckdb", tables)
+            _drop(Path(tmp), f"whole-{k}.duckdb")
+            wholes.append(whole)
+            print(json.dumps({"uninterrupted": whole}), flush=True)
+            for share in args.shares:
+                db = Path(tmp) / f"resumed-{k}-{share}.duckdb"
+                first = sync(script, env, db, stop_at=max(1, round(share * whole["committed"])))
+                second = sync(script, env, db)
+                pairs[share].append((first, second, stored(db, tables) == whole["stored"]))
+                _drop(Path(tmp), db.name)
+        results["uninterrupted"] = wholes[0] if args.repeats == 1 else wholes
+        base = {
+            key: statistics.median(w[key] for w in wholes)
+            for key in ("requests", "seconds", "cpu_seconds")
+        }
+        for share, runs in pairs.items():
+            rows = [
+                {
+                    "share": share,
+                    "interrupted": first,
+                    "resumed": second,
+                    "requests_ratio": (first["requests"] + second["requests"]) / base["requests"],
+                    "seconds_ratio": (first["seconds"] + second["seconds"]) / base["seconds"],
+                    "cpu_ratio": (first["cpu_seconds"] + second["cpu_seconds"])
+                    / base["cpu_seconds"],
+                    "same_rows": same,
+                }
+                for first, second, same in runs
+            ]
+            for row in rows:
+                print(json.dumps(row), flush=True)
+            if args.repeats == 1:
+                results[f"share_{share}"] = rows[0]
+            else:
+                results[f"share_{share}"] = {
+                    "runs": rows,
+                    **{
+                        f"median_{key}": statistics.median(r[key] for r in rows)
+                        for key in ("requests_ratio", "seconds_ratio", "cpu_ratio")
+                    },
+                }
     results["load_after"] = os.getloadavg()
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))

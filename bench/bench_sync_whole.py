@@ -200,7 +200,7 @@ def measure(
         "speedup": _median(whole["careful"]) / _median(whole["paylens"]),
         "careful_cpu_seconds": _median(whole["careful"], "cpu_seconds"),
         "paylens_cpu_seconds": _median(whole["paylens"], "cpu_seconds"),
-        "server_cpu_seconds": {k: _median(v, "server_cpu_seconds") for k, v in whole.items()},
+        "server_cpu_seconds": {k: _median(v, "server_cpu_seconds") for k, v in whole.items() if v},
         "records": whole["careful"][0]["records"],
         "paylens_report": whole["paylens"][-1]["report"],
     }
@@ -217,7 +217,7 @@ def measure(
         "speedup": _median(alone["careful"]) / _median(alone["paylens"]),
         "careful_cpu_seconds": _median(alone["careful"], "cpu_seconds"),
         "paylens_cpu_seconds": _median(alone["paylens"], "cpu_seconds"),
-        "server_cpu_seconds": {k: _median(v, "server_cpu_seconds") for k, v in alone.items()},
+        "server_cpu_seconds": {k: _median(v, "server_cpu_seconds") for k, v in alone.items() if v},
     }
     if before:
         for key, runs in (("whole", whole), ("transactions_alone", alone)):
