@@ -854,12 +854,15 @@ def test_a_sync_reclaims_the_room_of_replaced_rows_once_they_pass_a_fifth(
         rows = len(before)
         replace(10)  # not yet worth a compaction
         assert _dead_rows(wh, "transactions") == rows // 10
-        wh.sync(client, progress=False, resources=TX_ONLY)
+        report = wh.sync(client, progress=False, resources=TX_ONLY)
         assert _dead_rows(wh, "transactions") == rows // 10
+        assert report.compacted == [] and "compacted" not in str(report)
         replace(70)  # now it is
         assert _dead_rows(wh, "transactions") == rows // 10 + rows * 7 // 10
-        wh.sync(client, progress=False, resources=TX_ONLY)
+        report = wh.sync(client, progress=False, resources=TX_ONLY)
         assert _dead_rows(wh, "transactions") == 0
+        assert report.compacted == ["transactions"]
+        assert "file compacted: the room of rows replaced in transactions reclaimed" in str(report)
         after = wh.sql(
             "SELECT * EXCLUDE (last_synced_at, sync_run_id) FROM transactions ORDER BY id"
         )

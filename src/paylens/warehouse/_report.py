@@ -22,7 +22,8 @@ class SyncReport:
     re-read (by the `Freshness` policy), with how old their last whole read is. `events`: the
     webhook events the sync folded in first (how many applied, the oldest it could not and
     why, the receivers' gaps since the previous sync, the re-verification's round chosen);
-    None when the warehouse has no event store beside it."""
+    None when the warehouse has no event store beside it. `compacted`: the tables whose dead
+    rows made this sync compact the file at its end (its time is in `duration_seconds`)."""
 
     run_id: int
     mode: str
@@ -40,6 +41,7 @@ class SyncReport:
     reads: dict[str, str] = field(default_factory=dict)
     not_reread: dict[str, timedelta | None] = field(default_factory=dict)
     events: FoldResult | None = None
+    compacted: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -60,6 +62,12 @@ class SyncReport:
         ]
         if self.events is not None and self.events.store is not None:
             lines += events_lines(self.events)
+        if self.compacted:
+            lines.append(
+                "  file compacted: the room of rows replaced in "
+                + ", ".join(self.compacted)
+                + " reclaimed"
+            )
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

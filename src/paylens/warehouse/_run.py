@@ -222,7 +222,7 @@ class SyncRun:
                 return
             # (the run's record just written: the compaction's checkpoint has a change to write)
             if compacted := _store.compact_if_due(self._con):
-                logger.info("compacted the file: rows deleted from %s", ", ".join(compacted))
+                report.compacted = compacted
             elif self._wal_bytes() > CHECKPOINT_WAL_BYTES:
                 self._con.execute("CHECKPOINT")
             else:
