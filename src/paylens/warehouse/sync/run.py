@@ -8,6 +8,7 @@ with its windows' checkpoints (see `paylens.warehouse.sync` for what is read and
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import queue
@@ -24,6 +25,7 @@ import duckdb
 from paylens.client import Client, RateBudget, TextPage
 from paylens.errors import InvalidArgumentError
 
+from .. import _store
 from . import fetch, plan, save
 from .fetch import Landing, Service
 from .freshness import Freshness
@@ -166,9 +168,9 @@ class Writer:
         self._queue: queue.Queue[Landing | _Wake | None] = queue.Queue(maxsize=queue_size)
         self._typed: queue.Queue[tuple[list[Landing], Batch | None] | None] = queue.Queue(1)
         self._error: BaseException | None = None
-        self._dropping = threading.Event()  # a Ctrl-C: what is not committed yet is dropped
-        # records handed over and not yet committed (or dropped); `put` waits while they are
-        # `ahead_rows` or more: what a Ctrl-C drops, and the next run reads again, is bounded
+        self._finishing = threading.Event()  # a Ctrl-C: what is handed over is committed now
+        # records handed over and not yet committed (or dropped after an error); `put` waits while
+        # they are `ahead_rows` or more: what a Ctrl-C's last commits hold is bounded
         self._ahead_rows = ahead_rows
         self._pending = 0
         self._committed = threading.Condition()
@@ -185,29 +187,31 @@ class Writer:
             with self._committed:
                 while (
                     self._pending >= self._ahead_rows
-                    and not self._dropping.is_set()
+                    and not self._finishing.is_set()
                     and self._error is None
                 ):
                     self._committed.wait(_CTRL_C_SECONDS)
                 self._pending += len(landing.buffer)
             self._raise()
-        if not self._dropping.is_set():
-            self._queue.put(landing)
-        else:
-            self._done([landing])
+        self._queue.put(landing)
 
     def _done(self, landings: list[Landing]) -> None:
-        """Landings committed or dropped: no longer ahead of the commits."""
+        """Landings committed (or dropped after an error): no longer ahead of the commits."""
         if self._ahead_rows is not None:
             with self._committed:
                 self._pending -= sum(len(landing.buffer) for landing in landings)
                 self._committed.notify_all()
 
-    def stop(self) -> None:
-        """Drop what is handed over and not yet being committed (a Ctrl-C: the run ends at
-        once; a batch being committed is committed, with its windows' checkpoints, and the
-        windows of what is dropped are resumed from those by the next run)."""
-        self._dropping.set()
+    def finish(self) -> None:
+        """A Ctrl-C: commit what is handed over at once (no batch waits to gather more), and
+        let the readers that still hand over a page do so without waiting for the commits.
+        What was read is not read again by the next run; what the readers hold is at most
+        `ahead_rows` records and a page each, a few tenths of a second to type and commit."""
+        self._finishing.set()
+
+    @property
+    def finishing(self) -> bool:
+        return self._finishing.is_set()
 
     def flush(self) -> None:
         """Wait until everything handed over is committed (or raise what went wrong). With
@@ -234,10 +238,8 @@ class Writer:
                 self._queue.task_done()
                 self._typed.put(None)
                 return
-            if isinstance(first, _Wake) or self._dropping.is_set():
-                self._queue.task_done()  # a flush found nothing to gather, or a Ctrl-C came
-                if not isinstance(first, _Wake):
-                    self._done([first])
+            if isinstance(first, _Wake):
+                self._queue.task_done()  # a flush found nothing to gather
                 continue
             landings, rows, size = [first], len(first.buffer), first.size
             # typed ahead (with `merge`): parts[i] holds landings[:typed] (typed_rows rows);
@@ -250,9 +252,8 @@ class Writer:
             # a flush ends the gathering at once (its marker comes behind what it waits for)
             deadline = time.monotonic() + self._gather_seconds
             while rows < self._max_rows and size < self._max_bytes:
-                if self._dropping.is_set():
-                    break
-                left = deadline - time.monotonic()
+                # a Ctrl-C: what is queued is gathered without waiting for more
+                left = 0.0 if self._finishing.is_set() else deadline - time.monotonic()
                 ahead = left > 0 and ids is not None and rows - typed_rows >= self._part_rows
                 try:
                     if ahead or left <= 0:
@@ -285,9 +286,6 @@ class Writer:
                 landings.append(more)
                 rows += len(more.buffer)
                 size += more.size
-            if self._dropping.is_set():
-                self._typed.put((landings, None))  # counted done, not typed
-                continue
             if ids is None or not parts or self._merge is None:
                 batch = self._type(landings)
             else:
@@ -317,7 +315,7 @@ class Writer:
                 return
             landings, batch = item
             try:
-                if self._error is None and batch is not None and not self._dropping.is_set():
+                if self._error is None and batch is not None:
                     self._land(batch)
             except BaseException as exc:  # handed to the readers and the caller
                 self._error = exc
@@ -339,8 +337,12 @@ class InlineWriter:
     def put(self, landing: Landing) -> None:
         self._land(self._prepare([landing]))
 
-    def stop(self) -> None:
+    def finish(self) -> None:
         pass
+
+    @property
+    def finishing(self) -> bool:
+        return False
 
     def flush(self) -> None:
         pass
@@ -444,7 +446,7 @@ class TransactionSync:
 
     def run(self) -> str:
         """Sync; returns the mode that ran ("full" or "incremental"). A Ctrl-C stops the
-        readers at their next page and drops what is not committed yet (`Writer.stop`): the
+        readers at their next page and commits what they handed over (`Writer.finish`): the
         next run resumes every window from its last commit."""
         try:
             with self.db_lock:
@@ -470,11 +472,11 @@ class TransactionSync:
                 self.stored.save_time_digits(self.service.digits)
             return self.mode
         except KeyboardInterrupt:
-            self.writer.stop()
+            self.writer.finish()
             raise
         finally:
             if CTRL_C.is_set():  # a Ctrl-C that DuckDB took as its own error
-                self.writer.stop()
+                self.writer.finish()
             self._stopping.set()
             if self._own_pool:
                 self.pool.shutdown(wait=True, cancel_futures=True)
@@ -751,7 +753,9 @@ class TransactionSync:
             return window.key in self._children
 
     def _land(self, batch: Batch) -> None:
-        with self.db_lock:
+        # a Ctrl-C's last commits end the run at once: their checkpoint is the next run's
+        held = _store.checkpoints_held if self.writer.finishing else contextlib.nullcontext
+        with self.db_lock, held(self.con):
             save.commit(self.con, batch, run_id=self.run_id, at=self.started, keys=self._keys)
         self.tally.add(batch)
 
