@@ -387,3 +387,47 @@ def test_a_ctrl_c_while_the_run_waits_for_the_smaller_resources_stops_them(
         second = run_sync(_SYNC_ALL, env, path, sandbox.requests.count)
         assert second["exit"] == 0, second["stderr"]
         assert _stored(path, ALL_STORED_TABLES) == expected
+
+
+def test_a_kernel_interrupt_keeps_what_was_read_and_leaves_the_warehouse_as_it_was_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A notebook's interrupt (a KeyboardInterrupt on the kernel's main thread, no `paylens
+    sync` handler) stops a sync as a Ctrl-C does: the transactions the readers handed over
+    are committed, not dropped; the warehouse stays open with its own settings (the last
+    commits' checkpoint, held back, is the next commit's again); the next sync finishes it."""
+    import _thread
+
+    from paylens.warehouse.sync import run
+
+    sandbox = Sandbox(seed=8, transactions=20_000)
+    pages_of, put = run.TransactionSync._pages, run.Writer.put
+    handed: set[str] = set()
+    seen = [0]
+
+    def interrupting(self: Any, window: Any) -> Any:
+        for page in pages_of(self, window):
+            seen[0] += 1
+            if seen[0] == 60:
+                _thread.interrupt_main()
+            yield page
+
+    def counted(self: Any, landing: Any) -> None:
+        put(self, landing)
+        handed.update(landing.buffer)
+
+    monkeypatch.setattr(run.TransactionSync, "_pages", interrupting)
+    monkeypatch.setattr(run.Writer, "put", counted)
+    with Warehouse(tmp_path / "w.duckdb") as wh, sandbox.client() as client:
+        with pytest.raises(KeyboardInterrupt):
+            wh.sync(client, progress=False, resources=["transactions"])
+            time.sleep(5)  # the interrupt lands on this thread's next instruction
+        stored = set(wh.sql("SELECT id FROM transactions")["id"])
+        assert stored == handed and 0 < len(stored) < 20_000
+        (threshold,) = wh.sql("SELECT current_setting('checkpoint_threshold') AS t")["t"]
+        assert threshold == "61.0 MiB"  # the write connection's 64 MB
+        monkeypatch.setattr(run.TransactionSync, "_pages", pages_of)
+        report = wh.sync(client, progress=False, resources=["transactions"])
+        assert report.new == 20_000 - len(stored)
+        assert_exact(wh, sandbox)
+        assert list(wh.sync_runs()["status"]) == ["interrupted", "succeeded"]
