@@ -431,3 +431,49 @@ def test_a_kernel_interrupt_keeps_what_was_read_and_leaves_the_warehouse_as_it_w
         assert report.new == 20_000 - len(stored)
         assert_exact(wh, sandbox)
         assert list(wh.sync_runs()["status"]) == ["interrupted", "succeeded"]
+
+
+@pytest.mark.http
+def test_a_second_ctrl_c_during_the_last_commits_ends_the_run_with_its_one_line(
+    tmp_path: Path,
+) -> None:
+    """A user who presses Ctrl-C twice (the second while the first's last commits run): the
+    process ends at once with the Ctrl-C's one line and exit code, no traceback; what it had
+    committed is kept, and the next run finishes the read exactly."""
+    sandbox = Sandbox(seed=8, transactions=12_000)
+    with sandbox.serve() as server:
+        sandbox.faults.configure(latency=0.002)
+        env = {**os.environ, **sandbox.env(server)}
+        path = tmp_path / "w.duckdb"
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _SYNC, str(path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        for line in proc.stdout:
+            if line.startswith("committed") and line.split()[2] == "transactions":
+                proc.send_signal(signal.SIGINT)
+                signalled = time.monotonic()
+                time.sleep(0.05)
+                proc.send_signal(signal.SIGINT)
+                break
+        proc.stdout.read()
+        assert proc.wait(timeout=60) == 130
+        assert time.monotonic() - signalled < 5  # the goal, 1 s, is measured in BENCHMARKS.md
+        said = proc.stderr.read().strip()
+        assert "Traceback" not in said and said.count("\n") == 0, said
+        assert "interrupted" in said
+        done = subprocess.run(
+            [sys.executable, "-m", "paylens.cli", "sync", "--db", str(path), "--quiet"],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+    with Warehouse(path, read_only=True) as wh:
+        assert_exact(wh, sandbox)
+        assert list(wh.sync_runs()["status"]) == ["interrupted", "succeeded"]
