@@ -221,12 +221,9 @@ class SyncRun:
             if not checkpoint:
                 return
             # (the run's record just written: the compaction's checkpoint has a change to write)
-            if compacted := _store.compact_if_due(self._con):
-                report.compacted = compacted
-            elif self._wal_bytes() > CHECKPOINT_WAL_BYTES:
+            report.compacted = _store.compact_if_due(self._con)
+            if not report.compacted and self._wal_bytes() > CHECKPOINT_WAL_BYTES:
                 self._con.execute("CHECKPOINT")
-            else:
-                return
             report.duration_seconds = round(time.perf_counter() - started, 2)  # said whole
 
     def _wal_bytes(self) -> int:

@@ -341,7 +341,7 @@ def upsert(
     con.register("_batch", batch)
     try:
         if new and table != "transactions":  # no status history to write
-            _insert_new(con, table, batch, run_id=run_id, now=now, alike=alike)
+            _insert_new(con, table, batch, run_id=run_id, now=now)
             return []
         kept = [*keys, "first_seen_at", "first_run_id", "last_changed_run_id"]
         kept += ["raw_hash"] if has_raw else []
@@ -447,19 +447,19 @@ def _insert_new(
     *,
     run_id: int,
     now: datetime,
-    alike: str | None = None,
+    where: str = "",
 ) -> None:
     """`upsert`'s insert for rows none of whose keys is stored (`_batch` registered): first
-    seen and changed now, the same values its join with the stored rows gives them. `alike`:
-    a table of the transaction ids whose rows are kept, left out (payment instructions)."""
+    seen and changed now, the same values its join with the stored rows gives them. `where`:
+    a condition on the batch's rows (`b`) that are inserted (default: all)."""
     columns = ", ".join(batch.column_names)
     names = "first_seen_at, first_run_id, last_changed_run_id, last_synced_at, sync_run_id"
     values = "$now, $run, $run, $now, $run"
     if "raw" in batch.column_names:
         names, values = f"raw_hash, {names}", f"hash(b.raw), {values}"
-    kept = f" WHERE b.transaction_id NOT IN (SELECT id FROM {alike})" if alike else ""
     con.execute(
-        f"INSERT INTO {table} ({columns}, {names}) SELECT b.*, {values} FROM _batch b{kept}",
+        f"INSERT INTO {table} ({columns}, {names}) SELECT b.*, {values} FROM _batch b"
+        + (f" WHERE {where}" if where else ""),
         {"now": now, "run": run_id},
     )
 
@@ -512,25 +512,26 @@ def replace_children(
     """Payment instructions follow their transaction: drop the old rows, insert the new ones
     (`batch`: rows of some of `parent_ids`). Those of a transaction read alike (`alike`: a
     table of their ids) are only stamped as seen, as `upsert` does."""
+    kept = f"transaction_id NOT IN (SELECT id FROM {alike})" if alike else "true"
     con.register("_parents", pa.table({"id": parent_ids}))
+    con.register("_batch", batch)
     try:
-        kept = f" AND transaction_id NOT IN (SELECT id FROM {alike})" if alike else ""
         con.execute(
             "DELETE FROM payment_instructions"
-            f" WHERE transaction_id IN (SELECT id FROM _parents){kept}"
+            f" WHERE transaction_id IN (SELECT id FROM _parents) AND {kept}"
         )
         if alike:
             con.execute(
                 f"""UPDATE payment_instructions SET last_synced_at = $now, sync_run_id = $run
-                    WHERE transaction_id IN (SELECT id FROM _parents)
-                      AND transaction_id IN (SELECT id FROM {alike})""",
+                    WHERE transaction_id IN (SELECT id FROM _parents) AND NOT {kept}""",
                 {"now": now, "run": run_id},
             )
+        # every row of the batch belongs to one of the parents: none of its keys is left but
+        # those of the transactions read alike, left out
+        _insert_new(con, "payment_instructions", batch, run_id=run_id, now=now, where=kept)
     finally:
         con.unregister("_parents")
-    # every row of the batch belongs to one of the parents: none of its keys is left but
-    # those of the transactions read alike, left out
-    upsert(con, "payment_instructions", batch, run_id=run_id, now=now, new=True, alike=alike)
+        con.unregister("_batch")
 
 
 #: A table is compacted once the rows deleted from it (a record's old row when it changed,
