@@ -431,14 +431,17 @@ def test_a_batch_typed_in_parts_is_the_batch_typed_whole() -> None:
             merge=save.merged,
         )
         sent = [landing(chunk) for chunk in chunks]
+        # typed, a landing lets its texts go (the batch holds them): the whole is typed from
+        # copies made before
+        whole = save.typed_batch([landing(chunk) for chunk in chunks], run_id=1, at=AT)
         for n, item in enumerate(sent):
             writer.put(item)
             if n < 2:  # the first landings: typed ahead before the next comes
                 assert calls.acquire(timeout=30), case
         writer.flush()
         writer.close()
-        whole = save.typed_batch(sent, run_id=1, at=AT)
         assert len(committed) == 1 and committed[0].landings == sent, case
+        assert all(item.buffer == {} for item in sent), case  # let go once typed
         batch = committed[0]
         assert batch.records == whole.records and batch.rejects == whole.rejects, case
         assert batch.tables is not None and whole.tables is not None
@@ -595,3 +598,89 @@ def test_a_record_two_windows_list_is_stored_once_by_a_full_read() -> None:
     ).fetchone() == (len(records), len(records))
     assert stored(connection, "raw") == {r["id"]: orjson.dumps(r).decode() for r in records}
     connection.close()
+
+
+class PacedService(FakeService):
+    """A `FakeService` whose pages hold 20 records and take `latency` seconds each (a wait
+    outside the interpreter lock, as a network's), recording how many pages are being asked
+    for at once as each is asked."""
+
+    def __init__(self, records: list[dict[str, Any]], latency: float) -> None:
+        super().__init__(records)
+        self.latency = latency
+        self.at_once: list[int] = []
+        self._running = 0
+        self._lock = threading.Lock()
+
+    def pages(self, window: Window) -> Iterator[TextPage]:
+        self.asked.append(window)
+        rows = self._select(window)
+        for first in range(0, max(len(rows), 1), 20):
+            with self._lock:
+                self._running += 1
+                self.at_once.append(self._running)
+            time.sleep(self.latency)
+            chunk = rows[first : first + 20]
+            page = TextPage(
+                [self._text(r) for r in chunk],
+                [r["id"] for r in chunk],
+                first + 20 < len(rows),
+                None,
+                len(rows),
+            )
+            with self._lock:
+                self._running -= 1
+            yield page
+
+
+@pytest.fixture(scope="module")
+def many() -> list[dict[str, Any]]:
+    return list(Sandbox(seed=29, transactions=6_000).world.all_transactions())
+
+
+def test_readers_ahead_of_the_commits_keep_few_requests_under_way(
+    con: duckdb.DuckDBPyConnection, many: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # against a service that answers at once, 16 readers only wait for a slow writer, and
+    # while they run they contend for the interpreter lock: the readers back off to four
+    # requests at once, and every record is still stored
+    from paylens.warehouse.sync import run as run_module
+
+    commit = run_module.save.commit
+
+    def slow_commit(*args: Any, **kwargs: Any) -> None:
+        time.sleep(0.05)
+        commit(*args, **kwargs)
+
+    monkeypatch.setattr(run_module.save, "commit", slow_commit)
+    service = PacedService(many, latency=0.0)
+    sync, _ = engine(
+        con,
+        service,
+        threads=True,
+        concurrency=16,
+        land_records=100,
+        batch_records=400,
+        ahead_records=1_000,
+    )
+    sync.run()
+    assert stored(con, "id").keys() == {r["id"] for r in many}
+    asked = service.at_once
+    assert len(asked) >= 300
+    assert max(asked[:32]) > 4  # every reader to begin with
+    assert max(asked[len(asked) // 2 :]) <= 4, asked[len(asked) // 2 :]
+    assert sync.in_flight.limit == 4
+
+
+def test_readers_that_wait_on_the_network_all_keep_a_request_under_way(
+    con: duckdb.DuckDBPyConnection, many: list[dict[str, Any]]
+) -> None:
+    # a service 20 ms away: the readers never get ahead of the commits, so every one of
+    # them keeps a page under way (what covers the wait), and every record is stored
+    service = PacedService(many, latency=0.02)
+    sync, _ = engine(con, service, threads=True, concurrency=16, land_records=100)
+    sync.run()
+    assert stored(con, "id").keys() == {r["id"] for r in many}
+    assert sync.in_flight.limit == 16
+    later = service.at_once[32 : len(service.at_once) // 2]
+    assert max(later) >= 12, later

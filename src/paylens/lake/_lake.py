@@ -73,7 +73,7 @@ class Lake(Warehouse):
     ) -> None:
         super().__init__(":memory:")
         try:
-            # the tables live in memory: DuckDB's own limit (80 % of RAM), not the 256 MB a
+            # the tables live in memory: DuckDB's own limit (80 % of RAM), not the 160 MB a
             # writer of a file keeps for its buffers
             self._con.execute("RESET memory_limit")
             cat = open_catalog(catalog)

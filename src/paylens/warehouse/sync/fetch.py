@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -133,6 +133,17 @@ class Landing:
     #: the window is new to the run (a split's later part): its row is inserted in the
     #: transaction that commits this landing, ahead of any landing of its own
     opens: bool = False
+    #: how many records `buffer` held when the landing was made: still counted once the texts
+    #: are let go (`typed`), while the batch they are typed into waits for its commit
+    records: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.records = len(self.buffer)
+
+    def typed(self) -> None:
+        """The texts are typed into a batch: let them go (the batch holds its own copy), so
+        that what waits for the commits is held once, not twice."""
+        self.buffer = {}
 
 
 def landings(

@@ -86,6 +86,54 @@ class Readers(Executor):
                     thread.join()
 
 
+class InFlight:
+    """How many of the readers' requests are under way at once: between `floor` and `ceiling`
+    (the readers), as few as keep the writer fed.
+
+    Readers that get ahead of the commits only wait for them, and while they run they take
+    turns at the interpreter lock, each turn costing switches: against a service on this
+    machine, 16 readers spent a seventh more CPU than 8 on the same pages, and the sync was
+    slower (BENCHMARKS.md, #34). So every `every` pages the limit moves by how much of the
+    read-ahead is in use (`ahead`, 0 to 1): down by a quarter while more than half is, up by
+    one while less than a fifth is. A service far away (whose requests mostly wait) keeps
+    every reader busy; one on loopback needs few."""
+
+    def __init__(
+        self, ceiling: int, ahead: Callable[[], float], *, floor: int = 4, every: int = 16
+    ) -> None:
+        self.ceiling = ceiling
+        self.floor = min(floor, ceiling)
+        self.limit = ceiling
+        self._ahead = ahead
+        self._every = every
+        self._pages = 0
+        self._running = 0
+        self._turn = threading.Condition()
+
+    def enter(self, stopped: Callable[[], bool], poll: float) -> bool:
+        """Wait for a turn (looking at `stopped` every `poll` seconds): False once stopped."""
+        with self._turn:
+            while not stopped():
+                if self._running < self.limit:
+                    self._running += 1
+                    return True
+                self._turn.wait(poll)
+        return False
+
+    def leave(self) -> None:
+        with self._turn:
+            self._running -= 1
+            self._pages += 1
+            if self._pages % self._every == 0:
+                ahead = self._ahead()
+                if ahead > 0.5:
+                    self.limit = max(self.floor, self.limit - max(1, self.limit // 4))
+                elif ahead < 0.2 and self.limit < self.ceiling:
+                    self.limit += 1
+                    self._turn.notify()  # the turn just added
+            self._turn.notify()  # the turn just ended
+
+
 def submit_ranked(
     pool: Executor, rank: int, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
 ) -> Future[Any]:

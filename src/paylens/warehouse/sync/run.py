@@ -30,7 +30,7 @@ from . import fetch, plan, save
 from .fetch import Landing, Service
 from .freshness import Freshness
 from .plan import OPEN_STATUSES, Verification, Window
-from .readers import PLAN, Readers, submit_ranked
+from .readers import PLAN, InFlight, Readers, submit_ranked
 from .save import Batch, StoredTransactions
 
 logger = logging.getLogger("paylens.warehouse")
@@ -79,12 +79,15 @@ class SyncOptions:
     leaf_records: int = 2_000
     land_records: int = 500
     land_bytes: int = 2 << 20
-    batch_records: int = 10_000
+    batch_records: int = 20_000
     batch_bytes: int = 32 << 20
     queue_landings: int = 32
-    #: the most records read and not yet committed (readers wait beyond it): what a Ctrl-C
-    #: leaves for the next run to read again (None: only the queue's bound)
-    ahead_records: int | None = 12_000
+    #: the most records read and not yet committed (readers wait beyond it): what a Ctrl-C's
+    #: last commits hold (None: only the queue's bound). Two batches and most of a third, so
+    #: the typer gathers the next batch while the writer commits one and another waits: at
+    #: 12,000 the typer and the writer took turns (a 1,000,000-transaction sync 35.6 s against
+    #: 30.7 s at 30,000; BENCHMARKS.md, #34)
+    ahead_records: int | None = 40_000
     gather_seconds: float = 0.2
 
     def __post_init__(self) -> None:
@@ -120,7 +123,7 @@ class Tally:
             self.rejected += len(batch.rejects)
             for landing in batch.landings:
                 purpose = landing.window.purpose
-                self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) + len(landing.buffer)
+                self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) + landing.records
 
 
 class _Stopped(Exception):
@@ -191,15 +194,20 @@ class Writer:
                     and self._error is None
                 ):
                     self._committed.wait(_CTRL_C_SECONDS)
-                self._pending += len(landing.buffer)
+                self._pending += landing.records
             self._raise()
         self._queue.put(landing)
+
+    def ahead(self) -> float:
+        """How much of the read-ahead is in use: records handed over and not yet committed,
+        as a share of `ahead_rows` (0 without that bound)."""
+        return self._pending / self._ahead_rows if self._ahead_rows else 0.0
 
     def _done(self, landings: list[Landing]) -> None:
         """Landings committed (or dropped after an error): no longer ahead of the commits."""
         if self._ahead_rows is not None:
             with self._committed:
-                self._pending -= sum(len(landing.buffer) for landing in landings)
+                self._pending -= sum(landing.records for landing in landings)
                 self._committed.notify_all()
 
     def finish(self) -> None:
@@ -298,6 +306,9 @@ class Writer:
                         batch = self._merge(parts)
                 except BaseException as exc:  # handed to the readers and the caller
                     self._error = exc
+            if batch is not None:
+                for landing in landings:
+                    landing.typed()
             self._typed.put((landings, batch))
 
     def _type(self, landings: list[Landing]) -> Batch | None:
@@ -336,6 +347,9 @@ class InlineWriter:
 
     def put(self, landing: Landing) -> None:
         self._land(self._prepare([landing]))
+
+    def ahead(self) -> float:
+        return 0.0
 
     def finish(self) -> None:
         pass
@@ -436,6 +450,8 @@ class TransactionSync:
             self.pool, self.writer = InlineExecutor(), InlineWriter(prepare, self._land)
         self.stored = StoredTransactions(con, db_lock, self.writer.flush)
         self._present: set[str] = set()  # unlisted records the service still served by id
+        #: how many pages are asked for at once: what covers the service's wait (`InFlight`)
+        self.in_flight = InFlight(options.concurrency if threads else 1, self.writer.ahead)
 
     @property
     def reverified(self) -> int:
@@ -673,7 +689,12 @@ class TransactionSync:
             futures, self._futures = self._futures, []
         for future in futures:
             future.result()
-        logger.info("read %d window(s) in %.2fs", len(futures), time.perf_counter() - started)
+        logger.info(
+            "read %d window(s) in %.2fs, %d page(s) at once at the end",
+            len(futures),
+            time.perf_counter() - started,
+            self.in_flight.limit,
+        )
 
     def _register(self, windows: list[Window]) -> None:
         with self.db_lock:
@@ -741,12 +762,18 @@ class TransactionSync:
         asks for no page once a Ctrl-C came. Stopped, it raises `_Stopped`, never ends as if
         the window were read."""
         pages = iter(self.service.pages(window))
-        while not (self._stopping.is_set() or CTRL_C.is_set()):
-            page = next(pages, None)
+        while self.in_flight.enter(self._stopped, _CTRL_C_SECONDS):
+            try:
+                page = next(pages, None)
+            finally:
+                self.in_flight.leave()
             if page is None:
                 return
             yield page
         raise _Stopped
+
+    def _stopped(self) -> bool:
+        return self._stopping.is_set() or CTRL_C.is_set()
 
     def _child(self, window: Window) -> bool:
         with self._sched:

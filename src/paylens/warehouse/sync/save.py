@@ -365,7 +365,7 @@ def _checkpoint(con: duckdb.DuckDBPyConnection, landings: list[Landing], run_id:
         resume, done, records = by_key.get(landing.window.key, (None, False, 0))
         if landing.resume is not None and (resume is None or landing.resume > resume):
             resume = landing.resume
-        by_key[landing.window.key] = (resume, done or landing.done, records + len(landing.buffer))
+        by_key[landing.window.key] = (resume, done or landing.done, records + landing.records)
     con.execute(
         """UPDATE sync_slices s
            SET resume_from = coalesce(p.resume_max, s.resume_from),
