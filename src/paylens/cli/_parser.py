@@ -417,7 +417,8 @@ def _add_sync(commands: Any) -> None:
         "--concurrency",
         type=int,
         default=LibraryDefault("concurrency"),
-        help="time slices read at once (default: %(default)s)",
+        help="time slices read at once at most; fewer while the reading is ahead of the "
+        "commits (default: %(default)s)",
     )
     sync.add_argument(
         "--rate-limit", type=float, help="requests per second sent (default: no limit)"

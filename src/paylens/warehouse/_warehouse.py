@@ -166,8 +166,9 @@ class Warehouse:
         or changed (see `paylens.warehouse.sync` for how and what it guarantees): a change any
         listing shows is stored by the next sync, and any other difference is gone within
         `verify_syncs` syncs (each re-reads about 1/`verify_syncs` of the older range; the
-        report's `reverified` is that cost). `concurrency` time slices are paged at once, under
-        `rate_limit` requests per second when given. Works in scripts, cron and inside a
+        report's `reverified` is that cost). Up to `concurrency` time slices are paged at once
+        (fewer, down to four, while the readers are ahead of the commits: a service that answers
+        fast needs fewer requests under way), under `rate_limit` requests per second when given. Works in scripts, cron and inside a
         running Jupyter kernel (threads, no event loop). `resources` limits the sync to some
         of the catalogue's (`paylens.warehouse.RESOURCES`: transactions, customers, cards,
         internal_accounts, external_accounts, platform_external_accounts); naming one beside
