@@ -29,13 +29,13 @@ from paylens.analysis import (
     card_summary,
     failure_breakdown,
     fee_breakdown,
+    fees_collected,
     plot_card_summary,
     plot_failure_breakdown,
     plot_fee_breakdown,
-    plot_revenue,
+    plot_fees_collected,
     plot_settlement_times,
     refund_summary,
-    revenue,
     settlement_times,
 )
 from paylens.warehouse import Warehouse
@@ -67,8 +67,8 @@ def build(transactions: int, seed: int) -> tuple[Path, pd.DataFrame]:
 
 def cases(mids: pd.DataFrame) -> dict[str, Callable[[Warehouse], Any]]:
     return {
-        "revenue by settlement month": lambda wh: revenue(wh, reference_rates=mids),
-        "revenue by rail, corridor": lambda wh: revenue(
+        "fees_collected by settlement month": lambda wh: fees_collected(wh, reference_rates=mids),
+        "fees_collected by rail, corridor": lambda wh: fees_collected(
             wh, ["rail", "corridor"], reference_rates=mids
         ),
         "fee_breakdown (per transaction)": lambda wh: fee_breakdown(wh, reference_rates=mids),
@@ -97,7 +97,9 @@ def cases(mids: pd.DataFrame) -> dict[str, Callable[[Warehouse], Any]]:
         "card_summary by merchant": lambda wh: card_summary(wh, "merchant"),
         "card_summary by mcc, country": lambda wh: card_summary(wh, ["mcc", "country"]),
         "plot_fee_breakdown by corridor": lambda wh: plot_fee_breakdown(wh, reference_rates=mids),
-        "plot_revenue by settlement month": lambda wh: plot_revenue(wh, reference_rates=mids),
+        "plot_fees_collected by settlement month": lambda wh: plot_fees_collected(
+            wh, reference_rates=mids
+        ),
         "plot_settlement_times by rail": lambda wh: plot_settlement_times(wh),
         "plot_failure_breakdown by rail": lambda wh: plot_failure_breakdown(wh),
         "plot_card_summary by merchant": lambda wh: plot_card_summary(wh),

@@ -526,3 +526,35 @@ def test_a_total_past_int64_is_a_typed_error_never_a_wrapped_number(tmp_path: Pa
         assert len(fee_breakdown(wh)) > 0  # row by row, each amount fits
         with pytest.raises(InvalidArgumentError, match="past the int64 range of minor units"):
             fees_collected(wh)
+
+
+def test_reference_rates_reach_the_query_exactly_as_given() -> None:
+    # the rates travel as one JSON text inside the query (a VALUES list of a year of daily
+    # rates took 10 s to parse at each call): every instant, corridor and rate comes out of
+    # DuckDB exactly as it went in, the rate to the last bit
+    import duckdb
+
+    from paylens.analysis._fees import _rates_sql, reference_series
+
+    rates = pd.DataFrame(
+        {
+            "date": pd.to_datetime(
+                ["2025-01-01", "2025-01-02", "2025-01-02T13:45:10.123456+02:00"],
+                format="ISO8601",
+                utc=True,
+            ),
+            "sent_currency": ["USD", "USD", "GBP"],
+            "received_currency": ["EUR", "EUR", "JPY"],
+            "mid_rate": [0.9123456789012345, 1 / 3, 187.00000000000003],
+        }
+    )
+    series = reference_series(rates)
+    got = duckdb.sql(_rates_sql(series)).df()
+    want = series.assign(at=pd.to_datetime(series["at"], utc=True))
+    assert len(got) == len(want) == 6  # with the inverse of each corridor
+    for (at, s, r, mid), row in zip(
+        want.itertuples(index=False, name=None), got.itertuples(index=False), strict=True
+    ):
+        assert pd.Timestamp(row.valid_from) == at and (row.s, row.r) == (s, r)
+        assert row.mid == mid and math.isfinite(row.mid)  # bit for bit
+    assert pd.Timestamp("2025-01-02T11:45:10.123456Z") in set(got["valid_from"])

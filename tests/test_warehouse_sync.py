@@ -11,6 +11,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import duckdb
 import orjson
 import pandas as pd
 import pytest
@@ -868,3 +869,44 @@ def test_a_sync_reclaims_the_room_of_replaced_rows_once_they_pass_a_fifth(
         )
         pd.testing.assert_frame_equal(after, before)
         assert_exact(wh, sandbox)
+
+
+def test_a_sync_caps_duckdbs_memory_while_it_runs_and_queries_keep_their_own(
+    sandbox: Sandbox, client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-write Warehouse is what a notebook opens by default: its queries keep DuckDB's
+    own memory limit (capped for every write connection, a per-transaction settlement_times
+    of a million transactions ran out of memory), while its sync's writes are capped (#34:
+    the sync's peak memory), and the limit is given back when the sync ends or is stopped."""
+    from paylens.warehouse import _open
+    from paylens.warehouse.sync import run as run_module
+
+    limit = "SELECT current_setting('memory_limit') AS m"
+    default = duckdb.connect().execute(limit).fetchall()[0][0]
+    seen: list[str] = []
+    commit = run_module.save.commit
+
+    def watched(con: duckdb.DuckDBPyConnection, *args: object, **kwargs: object) -> None:
+        seen.append(con.execute(limit).fetchall()[0][0])
+        commit(con, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(run_module.save, "commit", watched)
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        assert wh.sql(limit)["m"].iloc[0] == default
+        wh.sync(client, progress=False, resources=TX_ONLY)
+        assert seen and set(seen) == {"152.5 MiB"}  # 160 MB, as DuckDB says it
+        assert _open.SYNC_MEMORY == "160MB"
+        assert wh.sql(limit)["m"].iloc[0] == default
+        wh._con.execute("SET memory_limit = '3GB'")  # one the analyst chose is kept too
+        seen.clear()
+        wh.sync(client, progress=False, resources=TX_ONLY, full=True)
+        assert seen and set(seen) == {"152.5 MiB"}
+        assert wh.sql(limit)["m"].iloc[0] == "2.7 GiB"
+
+        def failing(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("the disk went away")
+
+        monkeypatch.setattr(run_module.save, "commit", failing)
+        with pytest.raises(RuntimeError):
+            wh.sync(client, progress=False, resources=TX_ONLY, full=True)
+        assert wh.sql(limit)["m"].iloc[0] == "2.7 GiB"

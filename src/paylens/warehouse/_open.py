@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -56,12 +57,39 @@ DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
 #: kept small: what a Ctrl-C leaves for the next open to replay, and how long a checkpoint
 #: holds up a commit, are bounded by it. The room of deleted rows is reclaimed by
 #: `_store.compact_if_due`, which turns the vacuum on for one checkpoint.
-#: DuckDB's own memory is capped at 160 MB (its buffers fill whatever they are given): a
-#: million-transaction sync peaked at 641 MiB with 256 MB, 570 with 192 and 518 to 575 with 160,
-#: as fast (#34).
-_WRITE_SETTINGS = (
-    "SET checkpoint_threshold = '64MB'; SET memory_limit = '160MB'; SET max_vacuum_tasks = 0"
-)
+_WRITE_SETTINGS = "SET checkpoint_threshold = '64MB'; SET max_vacuum_tasks = 0"
+
+#: DuckDB's own memory while a sync writes (its buffers fill whatever they are given): a
+#: million-transaction sync peaked at 641 MiB with 256 MB, 570 with 192 and 518 to 575 with
+#: 160, as fast (#34). Only while it runs: a query of the same connection keeps DuckDB's own
+#: limit (at 256 MB for every write connection, a per-transaction `settlement_times` of a
+#: million transactions ran out of memory).
+SYNC_MEMORY = "160MB"
+
+
+@contextlib.contextmanager
+def sync_memory(
+    con: duckdb.DuckDBPyConnection, lock: contextlib.AbstractContextManager[Any]
+) -> Iterator[None]:
+    """DuckDB's memory capped at `SYNC_MEMORY` while a sync writes, then as it was (`lock`:
+    the connection's, held for each statement)."""
+    with lock:
+        (before,) = con.execute("SELECT current_setting('memory_limit')").fetchall()[0]
+        con.execute(f"SET memory_limit = '{SYNC_MEMORY}'")
+    try:
+        yield
+    finally:
+        with lock:
+            # the default back as the default; another limit as DuckDB showed it ("2.7 GiB",
+            # rounded down to a tenth): set half a tenth above, it shows the same again, so
+            # sync after sync never wears it down
+            con.execute("RESET memory_limit")
+            (now,) = con.execute("SELECT current_setting('memory_limit')").fetchall()[0]
+            if now != before:
+                number, unit = before.split()
+                amount = number if unit == "bytes" else float(number) + 0.05
+                con.execute(f"SET memory_limit = '{amount}{unit}'")
+
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file

@@ -25,7 +25,7 @@ from paylens.frames import to_pandas
 from paylens.models import enums
 
 from . import _journal, _staged, _store, _wallets
-from ._open import MEMORY, close_store, not_found, open_store, storage_errors
+from ._open import MEMORY, close_store, not_found, open_store, storage_errors, sync_memory
 from ._report import SANDBOX_LABEL, SyncReport
 from ._run import (
     PLATFORM_CONFIG_ID,
@@ -193,7 +193,11 @@ class Warehouse:
         forced = frozenset(resources or ())
         # one sync of a file at a time in this process (a second waits): two would reconcile
         # counts against each other's half-written state
-        with self._store.sync_lock, storage_errors(self.path):
+        with (
+            self._store.sync_lock,
+            storage_errors(self.path),
+            sync_memory(self._con, self._lock),
+        ):
             return SyncRun(self._con, self._lock, self.path).run(client, opts, wanted, forced)
 
     def _sync_staged(self, client: Client, keywords: SyncKeywords) -> SyncReport:
