@@ -31,11 +31,11 @@ from typing import Any
 from bench_analysis import build
 
 from paylens import Warehouse
-from paylens.analysis import fee_breakdown, revenue, settlement_times
+from paylens.analysis import fee_breakdown, fees_collected, settlement_times
 from paylens.lake import Lake, publish
 
 HELPERS: dict[str, Callable[[Warehouse], Any]] = {
-    "revenue by settlement month": lambda d: revenue(d),
+    "fees_collected by settlement month": lambda d: fees_collected(d),
     "fee_breakdown by corridor": lambda d: fee_breakdown(d, "corridor"),
     "settlement_times by rail": lambda d: settlement_times(d, "rail"),
 }
