@@ -428,6 +428,11 @@ def test_a_kernel_interrupt_keeps_what_was_read_and_leaves_the_warehouse_as_it_w
         assert stored == handed and 0 < len(stored) < 20_000
         (threshold,) = wh.sql("SELECT current_setting('checkpoint_threshold') AS t")["t"]
         assert threshold == "61.0 MiB"  # the write connection's 64 MB
+        (limit,) = wh.sql("SELECT current_setting('memory_limit') AS m")["m"]
+        assert (
+            limit
+            == duckdb.connect().execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        )
         monkeypatch.setattr(run.TransactionSync, "_pages", pages_of)
         report = wh.sync(client, progress=False, resources=["transactions"])
         assert report.new == 20_000 - len(stored)

@@ -79,7 +79,9 @@ def sync_memory(
     try:
         yield
     finally:
-        with lock:
+        # never in the way of what ended the sync (a Ctrl-C, a full disk): at worst the cap
+        # stays, as it was for every write connection before
+        with lock, contextlib.suppress(duckdb.Error, ValueError):
             # the default back as the default; another limit as DuckDB showed it ("2.7 GiB",
             # rounded down to a tenth): set half a tenth above, it shows the same again, so
             # sync after sync never wears it down

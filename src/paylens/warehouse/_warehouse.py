@@ -167,9 +167,11 @@ class Warehouse:
         listing shows is stored by the next sync, and any other difference is gone within
         `verify_syncs` syncs (each re-reads about 1/`verify_syncs` of the older range; the
         report's `reverified` is that cost). Up to `concurrency` time slices are paged at once
-        (fewer, down to four, while the readers are ahead of the commits: a service that answers
-        fast needs fewer requests under way), under `rate_limit` requests per second when given. Works in scripts, cron and inside a
-        running Jupyter kernel (threads, no event loop). `resources` limits the sync to some
+        (fewer, down to four, while the readers are ahead of the commits: a service that
+        answers fast needs fewer requests under way), under `rate_limit` requests per second
+        when given. DuckDB's memory is capped at 160 MB while the sync writes, and given back
+        after. Works in scripts, cron and inside a running Jupyter kernel (threads, no event
+        loop). `resources` limits the sync to some
         of the catalogue's (`paylens.warehouse.RESOURCES`: transactions, customers, cards,
         internal_accounts, external_accounts, platform_external_accounts); naming one beside
         transactions re-reads it whole whatever its age. `freshness` (a `Freshness`) says how
