@@ -79,15 +79,15 @@ class SyncOptions:
     leaf_records: int = 2_000
     land_records: int = 500
     land_bytes: int = 2 << 20
-    batch_records: int = 20_000
+    batch_records: int = 15_000
     batch_bytes: int = 32 << 20
     queue_landings: int = 32
     #: the most records read and not yet committed (readers wait beyond it): what a Ctrl-C's
-    #: last commits hold (None: only the queue's bound). Two batches and most of a third, so
-    #: the typer gathers the next batch while the writer commits one and another waits: at
-    #: 12,000 the typer and the writer took turns (a 1,000,000-transaction sync 35.6 s against
-    #: 30.7 s at 30,000; BENCHMARKS.md, #34)
-    ahead_records: int | None = 40_000
+    #: last commits hold (None: only the queue's bound). Two batches, so the typer gathers the
+    #: next batch while the writer commits one: at 12,000 the typer and the writer took turns (a
+    #: 1,000,000-transaction sync 35.6 s against 30.7 s at 30,000); 40,000 with batches of
+    #: 20,000 was as fast, with more memory and a longer Ctrl-C (BENCHMARKS.md, #34)
+    ahead_records: int | None = 30_000
     gather_seconds: float = 0.2
 
     def __post_init__(self) -> None:
