@@ -22,7 +22,6 @@ from ._common import (
     render,
     rows_cte,
     source,
-    sql_double,
     sql_string,
     sql_strings,
     statuses,
@@ -296,7 +295,8 @@ def _rates_sql(series: pd.DataFrame) -> str:
         )
     mids = series["mid"].astype(float)
     if not np.isfinite(mids).all():
-        sql_double(float(mids[~np.isfinite(mids)].iloc[0]))  # raises, naming the value
+        bad = float(mids[~np.isfinite(mids)].iloc[0])
+        raise InvalidArgumentError("value", f"not a finite number: {bad!r}")
     at = pd.to_datetime(series["at"], utc=True).dt.strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
     columns = {
         "at": at.tolist(),

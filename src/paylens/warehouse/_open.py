@@ -68,29 +68,46 @@ SYNC_MEMORY = "160MB"
 
 
 @contextlib.contextmanager
-def sync_memory(
-    con: duckdb.DuckDBPyConnection, lock: contextlib.AbstractContextManager[Any]
+def setting_held(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    value: str,
+    lock: contextlib.AbstractContextManager[Any] | None = None,
 ) -> Iterator[None]:
-    """DuckDB's memory capped at `SYNC_MEMORY` while a sync writes, then as it was (`lock`:
-    the connection's, held for each statement)."""
-    with lock:
-        (before,) = con.execute("SELECT current_setting('memory_limit')").fetchall()[0]
-        con.execute(f"SET memory_limit = '{SYNC_MEMORY}'")
+    """DuckDB's setting `name` at `value` inside, then as it was (`lock`: the connection's,
+    held for each statement, when the caller does not hold it)."""
+    guard = lock if lock is not None else contextlib.nullcontext()
+    with guard:
+        (before,) = con.execute(f"SELECT current_setting('{name}')").fetchall()[0]
+        con.execute(f"SET {name} = '{value}'")
     try:
         yield
     finally:
-        # never in the way of what ended the sync (a Ctrl-C, a full disk): at worst the cap
-        # stays, as it was for every write connection before
-        with lock, contextlib.suppress(duckdb.Error, ValueError):
-            # the default back as the default; another limit as DuckDB showed it ("2.7 GiB",
+        # never in the way of what ended the block (a Ctrl-C, a full disk): at worst the
+        # setting stays as it was set inside
+        with guard, contextlib.suppress(duckdb.Error, ValueError):
+            # the default back as the default; another value as DuckDB showed it ("2.7 GiB",
             # rounded down to a tenth): set half a tenth above, it shows the same again, so
-            # sync after sync never wears it down
-            con.execute("RESET memory_limit")
-            (now,) = con.execute("SELECT current_setting('memory_limit')").fetchall()[0]
+            # block after block never wears it down
+            con.execute(f"RESET {name}")
+            (now,) = con.execute(f"SELECT current_setting('{name}')").fetchall()[0]
             if now != before:
                 number, unit = before.split()
                 amount = number if unit == "bytes" else float(number) + 0.05
-                con.execute(f"SET memory_limit = '{amount}{unit}'")
+                con.execute(f"SET {name} = '{amount}{unit}'")
+
+
+def sync_memory(
+    con: duckdb.DuckDBPyConnection, lock: contextlib.AbstractContextManager[Any]
+) -> contextlib.AbstractContextManager[None]:
+    """DuckDB's memory capped at `SYNC_MEMORY` while a sync writes, then as it was."""
+    return setting_held(con, "memory_limit", SYNC_MEMORY, lock)
+
+
+def checkpoints_held(con: duckdb.DuckDBPyConnection) -> contextlib.AbstractContextManager[None]:
+    """No checkpoint at the commits made inside (the log's threshold raised, then put back):
+    for commits that must end at once, leaving the checkpoint to the next one."""
+    return setting_held(con, "checkpoint_threshold", "1TB")
 
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"

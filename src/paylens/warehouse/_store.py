@@ -586,18 +586,6 @@ def compact_if_due(con: duckdb.DuckDBPyConnection) -> list[str]:
     return due
 
 
-@contextmanager
-def checkpoints_held(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """No checkpoint at the commits made inside (the log's threshold raised, then put back):
-    for commits that must end at once, leaving the checkpoint to the next one."""
-    ((threshold,),) = con.execute("SELECT current_setting('checkpoint_threshold')").fetchall()
-    con.execute("SET checkpoint_threshold = '1TB'")
-    try:
-        yield
-    finally:
-        con.execute(f"SET checkpoint_threshold = '{threshold}'")
-
-
 def next_run_id(con: duckdb.DuckDBPyConnection) -> int:
     (row,) = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM sync_runs").fetchall()
     return int(row[0])

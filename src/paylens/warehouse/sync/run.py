@@ -25,7 +25,7 @@ import duckdb
 from paylens.client import Client, RateBudget, TextPage
 from paylens.errors import InvalidArgumentError
 
-from .. import _store
+from .. import _open
 from . import fetch, plan, save
 from .fetch import Landing, Service
 from .freshness import Freshness
@@ -781,7 +781,7 @@ class TransactionSync:
 
     def _land(self, batch: Batch) -> None:
         # a Ctrl-C's last commits end the run at once: their checkpoint is the next run's
-        held = _store.checkpoints_held if self.writer.finishing else contextlib.nullcontext
+        held = _open.checkpoints_held if self.writer.finishing else contextlib.nullcontext
         with self.db_lock, held(self.con):
             save.commit(self.con, batch, run_id=self.run_id, at=self.started, keys=self._keys)
         self.tally.add(batch)
