@@ -63,12 +63,13 @@ put = run.Writer.put
 handed = set()
 
 def announced_put(self, landing):
-    ids = list(landing.buffer)  # typed, a landing lets its texts go: perhaps before put returns
-    put(self, landing)
+    # counted as it is handed: a Ctrl-C releases every put (the commits then take it), and
+    # the process may end between a put's return and a line said after it
     with said:
-        handed.update(ids)
+        handed.update(landing.buffer)
         count = len(handed)
     say(f"handed {count}")
+    put(self, landing)
 
 run.Writer.put = announced_put
 from paylens.warehouse import _run
